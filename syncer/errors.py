@@ -1,0 +1,141 @@
+"""The one exception tree of syncer.
+
+Every error syncer raises on purpose is a ``SyncerError``. Errors carry the thing they concern (a
+file and line, a Kubernetes object, a commit) and keep their cause through ``raise ... from``.
+Client-library errors are translated into this tree only in ``syncer.kube``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+class SyncerError(Exception):
+    """Base of every error syncer raises on purpose."""
+
+
+class ConfigError(SyncerError):
+    """The agent's own configuration or policy files are invalid."""
+
+
+class SourceError(SyncerError):
+    """The git source could not produce a revision (remote unreachable, branch gone, history rewritten)."""
+
+
+class VerificationError(SyncerError):
+    """A revision is not trusted: a missing, unknown, expired or out-of-scope signature."""
+
+
+@dataclass(frozen=True)
+class Location:
+    """A place in a file of the fleet repository; line and column count from 1, 0 when unknown."""
+
+    path: str
+    line: int = 0
+    column: int = 0
+
+    def __str__(self) -> str:
+        if self.line and self.column:
+            return f"{self.path}:{self.line}:{self.column}"
+        if self.line:
+            return f"{self.path}:{self.line}"
+        return self.path
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a revision's manifests."""
+
+    kind: str
+    message: str
+    location: Location
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.kind}: {self.message}"
+
+
+class ManifestError(SyncerError):
+    """A revision's manifests are invalid. Lists every problem found, each with file:line:column."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        if not problems:
+            raise ValueError("ManifestError needs at least one problem")
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        super().__init__(f"{len(self.problems)} problem(s) in the manifests:\n{lines}")
+
+
+class KubeError(SyncerError):
+    """A Kubernetes API call failed. ``subject`` names the object (``Kind/ns/name``) when known."""
+
+    def __init__(self, message: str, *, cluster: str = "", subject: str = "", status: int = 0) -> None:
+        self.cluster = cluster
+        self.subject = subject
+        self.status = status
+        where = " ".join(part for part in (cluster and f"[{cluster}]", subject) if part)
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class NotFound(KubeError):
+    """404: the object or its kind does not exist."""
+
+
+class Forbidden(KubeError):
+    """403: the identity syncer runs as may not do this."""
+
+
+@dataclass(frozen=True)
+class FieldConflict:
+    """A field another field manager owns, as reported by a 409 from server-side apply."""
+
+    manager: str
+    field: str
+
+
+class Conflict(KubeError):
+    """409: server-side apply found fields owned by another field manager."""
+
+    def __init__(
+        self, message: str, *, conflicts: Sequence[FieldConflict] = (), cluster: str = "", subject: str = ""
+    ) -> None:
+        self.conflicts = tuple(conflicts)
+        super().__init__(message, cluster=cluster, subject=subject, status=409)
+
+    @property
+    def managers(self) -> tuple[str, ...]:
+        return tuple(sorted({c.manager for c in self.conflicts}))
+
+
+@dataclass(frozen=True)
+class FieldCause:
+    """One reason the apiserver gave for rejecting an object."""
+
+    field: str
+    message: str
+
+
+class Invalid(KubeError):
+    """422: the apiserver rejected the object (schema or admission); never retried."""
+
+    def __init__(
+        self, message: str, *, causes: Sequence[FieldCause] = (), cluster: str = "", subject: str = ""
+    ) -> None:
+        self.causes = tuple(causes)
+        super().__init__(message, cluster=cluster, subject=subject, status=422)
+
+
+class TooManyRequests(KubeError):
+    """429: throttled; ``retry_after`` is the server's hint in seconds (0 when none)."""
+
+    def __init__(self, message: str, *, retry_after: float = 0.0, cluster: str = "", subject: str = "") -> None:
+        self.retry_after = retry_after
+        super().__init__(message, cluster=cluster, subject=subject, status=429)
+
+
+class ServerError(KubeError):
+    """5xx or a broken connection: the apiserver could not answer; may be retried."""
+
+
+class RolloutError(SyncerError):
+    """A wave could not be rolled out or did not become healthy in time."""
