@@ -1,0 +1,5 @@
+"""``python -m devfleet`` runs ``syncer-fleet``."""
+
+from devfleet.cli import main
+
+main()

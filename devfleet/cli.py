@@ -1,0 +1,128 @@
+"""``syncer-fleet``: build, start, inspect and stop a local fleet of real Kubernetes clusters."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from devfleet import access, build, fleet
+
+
+def _say(msg: str) -> None:
+    click.echo(msg, err=True)
+
+
+def _state_option(func: click.decorators.FC) -> click.decorators.FC:
+    return click.option(
+        "--state-dir",
+        type=click.Path(path_type=Path, file_okay=False),
+        default=None,
+        help="Where the fleet keeps its state [default: ~/.cache/syncer/fleet/default].",
+    )(func)
+
+
+def _root(state_dir: Path | None) -> Path:
+    return state_dir or fleet.default_state_dir()
+
+
+def _loaded(state_dir: Path | None) -> fleet.Fleet:
+    loaded = fleet.Fleet.load(_root(state_dir))
+    if loaded is None:
+        raise click.ClickException(f"no fleet at {_root(state_dir)}; start one with `syncer-fleet up`")
+    return loaded
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """A local fleet of real Kubernetes control planes (kube-apiserver, etcd, controller manager,
+    scheduler and kwok fake nodes), built from the Go module proxy and cached."""
+
+
+@cli.command("build")
+def build_cmd() -> None:
+    """Build (or find in the cache) the pinned binaries and print their directory."""
+    click.echo(build.ensure_binaries(_say))
+
+
+@cli.command()
+@_state_option
+@click.option("--cluster", "clusters", multiple=True, help="Cluster names [default: canary, eu-1, us-1].")
+@click.option("--nodes", default=fleet.NODES_PER_CLUSTER, show_default=True, help="kwok nodes per cluster.")
+@click.option("--timeout", default=180.0, show_default=True, help="Seconds to wait for the fleet.")
+def up(state_dir: Path | None, clusters: tuple[str, ...], nodes: int, timeout: float) -> None:
+    """Start the fleet and print the path of its kubeconfig (one context per cluster)."""
+    options = fleet.UpOptions(clusters=clusters or fleet.DEFAULT_CLUSTERS, nodes=nodes, timeout=timeout)
+    started = fleet.up(_root(state_dir), options, _say)
+    click.echo(started.kubeconfig)
+
+
+@cli.command()
+@_state_option
+def down(state_dir: Path | None) -> None:
+    """Stop exactly the processes the fleet started and remove its state."""
+    if fleet.down(_root(state_dir), _say):
+        sys.exit(1)
+
+
+@cli.command()
+@_state_option
+def status(state_dir: Path | None) -> None:
+    """Show each process of the fleet and whether it runs; exit 1 if any is down."""
+    rows = fleet.status(_root(state_dir))
+    if not rows:
+        click.echo(f"no fleet at {_root(state_dir)}")
+        sys.exit(1)
+    for cluster, name, pid, alive in rows:
+        click.echo(f"{cluster:<12} {name:<24} {pid:>8}  {'running' if alive else 'STOPPED'}")
+    if not all(alive for *_, alive in rows):
+        sys.exit(1)
+
+
+@cli.command("kubeconfig")
+@_state_option
+def kubeconfig_cmd(state_dir: Path | None) -> None:
+    """Print the path of the fleet's admin kubeconfig."""
+    click.echo(_loaded(state_dir).kubeconfig)
+
+
+@cli.command("mint-user")
+@_state_option
+@click.option("--cluster", required=True)
+@click.option("--user", required=True, help="User name (certificate CN).")
+@click.option("--group", "groups", multiple=True, help="Groups (certificate O), repeatable.")
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True)
+def mint_user(state_dir: Path | None, cluster: str, user: str, groups: tuple[str, ...], out: Path) -> None:
+    """Write a kubeconfig for a user authenticated by a client certificate (no rights until bound)."""
+    click.echo(access.user_kubeconfig(_loaded(state_dir), cluster, user, groups, out))
+
+
+@cli.command("mint-sa")
+@_state_option
+@click.option("--cluster", required=True)
+@click.option("--namespace", required=True)
+@click.option("--name", required=True, help="ServiceAccount name (must exist).")
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True)
+def mint_sa(state_dir: Path | None, cluster: str, namespace: str, name: str, out: Path) -> None:
+    """Write a kubeconfig with a bound token of a ServiceAccount."""
+    click.echo(access.service_account_kubeconfig(_loaded(state_dir), cluster, namespace, name, out))
+
+
+@cli.command()
+@_state_option
+@click.option("--cluster", default=None, help="Only this cluster's components.")
+@click.option("--lines", default=40, show_default=True)
+def logs(state_dir: Path | None, cluster: str | None, lines: int) -> None:
+    """Print the last lines of each component's log."""
+    loaded = _loaded(state_dir)
+    for p in loaded.processes:
+        log = Path(p.log)
+        if cluster and log.parent.parent.name != cluster:
+            continue
+        click.echo(f"==> {log} <==")
+        click.echo(fleet.tail(log, lines))
+
+
+def main() -> None:
+    cli(prog_name="syncer-fleet")

@@ -1,0 +1,119 @@
+"""Command lines of the fleet's components. Pure: paths and ports in, argv out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+SERVICE_CIDR = "10.96.0.0/16"
+
+
+@dataclass(frozen=True)
+class ClusterFiles:
+    """Where one cluster keeps its PKI, kubeconfigs and logs."""
+
+    root: Path
+
+    @property
+    def pki(self) -> Path:
+        return self.root / "pki"
+
+    def kubeconfig(self, component: str) -> Path:
+        return self.root / f"{component}.kubeconfig"
+
+    def log(self, component: str) -> Path:
+        return self.root / "logs" / f"{component}.log"
+
+
+def etcd_argv(bin_dir: Path, data_dir: Path, client_port: int, peer_port: int) -> list[str]:
+    client = f"http://127.0.0.1:{client_port}"
+    peer = f"http://127.0.0.1:{peer_port}"
+    return [
+        str(bin_dir / "etcd"),
+        "--name=fleet",
+        f"--data-dir={data_dir}",
+        f"--listen-client-urls={client}",
+        f"--advertise-client-urls={client}",
+        f"--listen-peer-urls={peer}",
+        f"--initial-advertise-peer-urls={peer}",
+        f"--initial-cluster=fleet={peer}",
+        "--initial-cluster-state=new",
+        # A throwaway local store: durability is not worth an fsync per write here.
+        "--unsafe-no-fsync",
+        "--quota-backend-bytes=4294967296",
+        "--log-level=warn",
+    ]
+
+
+def apiserver_argv(bin_dir: Path, files: ClusterFiles, port: int, etcd_port: int, cluster: str) -> list[str]:
+    pki = files.pki
+    return [
+        str(bin_dir / "kube-apiserver"),
+        f"--etcd-servers=http://127.0.0.1:{etcd_port}",
+        f"--etcd-prefix=/registry/{cluster}",
+        "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1",
+        f"--secure-port={port}",
+        f"--tls-cert-file={pki / 'apiserver.crt'}",
+        f"--tls-private-key-file={pki / 'apiserver.key'}",
+        f"--client-ca-file={pki / 'ca.crt'}",
+        "--authorization-mode=RBAC",
+        "--anonymous-auth=false",
+        "--service-account-issuer=https://kubernetes.default.svc",
+        f"--service-account-key-file={pki / 'sa.pub'}",
+        f"--service-account-signing-key-file={pki / 'sa.key'}",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        "--allow-privileged=true",
+        "--enable-priority-and-fairness=false",
+        "--profiling=false",
+        "--v=1",
+    ]
+
+
+def controller_manager_argv(bin_dir: Path, files: ClusterFiles) -> list[str]:
+    kubeconfig = files.kubeconfig("kube-controller-manager")
+    return [
+        str(bin_dir / "kube-controller-manager"),
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--use-service-account-credentials=true",
+        f"--service-account-private-key-file={files.pki / 'sa.key'}",
+        f"--root-ca-file={files.pki / 'ca.crt'}",
+        f"--cluster-signing-cert-file={files.pki / 'ca.crt'}",
+        f"--cluster-signing-key-file={files.pki / 'ca.key'}",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        "--leader-elect=false",
+        "--bind-address=127.0.0.1",
+        "--secure-port=0",
+        "--concurrent-gc-syncs=5",
+        "--v=1",
+    ]
+
+
+def scheduler_argv(bin_dir: Path, files: ClusterFiles) -> list[str]:
+    kubeconfig = files.kubeconfig("kube-scheduler")
+    return [
+        str(bin_dir / "kube-scheduler"),
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--leader-elect=false",
+        "--bind-address=127.0.0.1",
+        "--secure-port=0",
+        "--v=1",
+    ]
+
+
+def kwok_argv(bin_dir: Path, files: ClusterFiles) -> list[str]:
+    return [
+        str(bin_dir / "kwok"),
+        f"--kubeconfig={files.kubeconfig('kwok')}",
+        "--manage-all-nodes=false",
+        "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+        "--manage-nodes-with-label-selector=",
+        "--cidr=10.244.0.1/16",
+        "--node-ip=10.244.0.1",
+        "--node-lease-duration-seconds=40",
+        "--server-address=",
+    ]

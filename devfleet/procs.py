@@ -1,0 +1,98 @@
+"""Start and stop the fleet's processes, identified by PID and start time so a reused PID is never hit."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+
+def _start_ticks(pid: int) -> int | None:
+    """The process start time in clock ticks since boot, or None when no such process runs."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after its closing one.
+    fields = stat.rsplit(")", 1)[1].split()
+    if fields[0] == "Z":  # a zombie has exited already
+        return None
+    return int(fields[19])
+
+
+@dataclass(frozen=True)
+class Proc:
+    """One started process of the fleet."""
+
+    name: str
+    pid: int
+    start_ticks: int
+    log: str
+
+    def alive(self) -> bool:
+        return _start_ticks(self.pid) == self.start_ticks
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> Proc:
+        return Proc(str(data["name"]), int(data["pid"]), int(data["start_ticks"]), str(data["log"]))
+
+
+# Children started by this interpreter, kept so they are reaped (and not reported as leaked) when stopped.
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def spawn(name: str, argv: list[str], log: Path, cwd: Path) -> Proc:
+    """Start ``argv`` in its own session with output to ``log``; it outlives the caller until stopped."""
+    with log.open("ab") as out:
+        child = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    _CHILDREN[child.pid] = child
+    ticks = _start_ticks(child.pid)
+    if ticks is None:
+        raise RuntimeError(f"{name} exited at once; see {log}")
+    return Proc(name, child.pid, ticks, str(log))
+
+
+def _reap(pid: int) -> None:
+    child = _CHILDREN.get(pid)
+    if child is not None and child.poll() is not None:
+        del _CHILDREN[pid]
+
+
+def stop(procs: list[Proc], grace: float = 10.0) -> list[Proc]:
+    """SIGTERM every live process, SIGKILL what remains after ``grace`` seconds; return any survivors."""
+    live = [p for p in procs if p.alive()]
+    for p in live:
+        os.kill(p.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while live and time.monotonic() < deadline:
+        for p in live:
+            _reap(p.pid)
+        live = [p for p in live if p.alive()]
+        if live:
+            time.sleep(0.1)
+    for p in live:
+        os.kill(p.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5.0
+    while live and time.monotonic() < deadline:
+        for p in live:
+            _reap(p.pid)
+        live = [p for p in live if p.alive()]
+        if live:
+            time.sleep(0.05)
+    for p in procs:
+        _reap(p.pid)
+    return live

@@ -1,0 +1,88 @@
+"""Integration fixtures: one real local fleet per test session, a fresh namespace per test.
+
+The fleet is started only when a test asks for it, and stopped at the end of the session; the
+teardown fails the session if any process the fleet started is still alive.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+from devfleet import fleet as devfleet
+
+
+class FleetHandle:
+    """The running fleet as tests see it: clusters by name and API clients per cluster."""
+
+    def __init__(self, state: devfleet.Fleet) -> None:
+        self.state = state
+        self.kubeconfig: Path = state.kubeconfig
+        self.names: list[str] = [c.name for c in state.clusters]
+        self._clients: dict[str, client.ApiClient] = {}
+
+    def api(self, cluster: str) -> client.ApiClient:
+        if cluster not in self._clients:
+            self._clients[cluster] = config.new_client_from_config(
+                config_file=str(self.kubeconfig), context=cluster
+            )
+        return self._clients[cluster]
+
+    def close(self) -> None:
+        for api_client in self._clients.values():
+            api_client.close()
+
+
+@pytest.fixture(scope="session")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetHandle]:
+    """A session-wide fleet of three clusters: canary, eu-1, us-1."""
+    root = tmp_path_factory.mktemp("fleet") / "state"
+    state = devfleet.up(root, devfleet.UpOptions(), say=lambda msg: print(msg, flush=True))
+    handle = FleetHandle(state)
+    try:
+        yield handle
+    finally:
+        handle.close()
+        started = list(state.processes)
+        survivors = devfleet.down(root, say=lambda msg: None)
+        leaked = [p for p in started if p.alive()]
+        assert not survivors, f"fleet processes could not be stopped: {survivors}"
+        assert not leaked, f"fleet processes leaked: {leaked}"
+
+
+@pytest.fixture
+def cluster(fleet: FleetHandle) -> str:
+    """One cluster of the session fleet, for tests that need a single cluster."""
+    return fleet.names[0]
+
+
+@pytest.fixture
+def namespace(fleet: FleetHandle, cluster: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A namespace unique to this test in ``cluster``, deleted afterwards."""
+    digest = hashlib.sha1(f"{request.node.nodeid}{os.getpid()}".encode()).hexdigest()[:8]
+    name = f"t-{request.node.name[:40].lower().replace('_', '-').strip('-')}-{digest}"
+    name = "".join(ch if ch.isalnum() or ch == "-" else "-" for ch in name)
+    core = client.CoreV1Api(fleet.api(cluster))
+    core.create_namespace({"metadata": {"name": name}})
+    yield name
+    try:
+        core.delete_namespace(name)
+    except ApiException as err:
+        if err.status != 404:
+            raise
+
+
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+    """When a test that uses the fleet fails, attach the tail of every component log to the report."""
+    if call.when != "call" or call.excinfo is None or "fleet" not in getattr(item, "fixturenames", ()):
+        return
+    handle = item.funcargs.get("fleet") if hasattr(item, "funcargs") else None
+    if isinstance(handle, FleetHandle):
+        for proc in handle.state.processes:
+            item.add_report_section("call", f"{proc.name} log", devfleet.tail(Path(proc.log), 8))
