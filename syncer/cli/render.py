@@ -1,0 +1,84 @@
+"""``syncer render``: the desired objects of each cluster, as the manifests stage computes them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import click
+import yaml
+from rich.console import Console
+from rich.text import Text
+
+from syncer.domain.objects import ClusterManifests
+from syncer.errors import ManifestError, Problem
+from syncer.manifests import load_fleet
+
+LOCAL_REVISION = "local"
+EXIT_INVALID = 2
+
+
+def cluster_yaml(cluster: ClusterManifests) -> str:
+    """One cluster as multi-document YAML behind a comment header naming its content hash."""
+    lines = [
+        f"# cluster: {cluster.cluster}",
+        f"# content-hash: sha256:{cluster.content_hash}",
+        f"# objects: {len(cluster.manifests)}",
+    ]
+    for manifest in cluster.manifests:
+        lines.append(f"--- # {manifest.key.subject} from {manifest.source}")
+        lines.append(
+            yaml.safe_dump(dict(manifest.body), sort_keys=False, default_flow_style=False).rstrip("\n")
+        )
+    return "\n".join(lines) + "\n"
+
+
+def print_problems(problems: Iterable[Problem]) -> None:
+    """Every problem on stderr as ``file:line:col: kind: message``, one per line."""
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    listed = list(problems)
+    for found in listed:
+        line = Text()
+        line.append(str(found.location), style="bold")
+        line.append(": ")
+        line.append(found.kind, style="red")
+        line.append(f": {found.message}")
+        console.print(line)
+    console.print(Text(f"{len(listed)} problem(s); the revision is rejected.", style="bold red"))
+
+
+@click.command()
+@click.option(
+    "--repo",
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Directory of a checked-out fleet repository.",
+)
+@click.option(
+    "--cluster",
+    "clusters",
+    multiple=True,
+    metavar="NAME",
+    help="Render only this cluster (repeatable); all clusters by default.",
+)
+@click.pass_context
+def render(ctx: click.Context, repo: Path, clusters: tuple[str, ...]) -> None:
+    """Print the desired objects of each cluster of a fleet repository as YAML.
+
+    Exits 2 and lists every problem as file:line:col: kind: message when the manifests are invalid.
+    """
+    try:
+        fleet = load_fleet(repo, LOCAL_REVISION)
+    except ManifestError as e:
+        print_problems(e.problems)
+        ctx.exit(EXIT_INVALID)
+    unknown = [name for name in clusters if name not in fleet.clusters]
+    if unknown:
+        known = ", ".join(fleet.clusters)
+        raise click.BadParameter(
+            f"{', '.join(unknown)} not in the fleet (clusters: {known})", param_hint="--cluster"
+        )
+    chosen = (
+        [fleet.clusters[name] for name in dict.fromkeys(clusters)] if clusters else fleet.clusters.values()
+    )
+    click.echo("\n".join(cluster_yaml(cluster) for cluster in chosen), nl=False)

@@ -1,0 +1,32 @@
+"""The CustomResourceDefinitions syncer owns, shipped as package data.
+
+Owns: the RedisCluster CRD file (the single schema of a RedisCluster) and reading it from the
+installed package. Must not: know how the schema is used; manifests validation, the chart and the
+controller each read it from here.
+"""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REDISCLUSTER_CRD = "redisclusters.redis.syncer.dev.yaml"
+
+
+def crd_path(name: str = REDISCLUSTER_CRD) -> Path:
+    """Filesystem path of a shipped CRD file (syncer is installed as a directory, never zipped)."""
+    resource = files(__name__).joinpath(name)
+    if not isinstance(resource, Path):
+        raise RuntimeError(f"{name} is not on the filesystem; syncer must not run from a zip archive")
+    return resource
+
+
+def load_crd(name: str = REDISCLUSTER_CRD) -> dict[str, Any]:
+    """The parsed CRD document."""
+    document = yaml.safe_load(crd_path(name).read_text(encoding="utf-8"))
+    if not isinstance(document, dict):
+        raise RuntimeError(f"{name} is not a YAML mapping")
+    return document

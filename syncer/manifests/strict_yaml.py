@@ -1,0 +1,289 @@
+"""Strict, bounded YAML loading that remembers where every node came from.
+
+PyYAML's safe loader does the parsing; this module narrows it to what a Kubernetes manifest may hold
+(JSON values, string keys, no duplicate keys, no application tags) and bounds what an alias can cost:
+aliases are counted while composing, and each document is measured with every alias expanded before
+anything walks it, so an alias bomb is rejected without ever being expanded. Merge keys (``<<``)
+work as in YAML 1.1. A UTF-8 byte order mark is accepted; any other encoding is rejected.
+"""
+
+from __future__ import annotations
+
+import codecs
+import math
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import yaml
+from yaml.events import AliasEvent
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.reader import ReaderError
+
+from syncer.errors import Location, Problem
+from syncer.manifests.options import LoadOptions
+from syncer.manifests.problems import ProblemKind, problem
+
+JsonPath = tuple[str | int, ...]
+
+_TAG = "tag:yaml.org,2002:"
+_OTHER_ENCODINGS = (
+    (codecs.BOM_UTF32_LE, "UTF-32"),
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+)
+
+
+class _Mark(Protocol):
+    """Where PyYAML saw a node or event; both counted from 0."""
+
+    line: int
+    column: int
+
+
+@dataclass(frozen=True)
+class YamlDocument:
+    """One document of a file: its data (JSON values) and the 1-based line and column of each node.
+
+    A mapping entry is located at its key, a sequence item at the item.
+    """
+
+    path: str
+    index: int
+    data: Any
+    marks: Mapping[JsonPath, tuple[int, int]]
+
+    def location(self, at: JsonPath = ()) -> Location:
+        """Where the node at ``at`` is, or its nearest located ancestor."""
+        for length in range(len(at), -1, -1):
+            mark = self.marks.get(at[:length])
+            if mark is not None:
+                return Location(self.path, mark[0], mark[1])
+        return Location(self.path)
+
+
+@dataclass(frozen=True)
+class YamlFile:
+    """The documents read from one file and the problems found in it.
+
+    Loading stops at the first syntax error or exceeded limit; documents before it are kept.
+    """
+
+    documents: tuple[YamlDocument, ...]
+    problems: tuple[Problem, ...]
+
+
+class _Rejected(Exception):
+    """Stops loading a file: a limit was exceeded or a tag is not allowed."""
+
+    def __init__(self, kind: ProblemKind, message: str, mark: _Mark | None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.mark = mark
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader building only JSON values, with alias counting and a nesting bound.
+
+    Duplicate keys, non-string keys and non-finite numbers are recorded in ``found`` and loading goes
+    on; a disallowed tag or an exceeded limit stops the file.
+    """
+
+    def __init__(self, text: str, options: LoadOptions) -> None:
+        super().__init__(text)
+        self.found: list[tuple[ProblemKind, str, _Mark]] = []
+        self._options = options
+        self._aliases = 0
+        self._depth = 0
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        event: yaml.Event = self.peek_event()  # type: ignore[no-untyped-call]
+        mark: _Mark | None = event.start_mark
+        if isinstance(event, AliasEvent):
+            self._aliases += 1
+            if self._aliases > self._options.max_aliases:
+                message = f"more than {self._options.max_aliases} aliases in one file"
+                raise _Rejected(ProblemKind.YAML_ALIAS_LIMIT, message, mark)
+        self._depth += 1
+        try:
+            if self._depth > self._options.max_depth:
+                message = f"nesting deeper than {self._options.max_depth} levels"
+                raise _Rejected(ProblemKind.YAML_DEPTH_LIMIT, message, mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Hashable, Any]:
+        self._check_keys(node)
+        return super().construct_mapping(node, deep=deep)
+
+    def _check_keys(self, node: MappingNode) -> None:
+        seen: dict[str, _Mark] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == _TAG + "merge":
+                continue
+            if not isinstance(key_node, ScalarNode) or key_node.tag != _TAG + "str":
+                shown = key_node.value if isinstance(key_node, ScalarNode) else key_node.id
+                message = f"mapping key {shown!r} is of type {key_node.tag.removeprefix(_TAG)}, not a string"
+                self.found.append((ProblemKind.YAML_KEY, message, key_node.start_mark))
+                continue
+            first = seen.get(key_node.value)
+            if first is not None:
+                message = f"duplicate key {key_node.value!r} (first at line {first.line + 1})"
+                self.found.append((ProblemKind.YAML_DUPLICATE_KEY, message, key_node.start_mark))
+            else:
+                seen[key_node.value] = key_node.start_mark
+
+
+def _finite_float(loader: _StrictLoader, node: ScalarNode) -> float:
+    value = loader.construct_yaml_float(node)
+    if not math.isfinite(value):
+        loader.found.append(
+            (ProblemKind.YAML_VALUE, f"{node.value!r} is not a finite number", node.start_mark)
+        )
+    return value
+
+
+def _timestamp_as_string(loader: _StrictLoader, node: ScalarNode) -> str:
+    return str(loader.construct_scalar(node))
+
+
+def _reject_tag(loader: _StrictLoader, node: Node) -> None:
+    message = f"tag {node.tag!r} is not allowed: manifests hold JSON values only"
+    raise _Rejected(ProblemKind.YAML_TAG, message, node.start_mark)
+
+
+_StrictLoader.add_constructor(_TAG + "float", _finite_float)
+_StrictLoader.add_constructor(_TAG + "timestamp", _timestamp_as_string)
+for _tag in ("binary", "set", "omap", "pairs"):
+    _StrictLoader.add_constructor(_TAG + _tag, _reject_tag)
+_StrictLoader.add_constructor(None, _reject_tag)
+
+
+def _children(node: Node) -> list[Node]:
+    if isinstance(node, MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _check_expansion(root: Node, options: LoadOptions) -> None:
+    """Reject a document whose alias-expanded size exceeds the bound, without expanding it."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def size(node: Node) -> int:
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        if id(node) in open_nodes:
+            raise _Rejected(
+                ProblemKind.YAML_EXPANSION_LIMIT, "an alias refers to a node containing it", node.start_mark
+            )
+        open_nodes.add(id(node))
+        total = 1 + sum(size(child) for child in _children(node))
+        open_nodes.discard(id(node))
+        sizes[id(node)] = total
+        return total
+
+    if size(root) <= options.max_nodes:
+        return
+    node = root
+    while True:
+        bigger = next((c for c in _children(node) if sizes[id(c)] > options.max_nodes), None)
+        if bigger is None:
+            break
+        node = bigger
+    raise _Rejected(
+        ProblemKind.YAML_EXPANSION_LIMIT,
+        f"node expands to {sizes[id(node)]} nodes through aliases (limit {options.max_nodes})",
+        node.start_mark,
+    )
+
+
+def _marks(root: Node, options: LoadOptions) -> dict[JsonPath, tuple[int, int]]:
+    """Line and column of every node by JSON path, enforcing the depth bound with aliases expanded."""
+    marks: dict[JsonPath, tuple[int, int]] = {}
+
+    def walk(path: JsonPath, node: Node, mark: _Mark) -> None:
+        if len(path) > options.max_depth:
+            raise _Rejected(
+                ProblemKind.YAML_DEPTH_LIMIT,
+                f"nesting deeper than {options.max_depth} levels once aliases are expanded",
+                node.start_mark,
+            )
+        marks[path] = (mark.line + 1, mark.column + 1)
+        if isinstance(node, MappingNode):
+            for key, value in node.value:
+                walk((*path, str(key.value)), value, key.start_mark)
+        elif isinstance(node, SequenceNode):
+            for index, item in enumerate(node.value):
+                walk((*path, index), item, item.start_mark)
+
+    walk((), root, root.start_mark)
+    return marks
+
+
+def decode(data: bytes, path: str) -> str | Problem:
+    """The text of a file, or the problem that it is not UTF-8."""
+    for bom, name in _OTHER_ENCODINGS:
+        if data.startswith(bom):
+            return problem(ProblemKind.ENCODING, f"{name} byte order mark: files must be UTF-8", path, 1, 1)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        return problem(
+            ProblemKind.ENCODING,
+            f"not UTF-8: byte 0x{data[e.start]:02x} cannot be decoded",
+            path,
+            line,
+            column,
+        )
+
+
+def _text_position(text: str, index: int) -> tuple[int, int]:
+    line = text.count("\n", 0, index) + 1
+    return line, index - (text.rfind("\n", 0, index) + 1) + 1
+
+
+def load_yaml(text: str, path: str, options: LoadOptions) -> YamlFile:
+    """Every document of one file, or the problems that make it unusable."""
+    documents: list[YamlDocument] = []
+    problems: list[Problem] = []
+    loader: _StrictLoader | None = None
+    try:
+        loader = _StrictLoader(text, options)
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            _check_expansion(node, options)
+            data = loader.construct_document(node)
+            documents.append(YamlDocument(path, len(documents), data, _marks(node, options)))
+    except _Rejected as e:
+        line, column = (e.mark.line + 1, e.mark.column + 1) if e.mark else (0, 0)
+        problems.append(problem(e.kind, e.message, path, line, column))
+    except ReaderError as e:
+        line, column = _text_position(text, e.position)
+        code = e.character if isinstance(e.character, int) else ord(e.character)
+        problems.append(
+            problem(ProblemKind.ENCODING, f"character U+{code:04X} is not allowed", path, line, column)
+        )
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line, column = (mark.line + 1, mark.column + 1) if mark else (0, 0)
+        message = " ".join(part for part in (e.context, e.problem) if part) or "invalid YAML"
+        problems.append(problem(ProblemKind.YAML_SYNTAX, message, path, line, column))
+    finally:
+        if loader is not None:
+            problems[:0] = [
+                problem(kind, message, path, mark.line + 1, mark.column + 1)
+                for kind, message, mark in loader.found
+            ]
+            loader.dispose()
+    return YamlFile(tuple(documents), tuple(problems))

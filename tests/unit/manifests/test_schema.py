@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from jsonschema import Draft4Validator
+
+from syncer.crds import load_crd
+from syncer.manifests.options import REDIS_CLUSTER
+from syncer.manifests.schema import crd_validators, dotted, kube_to_json_schema
+
+
+def _redis_cluster(spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": REDIS_CLUSTER.api_version,
+        "kind": REDIS_CLUSTER.kind,
+        "metadata": {"name": "cache", "namespace": "redis"},
+        "spec": spec,
+    }
+
+
+def _messages(spec: dict[str, Any]) -> list[str]:
+    validator = crd_validators()[(REDIS_CLUSTER.api_version, REDIS_CLUSTER.kind)]
+    return [e.message for e in validator.iter_errors(_redis_cluster(spec))]
+
+
+def test_int_or_string_becomes_a_choice_of_integer_and_string() -> None:
+    schema = kube_to_json_schema({"x-kubernetes-int-or-string": True, "pattern": "^[0-9]+Gi$"})
+
+    assert schema == {"pattern": "^[0-9]+Gi$", "anyOf": [{"type": "integer"}, {"type": "string"}]}
+
+
+def test_objects_with_properties_are_closed_unless_they_preserve_unknown_fields() -> None:
+    schema = kube_to_json_schema(
+        {
+            "type": "object",
+            "description": "dropped",
+            "properties": {
+                "strict": {"type": "object", "properties": {"a": {"type": "string"}}},
+                "open": {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {}},
+                "map": {"type": "object", "additionalProperties": {"type": "string"}},
+            },
+            "oneOf": [{"required": ["strict"], "properties": {"strict": {"required": ["a"]}}}],
+        }
+    )
+
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["strict"]["additionalProperties"] is False
+    assert "additionalProperties" not in schema["properties"]["open"]
+    assert schema["properties"]["map"]["additionalProperties"] == {"type": "string"}
+    assert "additionalProperties" not in schema["oneOf"][0]
+    assert "description" not in schema
+
+
+def test_the_translated_crd_schema_is_a_valid_draft4_schema() -> None:
+    for version in load_crd()["spec"]["versions"]:
+        Draft4Validator.check_schema(kube_to_json_schema(version["schema"]["openAPIV3Schema"]))
+
+
+def test_a_complete_spec_is_valid() -> None:
+    spec = {
+        "shards": 3,
+        "replicasPerShard": 1,
+        "version": "7.2.5",
+        "image": "redis:7.2.5",
+        "resources": {"requests": {"cpu": "250m", "memory": "1Gi"}, "limits": {"cpu": 2, "memory": "1.5Gi"}},
+        "persistence": {
+            "enabled": True,
+            "size": "10Gi",
+            "storageClassName": "ssd",
+            "retentionPolicy": "Delete",
+        },
+        "auth": {"secretRef": {"name": "cache-auth", "key": "password"}},
+        "tls": {"secretRef": {"name": "cache-tls"}},
+        "redisConfig": {"maxmemory-policy": "allkeys-lru"},
+        "exporter": {"enabled": True, "image": "exporter:1", "resources": {"requests": {"cpu": "10m"}}},
+        "affinity": {"podAntiAffinity": {"anything": ["goes"]}},
+        "tolerations": [{"key": "dedicated", "operator": "Exists", "unknownToUs": 1}],
+        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone"}],
+        "securityContext": {"runAsNonRoot": True},
+        "podDisruptionBudget": {"enabled": True, "maxUnavailable": 1},
+        "rolloutStrategy": {
+            "steps": [{"pods": 1, "pause": "30s"}, {"percent": 50, "pause": "1h30m"}, {"percent": 100}],
+            "stepTimeout": "10m",
+            "revertOnFailure": True,
+        },
+    }
+
+    assert _messages(spec) == []
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ({"version": "7.2", "shards": 101}, "101 is greater than the maximum of 100"),
+        ({"version": "7.2", "replicasPerShard": -1}, "-1 is less than the minimum of 0"),
+        ({"version": "7"}, "'7' does not match"),
+        ({"version": "7.2", "resources": {"limits": {"memory": "1GB"}}}, "'1GB' does not match"),
+        ({"version": "7.2", "persistence": {"size": 1.5}}, "1.5 is not valid under any of the given schemas"),
+        ({"version": "7.2", "redisConfig": {"appendonly": True}}, "True is not of type 'string'"),
+        ({"version": "7.2", "auth": {}}, "'secretRef' is a required property"),
+        ({"version": "7.2", "rolloutStrategy": {"steps": [{"pause": "1m"}]}}, "is not valid under any"),
+        ({"version": "7.2", "rolloutStrategy": {"stepTimeout": "ten minutes"}}, "does not match"),
+        ({"version": "7.2", "extra": 1}, "Additional properties are not allowed ('extra' was unexpected)"),
+    ],
+)
+def test_invalid_specs_are_rejected(spec: dict[str, Any], expected: str) -> None:
+    messages = _messages(spec)
+
+    assert any(expected in m for m in messages), messages
+
+
+def test_dotted_paths_read_like_kubectl_field_paths() -> None:
+    assert dotted(("spec", "rolloutStrategy", "steps", 2, "pause")) == "spec.rolloutStrategy.steps[2].pause"
+    assert dotted(()) == ""

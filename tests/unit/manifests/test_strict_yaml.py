@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+import pytest
+
+from syncer.manifests.options import LoadOptions
+from syncer.manifests.problems import ProblemKind
+from syncer.manifests.strict_yaml import decode, load_yaml
+
+OPTIONS = LoadOptions()
+
+
+def test_documents_keep_the_position_of_every_node() -> None:
+    text = "a: 1\nb:\n  - x\n  - {c: d}\n---\nsecond: true\n"
+
+    loaded = load_yaml(text, "f.yaml", OPTIONS)
+
+    assert loaded.problems == ()
+    first, second = loaded.documents
+    assert first.data == {"a": 1, "b": ["x", {"c": "d"}]}
+    assert str(first.location(("b", 1, "c"))) == "f.yaml:4:6"
+    assert str(first.location(("b", 0))) == "f.yaml:3:5"
+    assert str(second.location(("second",))) == "f.yaml:6:1"
+    assert second.index == 1
+
+
+def test_location_falls_back_to_the_nearest_known_ancestor() -> None:
+    document = load_yaml("spec:\n  shards: 3\n", "f.yaml", OPTIONS).documents[0]
+
+    assert str(document.location(("spec", "nothing", 4))) == "f.yaml:1:1"
+
+
+def test_merge_keys_and_anchors_within_limits_are_expanded() -> None:
+    text = "base: &base {shards: 3, version: '7.2'}\nspec:\n  <<: *base\n  shards: 6\n"
+
+    loaded = load_yaml(text, "f.yaml", OPTIONS)
+
+    assert loaded.problems == ()
+    assert loaded.documents[0].data["spec"] == {"shards": 6, "version": "7.2"}
+
+
+def test_timestamps_stay_strings() -> None:
+    loaded = load_yaml("date: 2024-05-01\nwhen: 2024-05-01T10:00:00Z\n", "f.yaml", OPTIONS)
+
+    assert loaded.documents[0].data == {"date": "2024-05-01", "when": "2024-05-01T10:00:00Z"}
+
+
+def test_every_duplicate_key_of_a_file_is_reported() -> None:
+    text = "a: 1\na: 2\nb:\n  c: 1\n  c: 2\n"
+
+    loaded = load_yaml(text, "f.yaml", OPTIONS)
+
+    assert [(p.kind, str(p.location)) for p in loaded.problems] == [
+        (ProblemKind.YAML_DUPLICATE_KEY, "f.yaml:2:1"),
+        (ProblemKind.YAML_DUPLICATE_KEY, "f.yaml:5:3"),
+    ]
+
+
+@pytest.mark.parametrize("value", [".inf", "-.inf", ".nan"])
+def test_non_finite_numbers_are_rejected(value: str) -> None:
+    loaded = load_yaml(f"x: {value}\n", "f.yaml", OPTIONS)
+
+    assert [p.kind for p in loaded.problems] == [ProblemKind.YAML_VALUE]
+
+
+@pytest.mark.parametrize(
+    "tag", ["!!set {a: null}", "!!omap [a: 1]", "!custom x", "!!python/name:os.system ''"]
+)
+def test_tags_beyond_json_values_are_rejected(tag: str) -> None:
+    loaded = load_yaml(f"x: {tag}\n", "f.yaml", OPTIONS)
+
+    assert [(p.kind, p.location.line) for p in loaded.problems] == [(ProblemKind.YAML_TAG, 1)]
+    assert loaded.documents == ()
+
+
+def test_documents_before_a_syntax_error_are_kept() -> None:
+    loaded = load_yaml("a: 1\n---\nb: [\n", "f.yaml", OPTIONS)
+
+    assert [d.data for d in loaded.documents] == [{"a": 1}]
+    assert [p.kind for p in loaded.problems] == [ProblemKind.YAML_SYNTAX]
+
+
+def test_the_alias_bound_counts_every_alias_of_the_file() -> None:
+    text = "a: &a 1\nb: [*a, *a]\n---\nc: &c 2\nd: [*c, *c]\n"
+
+    assert load_yaml(text, "f.yaml", LoadOptions(max_aliases=4)).problems == ()
+    loaded = load_yaml(text, "f.yaml", LoadOptions(max_aliases=3))
+    assert [(p.kind, str(p.location)) for p in loaded.problems] == [
+        (ProblemKind.YAML_ALIAS_LIMIT, "f.yaml:5:9")
+    ]
+
+
+def test_the_expansion_bound_applies_to_aliased_content() -> None:
+    text = "a: &a [1, 2, 3, 4]\nb: [*a, *a, *a]\n"
+
+    assert load_yaml(text, "f.yaml", LoadOptions(max_nodes=30)).problems == ()
+    loaded = load_yaml(text, "f.yaml", LoadOptions(max_nodes=20))
+    assert [(p.kind, str(p.location)) for p in loaded.problems] == [
+        (ProblemKind.YAML_EXPANSION_LIMIT, "f.yaml:1:1")
+    ]
+
+
+def test_a_utf8_byte_order_mark_is_accepted() -> None:
+    text = decode(b"\xef\xbb\xbfa: 1\n", "f.yaml")
+
+    assert isinstance(text, str)
+    assert load_yaml(text, "f.yaml", OPTIONS).documents[0].data == {"a": 1}
+
+
+def test_undecodable_bytes_are_located() -> None:
+    found = decode(b"a: 1\nb: \xc3\x28\n", "f.yaml")
+
+    assert not isinstance(found, str)
+    assert (found.kind, str(found.location)) == (ProblemKind.ENCODING, "f.yaml:2:4")
