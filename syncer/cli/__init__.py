@@ -23,3 +23,13 @@ def cli() -> None:
 
 def main() -> None:
     cli(prog_name="syncer")
+
+
+from syncer.cli.verify import verify  # noqa: E402
+
+cli.add_command(verify)
+
+
+from syncer.cli.render import render  # noqa: E402
+
+cli.add_command(render)

@@ -1,5 +1,33 @@
 """Agent configuration and policies (trust, rollout) as frozen dataclasses.
 
-Owns: loading and validating the agent's own files at the edge. Must not: read the fleet repository
-(trust never comes from the repo being verified) or talk to clusters.
+Owns: loading and validating the agent's own files at the edge (``load_agent_config``,
+``load_trust_policy``); every problem is a ``ConfigError`` naming the file. Must not: read the fleet
+repository (trust never comes from the repo being verified) or talk to clusters.
 """
+
+from syncer.config.agent import AgentConfig, GitCredentials, SourceSettings, load_agent_config
+from syncer.config.trust import (
+    ALL_PATHS,
+    KeyKind,
+    Signer,
+    TrustPolicy,
+    VerifyMode,
+    load_trust_policy,
+    parse_trust_policy,
+    ssh_fingerprint,
+)
+
+__all__ = [
+    "ALL_PATHS",
+    "AgentConfig",
+    "GitCredentials",
+    "KeyKind",
+    "Signer",
+    "SourceSettings",
+    "TrustPolicy",
+    "VerifyMode",
+    "load_agent_config",
+    "load_trust_policy",
+    "parse_trust_policy",
+    "ssh_fingerprint",
+]

@@ -1,0 +1,108 @@
+"""``syncer verify``: check the signatures of a revision of a fleet repository against a trust policy.
+
+Exit codes: 0 trusted, 1 not trusted, 2 error (bad policy, unreachable or unreadable repository).
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from syncer.config import TrustPolicy, VerifyMode, load_trust_policy
+from syncer.errors import ConfigError, SourceError, VerificationError
+from syncer.source import GitSource, SourceOptions
+from syncer.verify import Verdict, VerificationResult, VerifyOptions, verify_revision
+
+EXIT_TRUSTED, EXIT_UNTRUSTED, EXIT_ERROR = 0, 1, 2
+GIT_TIMEOUT = 60.0
+_URL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://|[^/\s]+@[^/\s]+:)")
+_STYLE = {Verdict.TRUSTED: "green"}
+
+
+@click.command()
+@click.option(
+    "--repo", required=True, help="A local git repository, or a URL to clone into a temporary cache."
+)
+@click.option("--rev", default="", help="Revision to verify [default: HEAD, or the branch tip of a URL].")
+@click.option(
+    "--since", default="", help="The last verified revision; strict mode checks every commit after it."
+)
+@click.option(
+    "--policy",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=Path("policies/trust.yaml"),
+    show_default=True,
+    help="The agent's trust policy file.",
+)
+@click.option(
+    "--mode",
+    type=click.Choice([m.value for m in VerifyMode]),
+    default=None,
+    help="Override the policy's mode.",
+)
+@click.option("--branch", default="main", show_default=True, help="Branch to clone when --repo is a URL.")
+def verify(*, repo: str, rev: str, since: str, policy: Path, mode: str | None, branch: str) -> None:
+    """Verify who signed a revision of a fleet repository, commit by commit."""
+    out, err = Console(width=_width()), Console(stderr=True, width=_width())
+    options = VerifyOptions(
+        revision=rev, since=since, mode=VerifyMode(mode) if mode else None, timeout=GIT_TIMEOUT
+    )
+    try:
+        trust = load_trust_policy(policy)
+        result = _verify(repo, branch, trust, options)
+    except (ConfigError, SourceError) as exc:
+        err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        raise SystemExit(EXIT_ERROR) from None
+    except VerificationError as exc:
+        err.print(f"[red]not trusted:[/red] {exc}", markup=True, highlight=False)
+        raise SystemExit(EXIT_UNTRUSTED) from None
+    out.print(_table(result))
+    if result.trusted:
+        out.print(f"[green]trusted[/green]: {result.revision} ({result.mode} mode)", highlight=False)
+        return
+    out.print(f"[red]not trusted[/red]: {result.failure}", highlight=False)
+    raise SystemExit(EXIT_UNTRUSTED)
+
+
+def _verify(repo: str, branch: str, trust: TrustPolicy, options: VerifyOptions) -> VerificationResult:
+    if not _URL.match(repo):
+        path = Path(repo)
+        if not path.exists():
+            raise SourceError(f"{repo} is neither an existing folder nor a URL")
+        revision = options.revision or "HEAD"
+        return verify_revision(
+            path, trust, VerifyOptions(revision, options.since, options.mode, options.timeout)
+        )
+    with tempfile.TemporaryDirectory(prefix="syncer-verify-cache-") as cache:
+        source = GitSource(
+            SourceOptions(url=repo, cache_dir=Path(cache), branch=branch, timeout=options.timeout)
+        )
+        tip = source.poll().tip
+        revision = options.revision or tip
+        return verify_revision(
+            source.git_dir, trust, VerifyOptions(revision, options.since, options.mode, options.timeout)
+        )
+
+
+def _table(result: VerificationResult) -> Table:
+    table = Table(title=f"{result.revision[:12]} ({result.mode} mode)", title_justify="left")
+    for column in ("commit", "subject", "signer", "key", "verdict", "reason"):
+        table.add_column(column, overflow="fold")
+    for c in result.commits:
+        key = f"{c.key_kind} {c.fingerprint}".strip()
+        style = _STYLE.get(c.verdict, "red")
+        table.add_row(
+            c.short, c.subject, c.signer or "-", key or "-", f"[{style}]{c.verdict}[/{style}]", c.reason
+        )
+    return table
+
+
+def _width() -> int | None:
+    """Wide enough not to fold fingerprints when the output is not a terminal."""
+    console = Console()
+    return None if console.is_terminal else 240

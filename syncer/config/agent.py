@@ -1,0 +1,76 @@
+"""The agent's own configuration file: where the fleet repository is, how to reach it, which policy.
+
+Credentials are given as paths to files (mounted secrets); the secrets themselves are read only when
+a git operation needs them and never become part of a config value, so printing a config is safe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from syncer.config.loading import Fields, load_yaml_mapping
+from syncer.config.trust import TrustPolicy, load_trust_policy
+
+
+@dataclass(frozen=True)
+class GitCredentials:
+    """Files holding the secrets to reach the remote: an SSH private key (with an optional known_hosts
+    file) for ``ssh://``/scp-style URLs, or an HTTPS token sent as basic auth with ``token_user``."""
+
+    ssh_key_file: Path | None = None
+    known_hosts_file: Path | None = None
+    token_file: Path | None = None
+    token_user: str = "x-access-token"
+
+
+@dataclass(frozen=True)
+class SourceSettings:
+    url: str
+    branch: str = "main"
+    cache_dir: Path = Path("/var/cache/syncer")
+    timeout: float = 60.0
+    credentials: GitCredentials = field(default_factory=GitCredentials)
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    source: SourceSettings
+    trust: TrustPolicy
+
+
+def load_agent_config(path: Path) -> AgentConfig:
+    """Load the agent config and the trust policy it points at (relative paths are from its folder)."""
+    base = path.parent
+    top = Fields(load_yaml_mapping(path), origin=str(path))
+    top.reject_unknown({"source", "trustPolicy"})
+    src = top.child("source")
+    src.reject_unknown({"url", "branch", "cacheDir", "timeoutSeconds", "credentials"})
+    url = src.string("url")
+    if url.startswith("-"):
+        raise src.error("url", "must not start with '-'")
+    if urlsplit(url).password:
+        raise src.error("url", "must not hold a password; put the token in credentials.tokenFile")
+    branch = src.string("branch", "main")
+    if branch.startswith("-") or " " in branch:
+        raise src.error("branch", f"{branch!r} is not a branch name")
+    creds = src.child("credentials")
+    creds.reject_unknown({"sshKeyFile", "knownHostsFile", "tokenFile", "tokenUser"})
+
+    def optional_path(key: str) -> Path | None:
+        return base / creds.string(key) if creds.has(key) else None
+
+    settings = SourceSettings(
+        url=url,
+        branch=branch,
+        cache_dir=base / src.string("cacheDir", "/var/cache/syncer"),
+        timeout=src.number("timeoutSeconds", 60.0),
+        credentials=GitCredentials(
+            ssh_key_file=optional_path("sshKeyFile"),
+            known_hosts_file=optional_path("knownHostsFile"),
+            token_file=optional_path("tokenFile"),
+            token_user=creds.string("tokenUser", "x-access-token"),
+        ),
+    )
+    return AgentConfig(source=settings, trust=load_trust_policy(base / top.string("trustPolicy")))

@@ -1,0 +1,92 @@
+"""Values of verification: the options, one verdict per commit, and the overall result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from syncer.config import VerifyMode
+from syncer.errors import VerificationError
+
+
+class Verdict(StrEnum):
+    TRUSTED = "trusted"
+    UNSIGNED = "unsigned"
+    UNKNOWN_KEY = "unknown-key"
+    BAD_SIGNATURE = "bad-signature"
+    EXPIRED_KEY = "expired-key"
+    REVOKED_KEY = "revoked-key"
+    OUT_OF_SCOPE = "out-of-scope"
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    """What to verify: ``revision`` (the new tip), ``since`` (the last verified revision, ``""`` for
+    none), the mode (``None``: the policy's), and the deadline in seconds of each git or gpg call."""
+
+    revision: str = "HEAD"
+    since: str = ""
+    mode: VerifyMode | None = None
+    timeout: float = 30.0
+
+
+@dataclass(frozen=True)
+class CommitVerdict:
+    """The judgement of one commit. ``signer`` is the policy's signer name when the key is one of the
+    policy's; ``fingerprint`` is the key that made the signature, as git reports it."""
+
+    commit: str
+    subject: str
+    verdict: Verdict
+    reason: str
+    signer: str = ""
+    fingerprint: str = ""
+    key_kind: str = ""
+    out_of_scope: tuple[str, ...] = ()
+
+    @property
+    def trusted(self) -> bool:
+        return self.verdict is Verdict.TRUSTED
+
+    @property
+    def short(self) -> str:
+        return self.commit[:12]
+
+
+@dataclass(frozen=True)
+class VerificationResult:
+    """Every commit judged (oldest first) and the overall verdict: trusted only if all are."""
+
+    revision: str
+    mode: VerifyMode
+    since: str
+    commits: tuple[CommitVerdict, ...]
+
+    @property
+    def trusted(self) -> bool:
+        return bool(self.commits) and all(c.trusted for c in self.commits)
+
+    @property
+    def verdict(self) -> Verdict:
+        failed = self.first_failure
+        return Verdict.TRUSTED if failed is None else failed.verdict
+
+    @property
+    def first_failure(self) -> CommitVerdict | None:
+        return next((c for c in self.commits if not c.trusted), None)
+
+    @property
+    def failure(self) -> str:
+        """``""`` when trusted, else the first failing commit and why."""
+        failed = self.first_failure
+        if failed is None:
+            return ""
+        return f"commit {failed.short} ({failed.subject!r}) is not trusted: {failed.verdict}: {failed.reason}"
+
+    def require_trusted(self) -> VerificationResult:
+        """``self`` when trusted; otherwise a ``VerificationError`` naming the commit and the reason."""
+        if not self.trusted:
+            raise VerificationError(
+                f"revision {self.revision} is not trusted ({self.mode} mode): {self.failure}"
+            )
+        return self

@@ -1,0 +1,50 @@
+"""Loading the agent's own config file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from syncer.config import GitCredentials, load_agent_config
+from syncer.errors import ConfigError
+
+
+def test_agent_config_resolves_paths_from_its_folder(tmp_path: Path) -> None:
+    (tmp_path / "trust.yaml").write_text("mode: strict\n")
+    config = {
+        "source": {
+            "url": "https://git.example.org/fleet.git",
+            "branch": "production",
+            "cacheDir": "cache",
+            "timeoutSeconds": 15,
+            "credentials": {"tokenFile": "secrets/token"},
+        },
+        "trustPolicy": "trust.yaml",
+    }
+    (tmp_path / "agent.yaml").write_text(yaml.safe_dump(config))
+    loaded = load_agent_config(tmp_path / "agent.yaml")
+    assert loaded.source.branch == "production"
+    assert loaded.source.cache_dir == tmp_path / "cache"
+    assert loaded.source.timeout == 15.0
+    assert loaded.source.credentials == GitCredentials(token_file=tmp_path / "secrets" / "token")
+    assert loaded.trust.mode.value == "strict"
+
+
+@pytest.mark.parametrize(
+    ("source", "problem"),
+    [
+        ({}, "source.url: is required"),
+        ({"url": "https://user:secret@git.example.org/f.git"}, "must not hold a password"),
+        ({"url": "--upload-pack=x"}, "must not start with '-'"),
+        ({"url": "https://h/f.git", "timeoutSeconds": 0}, "timeoutSeconds: must be a positive number"),
+        ({"url": "https://h/f.git", "credentials": {"password": "x"}}, "unknown key(s) password"),
+    ],
+)
+def test_invalid_agent_config(tmp_path: Path, source: dict[str, object], problem: str) -> None:
+    (tmp_path / "agent.yaml").write_text(yaml.safe_dump({"source": source, "trustPolicy": "trust.yaml"}))
+    with pytest.raises(ConfigError) as raised:
+        load_agent_config(tmp_path / "agent.yaml")
+    assert problem in str(raised.value)
+    assert "secret" not in str(raised.value)
