@@ -128,7 +128,9 @@ class Invalid(KubeError):
 class TooManyRequests(KubeError):
     """429: throttled; ``retry_after`` is the server's hint in seconds (0 when none)."""
 
-    def __init__(self, message: str, *, retry_after: float = 0.0, cluster: str = "", subject: str = "") -> None:
+    def __init__(
+        self, message: str, *, retry_after: float = 0.0, cluster: str = "", subject: str = ""
+    ) -> None:
         self.retry_after = retry_after
         super().__init__(message, cluster=cluster, subject=subject, status=429)
 
