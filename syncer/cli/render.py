@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -11,10 +12,9 @@ from rich.console import Console
 from rich.text import Text
 
 from syncer.domain.objects import ClusterManifests
-from syncer.errors import ManifestError, Problem
-from syncer.manifests import load_fleet
+from syncer.engine.revision import RenderRequest, load_desired
+from syncer.errors import ManifestError, Problem, SourceError
 
-LOCAL_REVISION = "local"
 EXIT_INVALID = 2
 
 
@@ -51,9 +51,10 @@ def print_problems(problems: Iterable[Problem]) -> None:
 @click.option(
     "--repo",
     required=True,
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="Directory of a checked-out fleet repository.",
+    help="A fleet repository: a folder (rendered as it is), or a git URL.",
 )
+@click.option("--rev", default="", help="Render this revision (commit, tag or branch) of the repository.")
+@click.option("--branch", default="main", show_default=True, help="Branch to clone when --repo is a URL.")
 @click.option(
     "--cluster",
     "clusters",
@@ -62,15 +63,19 @@ def print_problems(problems: Iterable[Problem]) -> None:
     help="Render only this cluster (repeatable); all clusters by default.",
 )
 @click.pass_context
-def render(ctx: click.Context, repo: Path, clusters: tuple[str, ...]) -> None:
+def render(ctx: click.Context, repo: str, rev: str, branch: str, clusters: tuple[str, ...]) -> None:
     """Print the desired objects of each cluster of a fleet repository as YAML.
 
     Exits 2 and lists every problem as file:line:col: kind: message when the manifests are invalid.
     """
     try:
-        fleet = load_fleet(repo, LOCAL_REVISION)
+        with tempfile.TemporaryDirectory(prefix="syncer-render-") as cache:
+            fleet = load_desired(RenderRequest(repo=repo, rev=rev, branch=branch), Path(cache))
     except ManifestError as e:
         print_problems(e.problems)
+        ctx.exit(EXIT_INVALID)
+    except SourceError as e:
+        Console(stderr=True, highlight=False).print(f"[red]error:[/red] {e}")
         ctx.exit(EXIT_INVALID)
     unknown = [name for name in clusters if name not in fleet.clusters]
     if unknown:

@@ -5,7 +5,6 @@ Exit codes: 0 trusted, 1 not trusted, 2 error (bad policy, unreachable or unread
 
 from __future__ import annotations
 
-import re
 import tempfile
 from pathlib import Path
 
@@ -14,13 +13,13 @@ from rich.console import Console
 from rich.table import Table
 
 from syncer.config import TrustPolicy, VerifyMode, load_trust_policy
+from syncer.engine.revision import looks_like_url
 from syncer.errors import ConfigError, SourceError, VerificationError
 from syncer.source import GitSource, SourceOptions
 from syncer.verify import Verdict, VerificationResult, VerifyOptions, verify_revision
 
 EXIT_TRUSTED, EXIT_UNTRUSTED, EXIT_ERROR = 0, 1, 2
 GIT_TIMEOUT = 60.0
-_URL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://|[^/\s]+@[^/\s]+:)")
 _STYLE = {Verdict.TRUSTED: "green"}
 
 
@@ -70,7 +69,7 @@ def verify(*, repo: str, rev: str, since: str, policy: Path, mode: str | None, b
 
 
 def _verify(repo: str, branch: str, trust: TrustPolicy, options: VerifyOptions) -> VerificationResult:
-    if not _URL.match(repo):
+    if not looks_like_url(repo):
         path = Path(repo)
         if not path.exists():
             raise SourceError(f"{repo} is neither an existing folder nor a URL")

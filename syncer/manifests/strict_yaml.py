@@ -277,7 +277,10 @@ def load_yaml(text: str, path: str, options: LoadOptions) -> YamlFile:
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line, column = (mark.line + 1, mark.column + 1) if mark else (0, 0)
-        message = " ".join(part for part in (e.context, e.problem) if part) or "invalid YAML"
+        context = e.context or ""
+        if e.context and e.context_mark is not None and e.context_mark is not mark:
+            context += f" started at line {e.context_mark.line + 1}, column {e.context_mark.column + 1},"
+        message = " ".join(part for part in (context, e.problem) if part) or "invalid YAML"
         problems.append(problem(ProblemKind.YAML_SYNTAX, message, path, line, column))
     finally:
         if loader is not None:

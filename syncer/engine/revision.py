@@ -1,0 +1,170 @@
+"""From a git source to a verified, validated desired fleet, keeping the last good revision in force.
+
+One call to ``RevisionGate.advance`` takes the branch tip through source -> verify -> manifests. A tip
+that fails any stage is rejected whole: the rejection (with every problem found) is returned as a
+value and remembered, the last good revision stays the one in force, and the same bad tip is not
+tried again until the branch moves.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from syncer.config import TrustPolicy, VerifyMode
+from syncer.domain import DesiredFleet
+from syncer.errors import ManifestError, SourceError, SyncerError, VerificationError
+from syncer.manifests import LoadOptions, load_fleet
+from syncer.source import GitSource, Snapshot, SourceOptions
+from syncer.verify import VerificationResult, VerifyOptions, verify_revision
+
+
+@dataclass(frozen=True)
+class RevisionOptions:
+    """How a revision is judged: the verification mode (``None``: the policy's) and loader limits."""
+
+    mode: VerifyMode | None = None
+    load: LoadOptions = field(default_factory=LoadOptions)
+    timeout: float = 60.0
+
+
+@dataclass(frozen=True)
+class PreparedRevision:
+    """A revision that passed every check: its desired fleet and the signature verdicts."""
+
+    revision: str
+    fleet: DesiredFleet
+    verification: VerificationResult
+    snapshot: Snapshot
+
+
+class Stage(StrEnum):
+    SOURCE = "source"
+    VERIFY = "verify"
+    MANIFESTS = "manifests"
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """Why a revision was not taken: the stage that refused it and the error, with every problem."""
+
+    revision: str
+    stage: Stage
+    error: SyncerError
+
+    @property
+    def message(self) -> str:
+        return f"revision {self.revision[:12] or '(unknown)'} rejected by {self.stage}: {self.error}"
+
+
+class Outcome(StrEnum):
+    ACCEPTED = "accepted"
+    UNCHANGED = "unchanged"
+    REJECTED = "rejected"
+
+
+@dataclass(frozen=True)
+class Advance:
+    """The result of one ``advance``: what happened, the revision in force, and any rejection."""
+
+    outcome: Outcome
+    current: PreparedRevision | None
+    rejection: Rejection | None = None
+
+
+def prepare(
+    source: GitSource, revision: str, policy: TrustPolicy, options: RevisionOptions, since: str = ""
+) -> PreparedRevision:
+    """Check out ``revision``, verify it (strict mode checks every commit after ``since``) and render it.
+
+    Raises SourceError, VerificationError or ManifestError; nothing is returned for a bad revision.
+    """
+    sha = source.resolve(revision)
+    verify = VerifyOptions(revision=sha, since=since, mode=options.mode, timeout=options.timeout)
+    result = verify_revision(source.git_dir, policy, verify).require_trusted()
+    snapshot = source.checkout(sha)
+    fleet = load_fleet(snapshot.tree_path, sha, options.load)
+    return PreparedRevision(sha, fleet, result, snapshot)
+
+
+def _stage_of(error: SyncerError) -> Stage:
+    if isinstance(error, VerificationError):
+        return Stage.VERIFY
+    if isinstance(error, ManifestError):
+        return Stage.MANIFESTS
+    return Stage.SOURCE
+
+
+class RevisionGate:
+    """Holds the revision in force and lets a new tip replace it only when it passes every check."""
+
+    def __init__(self, source: GitSource, policy: TrustPolicy, options: RevisionOptions = RevisionOptions()):
+        self.source = source
+        self.policy = policy
+        self.options = options
+        self.current: PreparedRevision | None = None
+        self.last_rejection: Rejection | None = None
+
+    def advance(self) -> Advance:
+        """Poll the branch; take a new tip through verify and manifests; never lose the revision in force."""
+        try:
+            tip = self.source.poll().tip
+        except SourceError as err:
+            return self._reject("", err)
+        if self.current is not None and tip == self.current.revision:
+            return Advance(Outcome.UNCHANGED, self.current)
+        if self.last_rejection is not None and tip == self.last_rejection.revision:
+            return Advance(Outcome.REJECTED, self.current, self.last_rejection)
+        since = self.current.revision if self.current else self.source.last_synced
+        try:
+            prepared = prepare(self.source, tip, self.policy, self.options, since)
+        except (SourceError, VerificationError, ManifestError) as err:
+            return self._reject(tip, err)
+        previous, self.current, self.last_rejection = self.current, prepared, None
+        if previous is not None and previous.revision != prepared.revision:
+            self.source.remove_checkout(previous.revision)
+        return Advance(Outcome.ACCEPTED, prepared)
+
+    def _reject(self, revision: str, error: SyncerError) -> Advance:
+        self.last_rejection = Rejection(revision, _stage_of(error), error)
+        return Advance(Outcome.REJECTED, self.current, self.last_rejection)
+
+
+LOCAL_REVISION = "local"
+_URL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://|[^/\s]+@[^/\s]+:)")
+
+
+def looks_like_url(repo: str) -> bool:
+    """True for ``scheme://...`` and scp-style ``user@host:path`` remotes."""
+    return bool(_URL.match(repo))
+
+
+@dataclass(frozen=True)
+class RenderRequest:
+    """Which desired fleet to render: a folder as it is (no ``rev``), or one revision of a repository
+    (a URL, or a local repository with ``rev``), checked out through a temporary source cache."""
+
+    repo: str
+    rev: str = ""
+    branch: str = "main"
+    load: LoadOptions = field(default_factory=LoadOptions)
+    timeout: float = 60.0
+
+
+def load_desired(request: RenderRequest, cache_dir: Path) -> DesiredFleet:
+    """The desired fleet of ``request`` without signature checks (``syncer verify`` does those).
+
+    Raises SourceError when the repository or revision cannot be read and ManifestError for a bad tree.
+    """
+    local = Path(request.repo)
+    if not request.rev and local.is_dir() and not looks_like_url(request.repo):
+        return load_fleet(local, LOCAL_REVISION, request.load)
+    url = str(local.resolve()) if local.is_dir() else request.repo
+    source = GitSource(
+        SourceOptions(url=url, cache_dir=cache_dir, branch=request.branch, timeout=request.timeout)
+    )
+    tip = source.poll().tip
+    snapshot = source.checkout(source.resolve(request.rev) if request.rev else tip)
+    return load_fleet(snapshot.tree_path, snapshot.revision, request.load)
