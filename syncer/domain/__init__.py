@@ -5,5 +5,6 @@ syncer package but syncer.errors.
 """
 
 from syncer.domain.objects import ClusterManifests, DesiredFleet, Manifest, ObjectKey, api_group
+from syncer.domain.selectors import LabelSelector
 
-__all__ = ["ClusterManifests", "DesiredFleet", "Manifest", "ObjectKey", "api_group"]
+__all__ = ["ClusterManifests", "DesiredFleet", "LabelSelector", "Manifest", "ObjectKey", "api_group"]

@@ -57,15 +57,19 @@ class ClusterManifests:
     cluster: str
     manifests: tuple[Manifest, ...]
     content_hash: str = field(default="")
+    labels: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     @staticmethod
-    def of(cluster: str, manifests: Iterable[Manifest]) -> ClusterManifests:
+    def of(
+        cluster: str, manifests: Iterable[Manifest], labels: Mapping[str, str] | None = None
+    ) -> ClusterManifests:
+        """Order the manifests and hash their content; the labels (from fleet.yaml) are not hashed."""
         ordered = tuple(sorted(manifests, key=lambda m: m.key))
         digest = hashlib.sha256()
         for m in ordered:
             digest.update(m.canonical_json().encode())
             digest.update(b"\n")
-        return ClusterManifests(cluster, ordered, digest.hexdigest())
+        return ClusterManifests(cluster, ordered, digest.hexdigest(), dict(labels or {}))
 
 
 @dataclass(frozen=True)

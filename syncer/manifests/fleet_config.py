@@ -11,7 +11,7 @@ from syncer.manifests.options import LoadOptions
 from syncer.manifests.problems import ProblemKind, problem
 from syncer.manifests.repo_layout import FLEET_FILE, SHARED_DIR, RepoFile, RepoLayout
 from syncer.manifests.schema import json_schema_validator, schema_problems
-from syncer.manifests.selectors import LabelSelector
+from syncer.domain.selectors import LabelSelector
 from syncer.manifests.strict_yaml import load_yaml
 
 FLEET_API_VERSION = "syncer.dev/v1alpha1"

@@ -55,7 +55,7 @@ def _render_cluster(
         )
         for group, kind, namespace, name in objects
     ]
-    return ClusterManifests.of(cluster.name, manifests), [*problems, *overlay_problems]
+    return ClusterManifests.of(cluster.name, manifests, cluster.labels), [*problems, *overlay_problems]
 
 
 def _unknown_clusters(layout: RepoLayout, fleet: FleetConfig) -> list[Problem]:

@@ -141,3 +141,12 @@ def test_a_missing_root_is_a_manifest_error(tmp_path: Path) -> None:
         load_fleet(tmp_path / "nowhere", "x")
 
     assert caught.value.problems[0].kind == "layout"
+
+
+def test_each_cluster_carries_its_labels_from_the_fleet_file(fleet: DesiredFleet) -> None:
+    labels = {name: dict(cluster.labels) for name, cluster in fleet.clusters.items()}
+    assert labels == {
+        "canary": {"tier": "canary", "region": "eu-west"},
+        "eu-1": {"tier": "prod", "region": "eu-west"},
+        "us-1": {"tier": "prod", "region": "us-east"},
+    }

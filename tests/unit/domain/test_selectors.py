@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from syncer.manifests.selectors import LabelSelector
+from syncer.domain.selectors import LabelSelector
 
 LABELS = {"tier": "prod", "region": "eu-west"}
 
