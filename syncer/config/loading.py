@@ -50,6 +50,10 @@ class Fields:
                 f" (known: {', '.join(sorted(known))})"
             )
 
+    def raw(self, key: str) -> Any:
+        """The value under ``key`` as it is (None when absent), for shapes without an accessor here."""
+        return self._data.get(key)
+
     def has(self, key: str) -> bool:
         return key in self._data and self._data[key] is not None
 

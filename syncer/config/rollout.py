@@ -1,0 +1,139 @@
+"""The rollout policy: canary waves by percentage of the fleet, with gates between them.
+
+The policy is the agent's own file (``policies/rollout.yaml`` by default). Percentages are cumulative
+shares of the fleet: ``[1, 10, 50, 100]`` means the first wave holds about 1% of the clusters (at
+least one), the first two waves together about 10%, and so on until the last wave completes the fleet.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from syncer.config.loading import Fields, load_yaml_mapping
+from syncer.domain.selectors import LabelSelector
+
+_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+
+
+def parse_duration(text: object) -> float:
+    """Seconds of a duration like ``90s``, ``5m``, ``1h30m``; a bare number is seconds."""
+    if isinstance(text, int | float) and not isinstance(text, bool) and text >= 0:
+        return float(text)
+    match = _DURATION.match(str(text).strip()) if isinstance(text, str) else None
+    if not match or not any(match.groups()):
+        raise ValueError(f"{text!r} is not a duration like 30s, 5m or 1h30m")
+    hours, minutes, seconds = (int(g) if g else 0 for g in match.groups())
+    return float(hours * 3600 + minutes * 60 + seconds)
+
+
+@dataclass(frozen=True)
+class WaveGate:
+    """How one wave is rolled out and judged.
+
+    ``max_concurrent``: clusters applied at once; ``health_timeout``: seconds the wave may take to
+    become healthy after it was applied; ``bake``: seconds it must then stay healthy before the next
+    wave starts.
+    """
+
+    max_concurrent: int = 5
+    health_timeout: float = 600.0
+    bake: float = 120.0
+
+
+@dataclass(frozen=True)
+class WavePolicy:
+    """One wave: its name, cumulative percentage, optional selector pinning clusters to it, gate."""
+
+    name: str
+    percent: float
+    selector: LabelSelector | None = None
+    gate: WaveGate = WaveGate()
+
+
+@dataclass(frozen=True)
+class RolloutPolicy:
+    """The waves in order and whether a failed wave is put back on the last good revision."""
+
+    waves: tuple[WavePolicy, ...]
+    rollback: bool = True
+
+    @staticmethod
+    def single_wave() -> RolloutPolicy:
+        return RolloutPolicy((WavePolicy("all", 100.0),))
+
+
+def _duration(fields: Fields, key: str, default: float) -> float:
+    if not fields.has(key):
+        return default
+    try:
+        return parse_duration(fields.raw(key))
+    except ValueError as err:
+        raise fields.error(key, str(err)) from err
+
+
+_OPERATORS = {"In", "NotIn", "Exists", "DoesNotExist"}
+
+
+def _selector(fields: Fields) -> LabelSelector:
+    """A label selector, its shape checked here since no schema has seen it."""
+    fields.reject_unknown({"matchLabels", "matchExpressions"})
+    labels = fields.raw("matchLabels") or {}
+    if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
+        raise fields.error("matchLabels", "must map label names to string values")
+    for index in range(len(fields.items("matchExpressions"))):
+        expression = fields.child("matchExpressions", index)
+        expression.reject_unknown({"key", "operator", "values"})
+        expression.string("key")
+        if expression.string("operator") not in _OPERATORS:
+            raise expression.error("operator", f"must be one of {', '.join(sorted(_OPERATORS))}")
+        expression.strings("values", ())
+    return LabelSelector.from_dict(
+        {"matchLabels": labels, "matchExpressions": fields.items("matchExpressions")}
+    )
+
+
+def _gate(fields: Fields, base: WaveGate) -> WaveGate:
+    max_concurrent = fields.number("maxConcurrent", base.max_concurrent)
+    if max_concurrent != int(max_concurrent):
+        raise fields.error("maxConcurrent", "must be a whole number")
+    return WaveGate(
+        max_concurrent=int(max_concurrent),
+        health_timeout=_duration(fields, "healthTimeout", base.health_timeout),
+        bake=_duration(fields, "bake", base.bake),
+    )
+
+
+def parse_rollout_policy(data: dict[str, Any], origin: str) -> RolloutPolicy:
+    top = Fields(data, origin=origin)
+    top.reject_unknown({"waves", "defaults", "rollback"})
+    defaults_fields = top.child("defaults")
+    defaults_fields.reject_unknown({"maxConcurrent", "healthTimeout", "bake"})
+    defaults = _gate(defaults_fields, WaveGate())
+    waves: list[WavePolicy] = []
+    entries = top.items("waves")
+    if not entries:
+        raise top.error("waves", "at least one wave is required")
+    for index in range(len(entries)):
+        wave = top.child("waves", index)
+        wave.reject_unknown({"name", "percent", "selector", "maxConcurrent", "healthTimeout", "bake"})
+        percent = wave.number("percent", 0) if wave.has("percent") else None
+        if percent is None or percent > 100:
+            raise wave.error("percent", "is required: a number above 0 and at most 100")
+        if waves and percent < waves[-1].percent:
+            raise wave.error("percent", f"{percent:g} is less than the previous wave's {waves[-1].percent:g}")
+        selector = _selector(wave.child("selector")) if wave.has("selector") else None
+        name = wave.string("name", f"wave-{index + 1}")
+        waves.append(WavePolicy(name, percent, selector, _gate(wave, defaults)))
+    if waves[-1].percent != 100:
+        raise top.error("waves", "the last wave must reach percent: 100 so that the whole fleet is covered")
+    if len({w.name for w in waves}) != len(waves):
+        raise top.error("waves", "wave names must be unique")
+    return RolloutPolicy(tuple(waves), rollback=top.boolean("rollback", True))
+
+
+def load_rollout_policy(path: Path) -> RolloutPolicy:
+    """The rollout policy in ``path``; ``ConfigError`` naming the file and key for any problem."""
+    return parse_rollout_policy(dict(load_yaml_mapping(path)), str(path))

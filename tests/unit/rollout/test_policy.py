@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from syncer.config.rollout import load_rollout_policy, parse_duration, parse_rollout_policy
+from syncer.errors import ConfigError
+
+SHIPPED = Path(__file__).resolve().parents[3] / "policies" / "rollout.yaml"
+
+
+def test_the_shipped_policy_is_1_10_50_100_with_a_labelled_canary() -> None:
+    policy = load_rollout_policy(SHIPPED)
+    assert [w.percent for w in policy.waves] == [1, 10, 50, 100]
+    assert policy.waves[0].selector is not None
+    assert policy.waves[0].selector.matches({"tier": "canary"})
+    assert policy.rollback is True
+    assert policy.waves[0].gate.health_timeout == 600
+    assert policy.waves[0].gate.bake == 120
+
+
+def test_per_wave_gates_override_the_defaults() -> None:
+    policy = parse_rollout_policy(
+        {
+            "defaults": {"bake": "30s"},
+            "waves": [{"percent": 5, "bake": "1m", "maxConcurrent": 1}, {"percent": 100}],
+        },
+        "p.yaml",
+    )
+    assert (policy.waves[0].gate.bake, policy.waves[0].gate.max_concurrent) == (60, 1)
+    assert policy.waves[1].gate.bake == 30
+    assert [w.name for w in policy.waves] == ["wave-1", "wave-2"]
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"waves": []}, "at least one wave"),
+        ({"waves": [{"percent": 50}]}, "last wave must reach percent: 100"),
+        ({"waves": [{"percent": 50}, {"percent": 10}, {"percent": 100}]}, "less than the previous"),
+        ({"waves": [{"percent": 150}]}, "at most 100"),
+        ({"waves": [{"percent": 100, "bake": "soon"}]}, "waves[0].bake: 'soon' is not a duration"),
+        (
+            {
+                "waves": [
+                    {"percent": 100, "selector": {"matchExpressions": [{"key": "a", "operator": "Near"}]}}
+                ]
+            },
+            "operator",
+        ),
+        ({"waves": [{"percent": 100}], "speed": 3}, "unknown key(s) speed"),
+        ({"waves": [{"name": "x", "percent": 10}, {"name": "x", "percent": 100}]}, "unique"),
+    ],
+)
+def test_invalid_policies_are_rejected_with_the_key(data: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=None) as caught:
+        parse_rollout_policy(data, "rollout.yaml")
+    assert message in str(caught.value)
+    assert str(caught.value).startswith("rollout.yaml: ")
+
+
+def test_durations() -> None:
+    assert parse_duration("1h30m") == 5400
+    assert parse_duration("45s") == 45
+    assert parse_duration(12) == 12
+    with pytest.raises(ValueError, match="not a duration"):
+        parse_duration("")
