@@ -34,6 +34,15 @@ class Proc:
     log: str
 
     def alive(self) -> bool:
+        owned = _CHILDREN.get(self.pid)
+        if owned is not None:
+            # Our own child: ask waitpid, not /proc, which shows the main thread of a Go program as a
+            # zombie while its other threads are still exiting.
+            child, ticks = owned
+            if child.poll() is not None:
+                del _CHILDREN[self.pid]
+                return False
+            return ticks == self.start_ticks
         return _start_ticks(self.pid) == self.start_ticks
 
     def to_json(self) -> dict[str, Any]:
@@ -45,7 +54,7 @@ class Proc:
 
 
 # Children started by this interpreter, kept so they are reaped (and not reported as leaked) when stopped.
-_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+_CHILDREN: dict[int, tuple[subprocess.Popen[bytes], int]] = {}
 
 
 def spawn(name: str, argv: list[str], log: Path, cwd: Path) -> Proc:
@@ -59,16 +68,17 @@ def spawn(name: str, argv: list[str], log: Path, cwd: Path) -> Proc:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    _CHILDREN[child.pid] = child
     ticks = _start_ticks(child.pid)
     if ticks is None:
+        child.wait()
         raise RuntimeError(f"{name} exited at once; see {log}")
+    _CHILDREN[child.pid] = (child, ticks)
     return Proc(name, child.pid, ticks, str(log))
 
 
 def _reap(pid: int) -> None:
-    child = _CHILDREN.get(pid)
-    if child is not None and child.poll() is not None:
+    owned = _CHILDREN.get(pid)
+    if owned is not None and owned[0].poll() is not None:
         del _CHILDREN[pid]
 
 

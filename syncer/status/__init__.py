@@ -1,4 +1,10 @@
 """Cluster-side sync state, Prometheus metrics and Kubernetes Events. [I/O via kube]
 
-Owns: recording what happened so a restarted agent can resume. Must not: make rollout decisions.
+Owns: recording what happened in each cluster (the sync-state ConfigMap: applied revision, inventory,
+wave, health, last good and bad revisions) so that a restarted or second agent can resume from the
+clusters alone. Must not: make rollout decisions.
 """
+
+from syncer.status.state_store import STATE_CONFIGMAP, LoadedState, StateStore, decode, encode, inventory_of
+
+__all__ = ["STATE_CONFIGMAP", "LoadedState", "StateStore", "decode", "encode", "inventory_of"]

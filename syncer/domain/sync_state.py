@@ -1,0 +1,70 @@
+"""What each cluster records about its own sync, so that any agent can resume from the clusters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+
+from syncer.domain.objects import ObjectKey
+
+# How many rejected revisions a cluster remembers (oldest forgotten first).
+BAD_REVISIONS_KEPT = 20
+
+
+class SyncPhase(StrEnum):
+    """``applying``: an apply of ``revision`` started; ``applied``: it finished, health pending;
+    ``healthy``: the gate saw it healthy; ``failed``: apply or health failed; ``rolled-back``: the
+    cluster was put back on the last good revision."""
+
+    NEVER = "never"
+    APPLYING = "applying"
+    APPLIED = "applied"
+    HEALTHY = "healthy"
+    FAILED = "failed"
+    ROLLED_BACK = "rolled-back"
+
+
+@dataclass(frozen=True, order=True)
+class InventoryEntry:
+    """One object syncer applied: enough to find it again and to know it is the same object."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str = ""
+
+    def key(self, cluster: str) -> ObjectKey:
+        return ObjectKey(cluster, self.api_version.rpartition("/")[0], self.kind, self.namespace, self.name)
+
+
+@dataclass(frozen=True)
+class ClusterSyncState:
+    """The sync state one cluster keeps (in a ConfigMap in the agent's namespace).
+
+    Times are seconds since the epoch (0 when never). ``revision`` is what was last applied (or being
+    applied), ``last_good`` the last revision that was applied and healthy, ``bad_revisions`` those
+    that failed here and are not retried until a newer revision arrives.
+    """
+
+    cluster: str
+    revision: str = ""
+    phase: SyncPhase = SyncPhase.NEVER
+    wave: str = ""
+    inventory: tuple[InventoryEntry, ...] = ()
+    health: str = ""
+    health_detail: str = ""
+    last_good: str = ""
+    bad_revisions: tuple[str, ...] = ()
+    last_error: str = ""
+    applied_at: float = 0.0
+    healthy_since: float = 0.0
+    updated_at: float = 0.0
+    rebuilt: bool = field(default=False, compare=False)
+
+    def with_bad(self, revision: str) -> ClusterSyncState:
+        kept = tuple(r for r in self.bad_revisions if r != revision)[-(BAD_REVISIONS_KEPT - 1) :]
+        return replace(self, bad_revisions=(*kept, revision))
+
+    def inventory_keys(self) -> frozenset[ObjectKey]:
+        return frozenset(entry.key(self.cluster) for entry in self.inventory)

@@ -1,0 +1,183 @@
+"""Each cluster's sync state, kept in a ConfigMap in the agent's namespace of that cluster.
+
+Reading never crashes on what it finds: a missing ConfigMap is a cluster never synced, and a corrupt
+one (bad JSON, wrong shape, unknown version) is reported and rebuilt from the objects that carry
+syncer's managed-by label, so an agent can always resume from the clusters alone.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from syncer.domain.applied import MANAGED_BY_LABEL, MANAGED_BY_VALUE
+from syncer.domain.sync_state import ClusterSyncState, InventoryEntry, SyncPhase
+from syncer.errors import NotFound
+from syncer.kube import ApplyOptions, KubeApi
+
+STATE_CONFIGMAP = "syncer-sync-state"
+STATE_KEY = "state.json"
+FORMAT_VERSION = 1
+DEFAULT_NAMESPACE = "syncer-system"
+STATE_FIELD_MANAGER = "syncer-state"
+
+
+class StateFormatError(ValueError):
+    """The stored state is not a state this version can read."""
+
+
+def encode(state: ClusterSyncState) -> str:
+    data = asdict(state)
+    data.pop("rebuilt")
+    data["phase"] = str(state.phase)
+    return json.dumps({"version": FORMAT_VERSION, "state": data}, sort_keys=True, separators=(",", ":"))
+
+
+def _text(raw: Mapping[str, Any], key: str) -> str:
+    value = raw.get(key, "")
+    if not isinstance(value, str):
+        raise StateFormatError(f"{key} must be a string")
+    return value
+
+
+def _number(raw: Mapping[str, Any], key: str) -> float:
+    value = raw.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise StateFormatError(f"{key} must be a number")
+    return float(value)
+
+
+def decode(cluster: str, text: str) -> ClusterSyncState:
+    """The state in ``text``; StateFormatError says what is wrong with it."""
+    try:
+        document = json.loads(text)
+    except ValueError as err:
+        raise StateFormatError(f"not JSON: {err}") from err
+    if not isinstance(document, dict) or document.get("version") != FORMAT_VERSION:
+        raise StateFormatError(f"unknown format (expected version {FORMAT_VERSION})")
+    raw = document.get("state")
+    if not isinstance(raw, dict):
+        raise StateFormatError("no state object")
+    try:
+        inventory = tuple(
+            InventoryEntry(
+                str(e["api_version"]), str(e["kind"]), str(e["namespace"]), str(e["name"]), str(e["uid"])
+            )
+            for e in raw.get("inventory", [])
+        )
+        phase = SyncPhase(raw.get("phase", SyncPhase.NEVER))
+    except (KeyError, TypeError, ValueError) as err:
+        raise StateFormatError(f"bad inventory or phase: {err}") from err
+    bad = raw.get("bad_revisions", [])
+    if not isinstance(bad, list) or not all(isinstance(r, str) for r in bad):
+        raise StateFormatError("bad_revisions must be a list of strings")
+    return ClusterSyncState(
+        cluster=cluster,
+        revision=_text(raw, "revision"),
+        phase=phase,
+        wave=_text(raw, "wave"),
+        inventory=inventory,
+        health=_text(raw, "health"),
+        health_detail=_text(raw, "health_detail"),
+        last_good=_text(raw, "last_good"),
+        bad_revisions=tuple(bad),
+        last_error=_text(raw, "last_error"),
+        applied_at=_number(raw, "applied_at"),
+        healthy_since=_number(raw, "healthy_since"),
+        updated_at=_number(raw, "updated_at"),
+    )
+
+
+def inventory_of(objects: Iterable[Mapping[str, Any]]) -> tuple[InventoryEntry, ...]:
+    """Inventory entries of live objects that carry syncer's managed-by label."""
+    entries = []
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        if (meta.get("labels") or {}).get(MANAGED_BY_LABEL) != MANAGED_BY_VALUE:
+            continue
+        entries.append(
+            InventoryEntry(
+                str(obj.get("apiVersion", "")),
+                str(obj.get("kind", "")),
+                str(meta.get("namespace", "")),
+                str(meta.get("name", "")),
+                str(meta.get("uid", "")),
+            )
+        )
+    return tuple(sorted(entries))
+
+
+@dataclass(frozen=True)
+class LoadedState:
+    """A cluster's state and, when it had to be rebuilt, why."""
+
+    state: ClusterSyncState
+    problem: str = ""
+
+
+class StateStore:
+    """Reads and writes one cluster's sync state through the KubeApi seam."""
+
+    def __init__(self, kube: KubeApi, namespace: str = DEFAULT_NAMESPACE) -> None:
+        self.kube = kube
+        self.namespace = namespace
+        self._namespace_ready = False
+
+    def load(self, managed_kinds: Iterable[tuple[str, str]] = ()) -> LoadedState:
+        """The stored state; a missing one is a fresh state, a corrupt one is rebuilt from the objects
+        of ``managed_kinds`` ((apiVersion, kind) pairs) that carry the managed-by label."""
+        cluster = self.kube.cluster
+        try:
+            configmap = self.kube.get("v1", "ConfigMap", STATE_CONFIGMAP, self.namespace)
+        except NotFound:
+            return LoadedState(ClusterSyncState(cluster))
+        text = (configmap.get("data") or {}).get(STATE_KEY, "")
+        try:
+            return LoadedState(decode(cluster, text))
+        except StateFormatError as err:
+            problem = (
+                f"sync state ConfigMap {self.namespace}/{STATE_CONFIGMAP} is unreadable ({err}); rebuilt"
+            )
+            return LoadedState(self.rebuild(managed_kinds), problem)
+
+    def rebuild(self, managed_kinds: Iterable[tuple[str, str]]) -> ClusterSyncState:
+        """A state whose inventory is every labelled object of ``managed_kinds``; the revision is unknown."""
+        objects: list[Mapping[str, Any]] = []
+        for api_version, kind in managed_kinds:
+            try:
+                objects += self.kube.list(
+                    api_version, kind, label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}"
+                ).items
+            except NotFound:
+                continue  # the kind is not served (e.g. the CRD is not installed yet)
+        return ClusterSyncState(self.kube.cluster, inventory=inventory_of(objects), rebuilt=True)
+
+    def save(self, state: ClusterSyncState, now: float | None = None) -> ClusterSyncState:
+        """Write ``state`` (stamped with ``updated_at``), creating the namespace if needed."""
+        stamped = replace(state, updated_at=now if now is not None else time.time())
+        self._ensure_namespace()
+        body = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": STATE_CONFIGMAP,
+                "namespace": self.namespace,
+                "labels": {"app.kubernetes.io/part-of": "syncer", "syncer.dev/role": "sync-state"},
+            },
+            "data": {STATE_KEY: encode(stamped)},
+        }
+        self.kube.apply(body, ApplyOptions(field_manager=STATE_FIELD_MANAGER, force=True))
+        return stamped
+
+    def _ensure_namespace(self) -> None:
+        if self._namespace_ready:
+            return
+        try:
+            self.kube.get("v1", "Namespace", self.namespace)
+        except NotFound:
+            body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}
+            self.kube.apply(body, ApplyOptions(field_manager=STATE_FIELD_MANAGER))
+        self._namespace_ready = True
