@@ -1,0 +1,73 @@
+"""The agent's Prometheus metrics, on a registry the caller owns (one per agent; a fresh one per test)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+WAVE_STATES = ("pending", "applying", "waiting", "baking", "done", "halted", "rolled-back")
+
+
+class SyncerMetrics:
+    """Every metric the agent exports; see docs/metrics.md for meanings and labels."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.sync_total = Counter(
+            "syncer_sync",
+            "Syncs by result: applied, unchanged, rejected, halted, rolled-back, failed.",
+            ["result"],
+            registry=r,
+        )
+        self.sync_duration = Histogram(
+            "syncer_sync_duration_seconds",
+            "Time from the start of a sync to its end.",
+            buckets=(1, 5, 15, 30, 60, 120, 300, 600, 1200, 3600),
+            registry=r,
+        )
+        self.revision_info = Gauge(
+            "syncer_revision_info",
+            "1 for the revision in force (the last good one the agent rolled out).",
+            ["revision"],
+            registry=r,
+        )
+        self.wave_state = Gauge(
+            "syncer_wave_state",
+            "1 for the state each wave of the current rollout is in.",
+            ["wave", "state"],
+            registry=r,
+        )
+        self.cluster_healthy = Gauge(
+            "syncer_cluster_healthy",
+            "1 when every object synced to the cluster is healthy.",
+            ["cluster"],
+            registry=r,
+        )
+        self.apply_objects = Counter(
+            "syncer_apply_objects",
+            "Objects applied, by cluster and action.",
+            ["cluster", "action"],
+            registry=r,
+        )
+        self.git_poll = Counter(
+            "syncer_git_poll",
+            "Polls of the git remote by result: unchanged, changed, error.",
+            ["result"],
+            registry=r,
+        )
+        self.signature_verification = Counter(
+            "syncer_signature_verification",
+            "Revisions verified, by result: trusted or the failing verdict.",
+            ["result"],
+            registry=r,
+        )
+        self.leader = Gauge("syncer_leader", "1 while this agent holds the leader lease.", registry=r)
+
+    def set_revision(self, revision: str) -> None:
+        self.revision_info.clear()
+        self.revision_info.labels(revision=revision).set(1)
+
+    def set_wave(self, wave: str, state: str) -> None:
+        """Mark ``wave`` as being in ``state`` (one state per wave at a time)."""
+        for other in WAVE_STATES:
+            self.wave_state.labels(wave=wave, state=other).set(1 if other == state else 0)
