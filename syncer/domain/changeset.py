@@ -1,0 +1,56 @@
+"""What an apply did: per object the action taken and its outcome, per cluster."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from enum import StrEnum
+
+from syncer.domain.changes import Action
+from syncer.domain.objects import ObjectKey
+
+
+class Outcome(StrEnum):
+    """``applied``: the server accepted it; ``skipped``: nothing to do or not attempted (the cluster
+    stopped before it, or pruning was opted out); ``failed``: the server refused it."""
+
+    APPLIED = "applied"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class ChangeEntry:
+    """One object of a change set: ``Kind/ns/name``, the planned action, what happened and why."""
+
+    key: ObjectKey
+    action: Action
+    outcome: Outcome
+    message: str = ""
+    uid: str = ""
+
+    @property
+    def subject(self) -> str:
+        return self.key.subject
+
+
+@dataclass(frozen=True)
+class ChangeSet:
+    """The result of applying one cluster's plan. ``error`` says why the cluster stopped, if it did."""
+
+    cluster: str
+    revision: str
+    entries: tuple[ChangeEntry, ...] = ()
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.error and all(e.outcome is not Outcome.FAILED for e in self.entries)
+
+    @property
+    def writes(self) -> int:
+        return sum(1 for e in self.entries if e.outcome is Outcome.APPLIED)
+
+    def counts(self) -> dict[str, int]:
+        """Applied objects by action (``create``, ``update``, ``prune``, ...), for metrics."""
+        return dict(Counter(str(e.action) for e in self.entries if e.outcome is Outcome.APPLIED))

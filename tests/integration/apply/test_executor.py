@@ -1,0 +1,169 @@
+"""The apply executor against a real apiserver, with hand-made plans (the plan stage has its own tests)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from syncer.apply import ApplyPolicy, ClusterApplier, ConflictPolicy
+from syncer.domain import Action, Change, ClusterManifests, ClusterPlan, Manifest, ObjectKey
+from syncer.domain.changeset import Outcome
+from syncer.errors import Location, NotFound
+from syncer.kube import ApplyOptions, ClusterClient
+from tests.integration.conftest import FleetHandle
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def kube(fleet: FleetHandle, cluster: str) -> Iterator[ClusterClient]:
+    client = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), cluster)
+    yield client
+    client.close()
+
+
+def manifest(cluster: str, body: dict[str, Any]) -> Manifest:
+    meta = body["metadata"]
+    group = body["apiVersion"].rpartition("/")[0]
+    key = ObjectKey(cluster, group, body["kind"], meta.get("namespace", ""), meta["name"])
+    return Manifest(key, body["apiVersion"], body, Location("test.yaml", 1, 1))
+
+
+def configmap(namespace: str, name: str, **data: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": data,
+    }
+
+
+def plan_of(cluster: str, *changes: tuple[Manifest, Action], managers: tuple[str, ...] = ()) -> ClusterPlan:
+    return ClusterPlan(cluster, tuple(Change(m.key, m.api_version, a, managers=managers) for m, a in changes))
+
+
+def test_a_namespace_is_created_before_the_objects_in_it(kube: ClusterClient, namespace: str) -> None:
+    fresh = f"{namespace}-x"
+    ns = manifest(kube.cluster, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": fresh}})
+    cm = manifest(kube.cluster, configmap(fresh, "settings", a="1"))
+    try:
+        result = ClusterApplier(kube).apply(
+            ClusterManifests.of(kube.cluster, [ns, cm]),
+            plan_of(kube.cluster, (cm, Action.CREATE), (ns, Action.CREATE)),
+            "r1",
+        )
+        assert result.ok, result.error
+        assert [(e.key.kind, e.outcome) for e in result.entries] == [
+            ("Namespace", Outcome.APPLIED),
+            ("ConfigMap", Outcome.APPLIED),
+        ]
+        assert all(e.uid for e in result.entries)
+        live = kube.get("v1", "ConfigMap", "settings", fresh)
+        assert live["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "syncer"
+        assert "syncer.dev/applied-fields" in live["metadata"]["annotations"]
+        assert result.counts() == {"create": 2}
+    finally:
+        kube.delete("v1", "Namespace", fresh)
+
+
+def test_unchanged_objects_are_not_written(kube: ClusterClient, namespace: str) -> None:
+    cm = manifest(kube.cluster, configmap(namespace, "same", a="1"))
+    result = ClusterApplier(kube).apply(
+        ClusterManifests.of(kube.cluster, [cm]), plan_of(kube.cluster, (cm, Action.UNCHANGED)), "r1"
+    )
+    assert result.ok
+    assert result.writes == 0
+    with pytest.raises(NotFound):
+        kube.get("v1", "ConfigMap", "same", namespace)
+
+
+def test_a_planned_conflict_stops_the_cluster_before_any_write(kube: ClusterClient, namespace: str) -> None:
+    kube.apply(configmap(namespace, "shared", a="theirs"), ApplyOptions(field_manager="helm"))
+    mine = manifest(kube.cluster, configmap(namespace, "mine", b="1"))
+    shared = manifest(kube.cluster, configmap(namespace, "shared", a="ours"))
+    plan = plan_of(kube.cluster, (mine, Action.CREATE), (shared, Action.CONFLICT), managers=("helm",))
+    result = ClusterApplier(kube).apply(ClusterManifests.of(kube.cluster, [mine, shared]), plan, "r1")
+    assert not result.ok
+    assert "conflicts (policy report)" in result.error
+    assert "owned by helm" in result.error
+    with pytest.raises(NotFound):
+        kube.get("v1", "ConfigMap", "mine", namespace)
+    assert kube.get("v1", "ConfigMap", "shared", namespace)["data"] == {"a": "theirs"}
+
+    forced = ClusterApplier(kube, ApplyPolicy(conflicts=ConflictPolicy.FORCE)).apply(
+        ClusterManifests.of(kube.cluster, [mine, shared]), plan, "r1"
+    )
+    assert forced.ok, forced.error
+    assert kube.get("v1", "ConfigMap", "shared", namespace)["data"] == {"a": "ours"}
+
+
+def test_a_conflict_found_only_at_apply_time_names_the_manager(kube: ClusterClient, namespace: str) -> None:
+    kube.apply(configmap(namespace, "raced", a="theirs"), ApplyOptions(field_manager="kubectl-edit"))
+    raced = manifest(kube.cluster, configmap(namespace, "raced", a="ours"))
+    result = ClusterApplier(kube).apply(
+        ClusterManifests.of(kube.cluster, [raced]), plan_of(kube.cluster, (raced, Action.UPDATE)), "r1"
+    )
+    assert not result.ok
+    assert result.entries[0].action is Action.CONFLICT
+    assert "owned by kubectl-edit" in result.entries[0].message
+
+
+def test_drift_is_healed_by_taking_the_field_back(kube: ClusterClient, namespace: str) -> None:
+    cm = manifest(kube.cluster, configmap(namespace, "drifted", a="1"))
+    applier = ClusterApplier(kube)
+    assert applier.apply(
+        ClusterManifests.of(kube.cluster, [cm]), plan_of(kube.cluster, (cm, Action.CREATE)), "r1"
+    ).ok
+    kube.apply(configmap(namespace, "drifted", a="2"), ApplyOptions(field_manager="hotfix", force=True))
+    healed = applier.apply(
+        ClusterManifests.of(kube.cluster, [cm]), plan_of(kube.cluster, (cm, Action.DRIFT)), "r1"
+    )
+    assert healed.ok, healed.error
+    assert kube.get("v1", "ConfigMap", "drifted", namespace)["data"] == {"a": "1"}
+
+
+def test_prune_respects_the_opt_out_and_our_label(kube: ClusterClient, namespace: str) -> None:
+    labels = {"app.kubernetes.io/managed-by": "syncer"}
+    for name, notes in (("old", {}), ("keep", {"syncer.dev/prune": "disabled"})):
+        kube.apply(
+            {
+                **configmap(namespace, name),
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "labels": labels,
+                    "annotations": notes,
+                },
+            }
+        )
+    kube.apply(configmap(namespace, "foreign"))
+    gone = [manifest(kube.cluster, configmap(namespace, n)) for n in ("old", "keep", "foreign", "missing")]
+    result = ClusterApplier(kube).apply(
+        ClusterManifests.of(kube.cluster, []), plan_of(kube.cluster, *[(m, Action.PRUNE) for m in gone]), "r2"
+    )
+    assert result.ok, result.error
+    outcomes = {e.key.name: (e.outcome, e.message) for e in result.entries}
+    assert outcomes["old"] == (Outcome.APPLIED, "")
+    assert outcomes["keep"] == (Outcome.SKIPPED, "pruning disabled by syncer.dev/prune")
+    assert outcomes["foreign"] == (Outcome.SKIPPED, "no longer labelled as managed by syncer")
+    assert outcomes["missing"] == (Outcome.SKIPPED, "already gone")
+    with pytest.raises(NotFound):
+        kube.get("v1", "ConfigMap", "old", namespace)
+    kube.get("v1", "ConfigMap", "keep", namespace)
+
+
+def test_an_invalid_object_fails_and_stops_the_cluster(kube: ClusterClient, namespace: str) -> None:
+    bad = manifest(kube.cluster, configmap(namespace, "Bad_Name"))
+    later = manifest(kube.cluster, configmap(namespace, "zz-later"))
+    result = ClusterApplier(kube).apply(
+        ClusterManifests.of(kube.cluster, [bad, later]),
+        plan_of(kube.cluster, (bad, Action.CREATE), (later, Action.CREATE)),
+        "r1",
+    )
+    assert not result.ok
+    assert [e.key.name for e in result.entries] == ["Bad_Name"]
+    assert "metadata.name" in result.entries[0].message
+    with pytest.raises(NotFound):
+        kube.get("v1", "ConfigMap", "zz-later", namespace)
