@@ -1,10 +1,41 @@
 """Pure value types shared by every stage: object keys, manifests, desired fleets, changes.
 
-Owns: frozen dataclasses and string enums. Must not: import anything that does I/O or any other
-syncer package but syncer.errors.
+Owns: frozen dataclasses and string enums, and the body syncer applies for a manifest (its managed-by
+label and applied-fields annotation). Must not: import anything that does I/O or any other syncer
+package but syncer.errors.
 """
 
+from syncer.domain.applied import (
+    APPLIED_FIELDS_ANNOTATION,
+    MANAGED_BY_LABEL,
+    MANAGED_BY_SELECTOR,
+    MANAGED_BY_VALUE,
+    FieldPath,
+    Inventory,
+    applied_body,
+)
+from syncer.domain.changes import Action, Change, ClusterPlan, FieldChange, FleetPlan, WavePlan
 from syncer.domain.objects import ClusterManifests, DesiredFleet, Manifest, ObjectKey, api_group
 from syncer.domain.selectors import LabelSelector
 
-__all__ = ["ClusterManifests", "DesiredFleet", "LabelSelector", "Manifest", "ObjectKey", "api_group"]
+__all__ = [
+    "APPLIED_FIELDS_ANNOTATION",
+    "MANAGED_BY_LABEL",
+    "MANAGED_BY_SELECTOR",
+    "MANAGED_BY_VALUE",
+    "Action",
+    "Change",
+    "ClusterManifests",
+    "ClusterPlan",
+    "DesiredFleet",
+    "FieldChange",
+    "FieldPath",
+    "FleetPlan",
+    "Inventory",
+    "LabelSelector",
+    "Manifest",
+    "ObjectKey",
+    "WavePlan",
+    "api_group",
+    "applied_body",
+]

@@ -1,0 +1,106 @@
+"""What a revision would change: per object an action and its field changes, per cluster and wave."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from syncer.domain.objects import ObjectKey
+
+
+class Action(StrEnum):
+    """What applying a revision does to one object (or, on a FieldChange, why a field is listed)."""
+
+    CREATE = "create"
+    UPDATE = "update"
+    PRUNE = "prune"
+    UNCHANGED = "unchanged"
+    CONFLICT = "conflict"
+    DRIFT = "drift"
+
+
+CHANGING_ACTIONS = frozenset({Action.CREATE, Action.UPDATE, Action.PRUNE, Action.CONFLICT, Action.DRIFT})
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    """One field that differs. ``path`` is a JSON pointer; ``before``/``after`` are None when the field
+    is absent on that side; ``owners`` are the field managers that own it live (empty when none)."""
+
+    path: str
+    before: Any
+    after: Any
+    owners: tuple[str, ...] = ()
+    action: Action = Action.UPDATE
+    masked: bool = False
+
+
+@dataclass(frozen=True)
+class Change:
+    """The planned action for one object; ``managers`` are the other field managers involved (conflict,
+    drift); ``predicted`` says whether the fields come from a server-side dry-run apply."""
+
+    key: ObjectKey
+    api_version: str
+    action: Action
+    fields: tuple[FieldChange, ...] = ()
+    managers: tuple[str, ...] = ()
+    message: str = ""
+    predicted: bool = False
+
+    @property
+    def changes_something(self) -> bool:
+        return self.action in CHANGING_ACTIONS
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    """Every change of one cluster, in key order; ``error`` is set when the cluster could not be read."""
+
+    cluster: str
+    changes: tuple[Change, ...] = ()
+    error: str = ""
+    dry_runs: int = 0
+
+    def count(self, action: Action) -> int:
+        return sum(1 for c in self.changes if c.action == action)
+
+    def counts(self) -> dict[Action, int]:
+        found = Counter(c.action for c in self.changes)
+        return {action: found.get(action, 0) for action in Action}
+
+    @property
+    def has_changes(self) -> bool:
+        return any(c.changes_something for c in self.changes)
+
+
+@dataclass(frozen=True)
+class WavePlan:
+    """The clusters of one rollout wave, in rollout order."""
+
+    name: str
+    clusters: tuple[ClusterPlan, ...]
+
+
+@dataclass(frozen=True)
+class FleetPlan:
+    """A revision planned against a fleet: its waves in order. ``offline`` plans never saw a cluster."""
+
+    revision: str
+    waves: tuple[WavePlan, ...]
+    offline: bool = False
+    errors: tuple[str, ...] = field(default=())
+
+    @property
+    def clusters(self) -> tuple[ClusterPlan, ...]:
+        return tuple(c for wave in self.waves for c in wave.clusters)
+
+    @property
+    def has_changes(self) -> bool:
+        return any(c.has_changes for c in self.clusters)
+
+    @property
+    def has_errors(self) -> bool:
+        return bool(self.errors) or any(c.error for c in self.clusters)
