@@ -6,12 +6,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from syncer.domain.selectors import LabelSelector
 from syncer.errors import Location, Problem
 from syncer.manifests.options import LoadOptions
 from syncer.manifests.problems import ProblemKind, problem
 from syncer.manifests.repo_layout import FLEET_FILE, SHARED_DIR, RepoFile, RepoLayout
 from syncer.manifests.schema import json_schema_validator, schema_problems
-from syncer.domain.selectors import LabelSelector
 from syncer.manifests.strict_yaml import load_yaml
 
 FLEET_API_VERSION = "syncer.dev/v1alpha1"
