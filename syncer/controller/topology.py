@@ -1,0 +1,317 @@
+"""Redis Cluster topology through redis-py: form a cluster (``bootstrap``) and judge one (``inspect``).
+
+Owns: talking to the Redis servers of one RedisCluster -- CLUSTER MEET so every node knows every
+other, CLUSTER ADDSLOTSRANGE for slots nobody serves, CLUSTER REPLICATE so replicas follow their
+shard's master -- and reporting what the cluster really looks like. Every failed command is
+reported with the node and Redis's own error text; nothing is swallowed.
+
+Must not: move slots that some master already serves, forget or reset nodes, touch keys, or talk to
+Kubernetes; every network call has a socket timeout and every wait has a deadline.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import time
+from collections.abc import Callable, Sequence
+from contextlib import closing
+from dataclasses import replace
+
+from syncer.controller.topology_client import Connections, observe
+from syncer.controller.topology_model import (
+    NodeView,
+    RedisNode,
+    ShardReport,
+    TopologyError,
+    TopologyOptions,
+    TopologyReport,
+    judge,
+)
+from syncer.controller.topology_parse import (
+    SLOT_COUNT,
+    ClusterInfo,
+    ClusterNodeEntry,
+    SlotRange,
+    parse_cluster_info,
+    parse_cluster_nodes,
+    ranges_of,
+    replication_state,
+    split_slots,
+)
+
+__all__ = [
+    "SLOT_COUNT",
+    "ClusterInfo",
+    "ClusterNodeEntry",
+    "NodeView",
+    "RedisNode",
+    "ShardReport",
+    "SlotRange",
+    "TopologyError",
+    "TopologyOptions",
+    "TopologyReport",
+    "bootstrap",
+    "inspect",
+    "judge",
+    "parse_cluster_info",
+    "parse_cluster_nodes",
+    "split_slots",
+]
+
+Layout = tuple[tuple[RedisNode, ...], ...]
+
+
+def bootstrap(
+    shards: Sequence[Sequence[RedisNode]], options: TopologyOptions = TopologyOptions()
+) -> TopologyReport:
+    """Form the cluster: each inner sequence is one shard, ``[master, replica, ...]``.
+
+    Idempotent and resumable: only missing steps run (unknown nodes are met, unserved slots are
+    assigned to their shard's master, replicas not yet following their master are told to). When a
+    shard has failed over -- its listed master now follows another member -- that member is taken
+    as the shard's master instead of forcing the roles back. The report's ``actions`` lists every
+    command that changed something; it is empty when the cluster was already formed. It returns
+    once the cluster is healthy, every node sees each replica following its master and every
+    replica's replication link is up (ROLE ``connected``), or when ``ready_timeout`` runs out -- then
+    the report says what is still pending.
+    """
+    layout = _layout(shards)
+    nodes = [node for shard in layout for node in shard]
+    with closing(Connections(options)) as conns:
+        run = _Bootstrap(conns, options)
+        ids = run.node_ids(nodes)
+        if ids is not None and run.meet(nodes, ids):
+            views = {v.node: v for v in run.observe(nodes)}
+            run.errors.extend(v.error for v in views.values() if v.error)
+            if not run.errors:
+                masters = tuple(_shard_master(shard, views, ids) for shard in layout)
+                run.assign_slots(layout, masters, views)
+                run.replicate(layout, masters, views, ids)
+                return run.settle(layout, masters, ids)
+        report = judge(run.observe(nodes), len(layout), run.errors)
+        return _with_actions(report, run.actions)
+
+
+def inspect(
+    nodes: Sequence[RedisNode], expected_shards: int, options: TopologyOptions = TopologyOptions()
+) -> TopologyReport:
+    """Read-only: CLUSTER INFO and CLUSTER NODES from every reachable node, judged into a report."""
+    if not nodes:
+        raise ValueError("inspect needs at least one node")
+    if expected_shards < 1:
+        raise ValueError("expected_shards must be at least 1")
+    with closing(Connections(options)) as conns:
+        return judge([observe(conns, node) for node in nodes], expected_shards)
+
+
+class _Bootstrap:
+    """The state of one ``bootstrap`` run: connections, errors met and actions taken."""
+
+    def __init__(self, conns: Connections, options: TopologyOptions) -> None:
+        self.conns = conns
+        self.options = options
+        self.errors: list[str] = []
+        self.actions: list[str] = []
+
+    def change(self, node: RedisNode, *args: str | int) -> bool:
+        """Run a command that changes the cluster; record it as an action or as an error."""
+        try:
+            self.conns.run(node, *args)
+        except TopologyError as err:
+            self.errors.append(str(err))
+            return False
+        self.actions.append(f"{node}: {' '.join(str(a) for a in args)}")
+        return True
+
+    def observe(self, nodes: Sequence[RedisNode]) -> list[NodeView]:
+        return [observe(self.conns, node) for node in nodes]
+
+    def node_ids(self, nodes: Sequence[RedisNode]) -> dict[RedisNode, str] | None:
+        """CLUSTER MYID of every node, or None (with errors recorded) when any cannot answer."""
+        ids: dict[RedisNode, str] = {}
+        for node in nodes:
+            try:
+                ids[node] = self.conns.run(node, "CLUSTER", "MYID")
+            except TopologyError as err:
+                self.errors.append(str(err))
+        return ids if len(ids) == len(nodes) else None
+
+    def meet(self, nodes: Sequence[RedisNode], ids: dict[RedisNode, str]) -> bool:
+        """Introduce unknown nodes to the first one, then wait until every node knows all the others."""
+        anchor = nodes[0]
+        view = observe(self.conns, anchor)
+        if view.error:
+            self.errors.append(view.error)
+            return False
+        known = {e.node_id for e in view.entries if e.is_known}
+        for node in nodes[1:]:
+            if ids[node] in known:
+                continue
+            try:
+                host = _ip_of(node)
+            except TopologyError as err:
+                self.errors.append(str(err))
+                continue
+            self.change(anchor, "CLUSTER", "MEET", host, node.port)
+        if self.errors:
+            return False
+        missing = self._wait(self.options.meet_timeout, lambda: _unmet(self.observe(nodes), ids))
+        if missing:
+            self.errors.append(
+                f"nodes did not learn of each other within {self.options.meet_timeout}s: {missing[0]}"
+                + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
+            )
+        return not missing
+
+    def assign_slots(
+        self, layout: Layout, masters: Sequence[RedisNode], views: dict[RedisNode, NodeView]
+    ) -> None:
+        """Give each shard's master the slots of its range that no node serves yet."""
+        served: set[int] = set()
+        for view in views.values():
+            for entry in view.entries:
+                for r in entry.slots:
+                    served.update(range(r.start, r.end + 1))
+        batch = self.options.slot_batch
+        for master, wanted in zip(masters, split_slots(len(layout)), strict=True):
+            missing = ranges_of(s for s in range(wanted.start, wanted.end + 1) if s not in served)
+            for first in range(0, len(missing), batch):
+                bounds = [b for r in missing[first : first + batch] for b in (r.start, r.end)]
+                self.change(master, "CLUSTER", "ADDSLOTSRANGE", *bounds)
+
+    def replicate(
+        self,
+        layout: Layout,
+        masters: Sequence[RedisNode],
+        views: dict[RedisNode, NodeView],
+        ids: dict[RedisNode, str],
+    ) -> None:
+        """Tell every member that is not its shard's master and does not follow it yet to replicate it."""
+        for shard, master in zip(layout, masters, strict=True):
+            for node in shard:
+                me = views[node].myself
+                if node == master or (me is not None and me.is_replica and me.master_id == ids[master]):
+                    continue
+                self.change(node, "CLUSTER", "REPLICATE", ids[master])
+
+    def settle(
+        self, layout: Layout, masters: Sequence[RedisNode], ids: dict[RedisNode, str]
+    ) -> TopologyReport:
+        """Wait (up to ``ready_timeout``) for a healthy cluster in the intended shape and report it."""
+        nodes = [node for shard in layout for node in shard]
+        timeout = 0.0 if self.errors else self.options.ready_timeout
+        last: list[TopologyReport] = []
+
+        def pending() -> list[str]:
+            views = self.observe(nodes)
+            report = judge(views, len(layout), self.errors)
+            last[:] = [report]
+            if not report.healthy:
+                return [report.summary()]
+            return _misplaced(views, layout, masters, ids) or self._unsynced(layout, masters)
+
+        left = self._wait(timeout, pending)
+        report = last[0]
+        if left and not self.errors:
+            more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
+            reason = f"not converged within {timeout}s: {left[0]}{more}"
+            report = replace(report, healthy=False, errors=(*report.errors, reason))
+        return _with_actions(report, self.actions)
+
+    def _unsynced(self, layout: Layout, masters: Sequence[RedisNode]) -> list[str]:
+        """Replicas whose replication link to their master is not up yet (ROLE state not connected)."""
+        problems: list[str] = []
+        for shard, master in zip(layout, masters, strict=True):
+            for node in shard:
+                if node == master:
+                    continue
+                try:
+                    state = replication_state(self.conns.call(node, "ROLE"))
+                except TopologyError as err:
+                    problems.append(str(err))
+                    continue
+                if state != "connected":
+                    problems.append(f"{node} has not finished syncing from {master} (replication {state})")
+        return problems
+
+    def _wait(self, timeout: float, problems: Callable[[], list[str]]) -> list[str]:
+        """Call ``problems`` until it returns nothing or ``timeout`` seconds passed; return the last."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = problems()
+            left = deadline - time.monotonic()
+            if not found or left <= 0:
+                return found
+            time.sleep(min(self.options.poll_interval, left))
+
+
+def _layout(shards: Sequence[Sequence[RedisNode]]) -> Layout:
+    layout = tuple(tuple(shard) for shard in shards)
+    if not layout or any(not shard for shard in layout):
+        raise ValueError("bootstrap needs at least one shard and a master in every shard")
+    if len(layout) > SLOT_COUNT:
+        raise ValueError(f"at most {SLOT_COUNT} shards")
+    nodes = [node for shard in layout for node in shard]
+    if len(set(nodes)) != len(nodes):
+        raise ValueError("a node appears more than once in the shards")
+    return layout
+
+
+def _ip_of(node: RedisNode) -> str:
+    """CLUSTER MEET takes an IP address: a host name is resolved here."""
+    try:
+        return str(ipaddress.ip_address(node.host))
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(node.host, node.port, type=socket.SOCK_STREAM)
+    except OSError as err:
+        raise TopologyError(str(node), f"cannot resolve host for CLUSTER MEET: {err}") from err
+    return str(infos[0][4][0])
+
+
+def _shard_master(
+    shard: Sequence[RedisNode], views: dict[RedisNode, NodeView], ids: dict[RedisNode, str]
+) -> RedisNode:
+    """The listed master, unless it now follows another member that is a master (a failover)."""
+    listed = views[shard[0]].myself
+    if listed is not None and listed.is_replica:
+        for other in shard[1:]:
+            me = views[other].myself
+            if ids[other] == listed.master_id and me is not None and me.is_master:
+                return other
+    return shard[0]
+
+
+def _unmet(views: Sequence[NodeView], ids: dict[RedisNode, str]) -> list[str]:
+    """``a does not know b yet`` for every pair still to be introduced (or a view's error)."""
+    names = {node_id: str(node) for node, node_id in ids.items()}
+    problems: list[str] = []
+    for view in views:
+        if view.error:
+            problems.append(view.error)
+            continue
+        known = {e.node_id for e in view.entries if e.is_known}
+        problems.extend(f"{view.node} does not know {names[i]} yet" for i in ids.values() if i not in known)
+    return problems
+
+
+def _misplaced(
+    views: Sequence[NodeView], layout: Layout, masters: Sequence[RedisNode], ids: dict[RedisNode, str]
+) -> list[str]:
+    """Replicas that some node does not yet see following their shard's master."""
+    problems: list[str] = []
+    for shard, master in zip(layout, masters, strict=True):
+        for node in shard:
+            if node == master:
+                continue
+            for view in views:
+                entry = next((e for e in view.entries if e.node_id == ids[node]), None)
+                if entry is None or not entry.is_replica or entry.master_id != ids[master]:
+                    problems.append(f"{view.node} does not see {node} following {master} yet")
+    return problems
+
+
+def _with_actions(report: TopologyReport, actions: Sequence[str]) -> TopologyReport:
+    return replace(report, healthy=report.healthy and not report.errors, actions=tuple(actions))

@@ -1,0 +1,267 @@
+"""Redis Cluster topology as values: nodes, options, node views and the verdict on them.
+
+Owns: the pure half of topology management -- judging what the nodes said (``NodeView``) into a
+``TopologyReport``. Must not: open connections or sleep; ``topology.py`` does the I/O and feeds the
+views it read into ``judge``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from syncer.controller.topology_parse import SLOT_COUNT, ClusterInfo, ClusterNodeEntry, SlotRange
+from syncer.errors import SyncerError
+
+
+class TopologyError(SyncerError):
+    """A Redis node could not be read, refused a command, or answered something unparseable.
+
+    ``node`` is the ``host:port`` concerned; the message keeps Redis's own error text.
+    """
+
+    def __init__(self, node: str, message: str, *, unreachable: bool = False) -> None:
+        self.node = node
+        self.unreachable = unreachable
+        super().__init__(f"{node}: {message}")
+
+
+@dataclass(frozen=True, order=True)
+class RedisNode:
+    """One Redis server as the caller addresses it."""
+
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class TopologyOptions:
+    """How topology operations talk to Redis and how long they wait.
+
+    ``timeout`` bounds every single network call (connect and read, seconds). ``meet_timeout`` bounds
+    the wait for gossip to spread after CLUSTER MEET; ``ready_timeout`` bounds the wait for
+    ``cluster_state:ok`` at the end of ``bootstrap`` (0 looks once and does not wait).
+    ``slot_batch`` is the most slot ranges sent in one CLUSTER ADDSLOTSRANGE.
+    """
+
+    timeout: float = 5.0
+    password: str | None = None
+    username: str | None = None
+    meet_timeout: float = 20.0
+    ready_timeout: float = 30.0
+    poll_interval: float = 0.1
+    slot_batch: int = 256
+
+    def __post_init__(self) -> None:
+        if self.timeout <= 0:
+            raise ValueError("timeout must be positive")
+        if self.meet_timeout < 0 or self.ready_timeout < 0:
+            raise ValueError("meet_timeout and ready_timeout must not be negative")
+        if self.poll_interval <= 0:
+            raise ValueError("poll_interval must be positive")
+        if self.slot_batch < 1:
+            raise ValueError("slot_batch must be at least 1")
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """What one node told us about the cluster, or why it told us nothing.
+
+    A view with ``info`` is readable; ``error`` (already naming the node) says why it is not.
+    """
+
+    node: RedisNode
+    info: ClusterInfo | None = None
+    entries: tuple[ClusterNodeEntry, ...] = ()
+    error: str = ""
+    unreachable: bool = False
+
+    @property
+    def myself(self) -> ClusterNodeEntry | None:
+        return next((e for e in self.entries if e.is_myself), None)
+
+
+@dataclass(frozen=True)
+class ShardReport:
+    """One master as the cluster sees it: its slots and the replicas following it."""
+
+    master: str
+    node_id: str
+    slots: int
+    slot_ranges: tuple[SlotRange, ...] = ()
+    replicas: tuple[str, ...] = ()
+    failed: bool = False
+
+
+@dataclass(frozen=True)
+class TopologyReport:
+    """The verdict on a cluster's topology, ready for a status condition.
+
+    ``failed_nodes`` are nodes some reachable peer flags ``fail`` or ``fail?`` (``suspected_nodes`` is
+    the part flagged only ``fail?``); ``unreachable`` are given nodes we could not connect to.
+    ``masters`` lists every master of the reference view (the most recent reachable one), those
+    without slots included; ``actions`` lists the commands ``bootstrap`` ran, empty for ``inspect``.
+    """
+
+    healthy: bool
+    cluster_state: str
+    slots_covered: int
+    errors: tuple[str, ...] = ()
+    failed_nodes: tuple[str, ...] = ()
+    suspected_nodes: tuple[str, ...] = ()
+    unreachable: tuple[str, ...] = ()
+    masters: tuple[ShardReport, ...] = ()
+    expected_shards: int = 0
+    actions: tuple[str, ...] = ()
+
+    @property
+    def masters_with_slots(self) -> tuple[ShardReport, ...]:
+        return tuple(m for m in self.masters if m.slots and not m.failed)
+
+    @property
+    def masters_without_slots(self) -> tuple[ShardReport, ...]:
+        return tuple(m for m in self.masters if not m.slots)
+
+    @property
+    def replica_count(self) -> int:
+        return sum(len(m.replicas) for m in self.masters)
+
+    def summary(self) -> str:
+        """One line for a status condition message."""
+        served = len(self.masters_with_slots)
+        head = (
+            f"cluster_state {self.cluster_state}, {self.slots_covered}/{SLOT_COUNT} slots covered, "
+            f"{served}/{self.expected_shards} masters with slots, {self.replica_count} replicas"
+        )
+        if self.healthy:
+            return f"healthy: {head}"
+        parts = [f"unhealthy: {head}"]
+        if self.failed_nodes:
+            parts.append(f"failed: {', '.join(self.failed_nodes)}")
+        if self.unreachable:
+            parts.append(f"unreachable: {', '.join(self.unreachable)}")
+        if self.errors:
+            more = f" (and {len(self.errors) - 1} more)" if len(self.errors) > 1 else ""
+            parts.append(f"error: {self.errors[0]}{more}")
+        return "; ".join(parts)
+
+
+def judge(views: Sequence[NodeView], expected_shards: int, errors: Sequence[str] = ()) -> TopologyReport:
+    """Judge what the nodes told us.
+
+    Healthy only if every readable node says ``cluster_state:ok``, the reference view covers all
+    16384 slots with masters nobody flags failed, exactly ``expected_shards`` masters serve slots,
+    no node is flagged ``fail``/``fail?`` or unreachable, and nothing went wrong on the way.
+    """
+    problems = list(dict.fromkeys([*errors, *(v.error for v in views if v.error)]))
+    unreachable = tuple(str(v.node) for v in views if v.unreachable)
+    readable = [v for v in views if v.info is not None and v.entries]
+    if not readable:
+        return TopologyReport(
+            healthy=False,
+            cluster_state="unknown",
+            slots_covered=0,
+            errors=tuple(problems) or ("no node could be read",),
+            unreachable=unreachable,
+            expected_shards=expected_shards,
+        )
+    reference = _reference_view(readable)
+    failed, confirmed = _flagged(readable)
+    problems.extend(_membership_problems(readable, reference))
+    masters, covered = _shards(reference, failed)
+    problems.extend(_stray_replicas(reference))
+    states = [v.info.state for v in readable if v.info is not None]
+    state = "ok" if all(s == "ok" for s in states) else next(s for s in states if s != "ok")
+    report = TopologyReport(
+        healthy=False,
+        cluster_state=state,
+        slots_covered=covered,
+        errors=tuple(problems),
+        failed_nodes=tuple(sorted(failed)),
+        suspected_nodes=tuple(sorted(failed - confirmed)),
+        unreachable=unreachable,
+        masters=masters,
+        expected_shards=expected_shards,
+    )
+    healthy = (
+        state == "ok"
+        and covered == SLOT_COUNT
+        and len(report.masters_with_slots) == expected_shards
+        and not failed
+        and not unreachable
+        and not problems
+    )
+    return replace(report, healthy=healthy)
+
+
+def _reference_view(readable: Sequence[NodeView]) -> NodeView:
+    """The view with the highest current epoch; the first given wins a tie."""
+    best = readable[0]
+    for view in readable[1:]:
+        if _epoch(view) > _epoch(best):
+            best = view
+    return best
+
+
+def _epoch(view: NodeView) -> int:
+    return view.info.current_epoch if view.info is not None else -1
+
+
+def _flagged(readable: Sequence[NodeView]) -> tuple[set[str], set[str]]:
+    """Nodes any view flags ``fail`` or ``fail?``, and the part flagged ``fail``."""
+    failed: set[str] = set()
+    confirmed: set[str] = set()
+    for view in readable:
+        for entry in view.entries:
+            if entry.is_failed or entry.is_suspected:
+                failed.add(entry.name)
+            if entry.is_failed:
+                confirmed.add(entry.name)
+    return failed, confirmed
+
+
+def _membership_problems(readable: Sequence[NodeView], reference: NodeView) -> list[str]:
+    """Readable nodes that are not part of the reference node's cluster."""
+    members = {e.node_id for e in reference.entries}
+    problems: list[str] = []
+    for view in readable:
+        me = view.myself
+        if me is None:
+            problems.append(f"{view.node}: CLUSTER NODES has no line flagged myself")
+        elif me.node_id not in members:
+            problems.append(
+                f"{view.node}: node {me.node_id} is not a member of the cluster seen by {reference.node}"
+            )
+    return problems
+
+
+def _shards(reference: NodeView, failed: set[str]) -> tuple[tuple[ShardReport, ...], int]:
+    """Every master of the reference view with its replicas, and how many slots healthy masters serve."""
+    masters: list[ShardReport] = []
+    covered: set[int] = set()
+    for entry in reference.entries:
+        if not entry.is_master:
+            continue
+        down = entry.name in failed
+        if not down:
+            for r in entry.slots:
+                covered.update(range(r.start, r.end + 1))
+        followers = sorted(e.name for e in reference.entries if e.is_replica and e.master_id == entry.node_id)
+        masters.append(
+            ShardReport(entry.name, entry.node_id, entry.slot_count, entry.slots, tuple(followers), down)
+        )
+    masters.sort(key=lambda m: (m.slot_ranges[0].start if m.slot_ranges else SLOT_COUNT, m.master))
+    return tuple(masters), len(covered)
+
+
+def _stray_replicas(reference: NodeView) -> list[str]:
+    """Replicas whose master is not a known master in the reference view."""
+    masters = {e.node_id for e in reference.entries if e.is_master}
+    return [
+        f"{reference.node}: replica {e.name} follows {e.master_id or 'nobody'}, which is not a known master"
+        for e in reference.entries
+        if e.is_replica and e.master_id not in masters
+    ]

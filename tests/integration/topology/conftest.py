@@ -1,0 +1,32 @@
+"""Fixtures: fresh cluster-mode redis-servers per test module, killed and checked gone at teardown."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.integration.topology.servers import RedisServers
+
+PASSWORD = "s3cret-topology"
+
+
+def _servers(tmp_path_factory: pytest.TempPathFactory, password: str | None) -> Iterator[RedisServers]:
+    servers = RedisServers(tmp_path_factory.mktemp("redis"), password=password)
+    try:
+        yield servers
+    finally:
+        survivors = servers.stop()
+        assert not survivors, f"redis-server processes still alive after teardown: {survivors}"
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServers]:
+    """A module's own set of redis-servers without auth; call ``start(n)`` to launch them."""
+    yield from _servers(tmp_path_factory, None)
+
+
+@pytest.fixture(scope="module")
+def auth_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServers]:
+    """Like ``servers`` with ``requirepass`` and ``masterauth`` set to ``PASSWORD``."""
+    yield from _servers(tmp_path_factory, PASSWORD)
