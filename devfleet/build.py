@@ -23,8 +23,9 @@ from pathlib import Path
 GO_DIR = Path(__file__).parent / "go"
 CONTROL_PLANE_MODULE = GO_DIR / "controlplane"
 KWOK_MODULE = GO_DIR / "kwok"
+HELM_MODULE = GO_DIR / "helm"
 
-BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kwok")
+BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kwok", "helm")
 _K8S_PACKAGES = (
     "k8s.io/kubernetes/cmd/kube-apiserver",
     "k8s.io/kubernetes/cmd/kube-controller-manager",
@@ -55,6 +56,7 @@ class Pins:
     kubernetes: str
     etcd: str
     kwok: str
+    helm: str
 
     @staticmethod
     def read() -> Pins:
@@ -62,7 +64,11 @@ class Pins:
             kubernetes=_required_version(CONTROL_PLANE_MODULE / "go.mod", "k8s.io/kubernetes"),
             etcd=_required_version(CONTROL_PLANE_MODULE / "go.mod", "go.etcd.io/etcd/server/v3"),
             kwok=_required_version(KWOK_MODULE / "go.mod", "sigs.k8s.io/kwok"),
+            helm=_required_version(HELM_MODULE / "go.mod", "helm.sh/helm/v3"),
         )
+
+    def helm_ldflags(self) -> str:
+        return f"-s -w -X helm.sh/helm/v3/internal/version.version={self.helm}"
 
     def k8s_ldflags(self) -> str:
         major, minor = self.kubernetes.lstrip("v").split(".")[:2]
@@ -85,7 +91,8 @@ def _go_version() -> str:
 
 
 def _cache_key(pins: Pins) -> str:
-    digest = hashlib.sha256(f"{_RECIPE}\n{_go_version()}\n{pins.k8s_ldflags()}\n".encode())
+    flags = f"{pins.k8s_ldflags()}\n{pins.helm_ldflags()}"
+    digest = hashlib.sha256(f"{_RECIPE}\n{_go_version()}\n{flags}\n".encode())
     for path in sorted(GO_DIR.rglob("*")):
         if path.is_file() and path.suffix in {".mod", ".sum", ".go"}:
             digest.update(str(path.relative_to(GO_DIR)).encode())
@@ -95,7 +102,7 @@ def _cache_key(pins: Pins) -> str:
 
 def bin_dir(pins: Pins | None = None) -> Path:
     pins = pins or Pins.read()
-    name = f"k8s-{pins.kubernetes}_etcd-{pins.etcd}_kwok-{pins.kwok}_{_cache_key(pins)}"
+    name = f"k8s-{pins.kubernetes}_etcd-{pins.etcd}_kwok-{pins.kwok}_helm-{pins.helm}_{_cache_key(pins)}"
     return cache_root() / "k8s" / name / "bin"
 
 
@@ -127,7 +134,7 @@ def ensure_binaries(progress: Callable[[str], None] | None = None) -> Path:
         if all((target / b).is_file() for b in BINARIES):
             return target
         say(
-            f"building Kubernetes {pins.kubernetes}, etcd {pins.etcd} and kwok {pins.kwok} "
+            f"building Kubernetes {pins.kubernetes}, etcd {pins.etcd}, kwok {pins.kwok} and helm {pins.helm} "
             f"from the Go module proxy into {target.parent} (a cold build takes several minutes)"
         )
         started = time.monotonic()
@@ -139,6 +146,8 @@ def ensure_binaries(progress: Callable[[str], None] | None = None) -> Path:
             _go_build(CONTROL_PLANE_MODULE, staging, (*_K8S_PACKAGES, "./etcd"), pins.k8s_ldflags())
             say("  compiling kwok")
             _go_build(KWOK_MODULE, staging, ("sigs.k8s.io/kwok/cmd/kwok",), "-s -w")
+            say("  compiling helm")
+            _go_build(HELM_MODULE, staging, ("helm.sh/helm/v3/cmd/helm",), pins.helm_ldflags())
             if target.exists():
                 shutil.rmtree(target)
             staging.rename(target)

@@ -13,10 +13,11 @@ def test_pins_are_read_from_the_committed_wrapper_modules() -> None:
     assert pins.kubernetes.startswith("v1.34.")
     assert pins.etcd.startswith("v3.6.")
     assert pins.kwok.startswith("v0.")
+    assert pins.helm.startswith("v3.")
 
 
 def test_kubernetes_binaries_are_stamped_with_the_pinned_version() -> None:
-    pins = build.Pins("v1.34.4", "v3.6.4", "v0.7.0")
+    pins = build.Pins("v1.34.4", "v3.6.4", "v0.7.0", "v3.22.0")
     ldflags = pins.k8s_ldflags()
     assert "-X k8s.io/component-base/version.gitVersion=v1.34.4" in ldflags
     assert "-X k8s.io/component-base/version.gitMinor=34" in ldflags
@@ -39,6 +40,7 @@ def test_the_cache_directory_changes_when_a_pin_changes(
     monkeypatch.setattr(build, "GO_DIR", copy)
     monkeypatch.setattr(build, "CONTROL_PLANE_MODULE", copy / "controlplane")
     monkeypatch.setattr(build, "KWOK_MODULE", copy / "kwok")
+    monkeypatch.setattr(build, "HELM_MODULE", copy / "helm")
     before = build.bin_dir()
     assert before.is_relative_to(tmp_path / "cache" / "k8s")
     assert build.bin_dir() == before
