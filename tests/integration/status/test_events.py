@@ -1,0 +1,54 @@
+"""Events on a real apiserver, as `kubectl events` users would find them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from devfleet import access
+from syncer.kube import ClusterClient
+from syncer.status.events import EventRecorder, Regarding
+from tests.integration.conftest import FleetHandle
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def kube(fleet: FleetHandle, cluster: str) -> Iterator[ClusterClient]:
+    client = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), cluster)
+    yield client
+    client.close()
+
+
+def test_an_event_regarding_an_object_is_listed_with_it(kube: ClusterClient, namespace: str) -> None:
+    configmap = kube.apply(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "state", "namespace": namespace}}
+    )
+    recorder = EventRecorder(kube, instance="agent-0")
+    assert recorder.emit(
+        Regarding.of(configmap), "RolloutHalted", "canary: not healthy 600s after apply", warning=True
+    )
+    events = kube.list("events.k8s.io/v1", "Event", namespace=namespace).items
+    ours = [e for e in events if e["reason"] == "RolloutHalted"]
+    assert len(ours) == 1
+    event = ours[0]
+    assert event["type"] == "Warning"
+    assert event["note"] == "canary: not healthy 600s after apply"
+    assert event["regarding"]["uid"] == configmap["metadata"]["uid"]
+    assert event["reportingController"] == "syncer.dev/agent"
+    assert event["reportingInstance"] == "agent-0"
+
+
+def test_an_event_that_cannot_be_written_is_dropped_not_raised(
+    fleet: FleetHandle, cluster: str, namespace: str, tmp_path: Path
+) -> None:
+    path = access.user_kubeconfig(fleet.state, cluster, "mute", (), tmp_path / "mute.kubeconfig")
+    client = ClusterClient.from_kubeconfig(str(path), cluster)
+    try:
+        recorder = EventRecorder(client)
+        assert not recorder.emit(Regarding("v1", "ConfigMap", "x", namespace), "Tried", "no rights")
+        assert recorder.dropped == 1
+    finally:
+        client.close()
