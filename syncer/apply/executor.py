@@ -125,16 +125,9 @@ class ClusterApplier:
                 self.policy.retry,
                 self.stop,
             )
-        except NotFound:
-            return ChangeEntry(key, Action.PRUNE, Outcome.SKIPPED, "already gone")
-        except KubeError as err:
-            return ChangeEntry(key, Action.PRUNE, Outcome.FAILED, str(err))
-        meta = live.get("metadata") or {}
-        if (meta.get("annotations") or {}).get(PRUNE_ANNOTATION) == PRUNE_DISABLED:
-            return ChangeEntry(key, Action.PRUNE, Outcome.SKIPPED, f"pruning disabled by {PRUNE_ANNOTATION}")
-        if (meta.get("labels") or {}).get(MANAGED_BY_LABEL) != MANAGED_BY_VALUE:
-            return ChangeEntry(key, Action.PRUNE, Outcome.SKIPPED, "no longer labelled as managed by syncer")
-        try:
+            reason = _kept_because(live)
+            if reason:
+                return ChangeEntry(key, Action.PRUNE, Outcome.SKIPPED, reason)
             with_retries(
                 lambda: self.kube.delete(change.api_version, key.kind, key.name, key.namespace),
                 self.policy.retry,
@@ -144,7 +137,17 @@ class ClusterApplier:
             return ChangeEntry(key, Action.PRUNE, Outcome.SKIPPED, "already gone")
         except KubeError as err:
             return ChangeEntry(key, Action.PRUNE, Outcome.FAILED, str(err))
-        return ChangeEntry(key, Action.PRUNE, Outcome.APPLIED, uid=str(meta.get("uid", "")))
+        return ChangeEntry(key, Action.PRUNE, Outcome.APPLIED, uid=_uid(live))
+
+
+def _kept_because(live: Mapping[str, Any]) -> str:
+    """Why a live object must not be pruned, or ``""`` when it may be."""
+    meta = live.get("metadata") or {}
+    if (meta.get("annotations") or {}).get(PRUNE_ANNOTATION) == PRUNE_DISABLED:
+        return f"pruning disabled by {PRUNE_ANNOTATION}"
+    if (meta.get("labels") or {}).get(MANAGED_BY_LABEL) != MANAGED_BY_VALUE:
+        return "no longer labelled as managed by syncer"
+    return ""
 
 
 def _uid(obj: Mapping[str, Any]) -> str:
