@@ -33,3 +33,8 @@ cli.add_command(verify)
 from syncer.cli.render import render  # noqa: E402
 
 cli.add_command(render)
+
+
+from syncer.cli.diff import diff  # noqa: E402
+
+cli.add_command(diff)

@@ -5,7 +5,13 @@ Owns: loading and validating the agent's own files at the edge (``load_agent_con
 repository (trust never comes from the repo being verified) or talk to clusters.
 """
 
-from syncer.config.agent import AgentConfig, GitCredentials, SourceSettings, load_agent_config
+from syncer.config.agent import (
+    AgentConfig,
+    ClusterAccess,
+    GitCredentials,
+    SourceSettings,
+    load_agent_config,
+)
 from syncer.config.trust import (
     ALL_PATHS,
     KeyKind,
@@ -20,6 +26,7 @@ from syncer.config.trust import (
 __all__ = [
     "ALL_PATHS",
     "AgentConfig",
+    "ClusterAccess",
     "GitCredentials",
     "KeyKind",
     "Signer",

@@ -6,6 +6,7 @@ a git operation needs them and never become part of a config value, so printing 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -35,16 +36,42 @@ class SourceSettings:
 
 
 @dataclass(frozen=True)
+class ClusterAccess:
+    """How to reach one cluster of the fleet: a kubeconfig context, and the kubeconfig file holding it
+    (None: the one given on the command line or by $KUBECONFIG)."""
+
+    context: str
+    kubeconfig: Path | None = None
+
+
+@dataclass(frozen=True)
 class AgentConfig:
     source: SourceSettings
     trust: TrustPolicy
+    clusters: Mapping[str, ClusterAccess] = field(default_factory=dict)
+
+
+def _clusters(top: Fields, raw: object, base: Path) -> dict[str, ClusterAccess]:
+    """The optional ``clusters:`` mapping, cluster name -> {context, kubeconfig}."""
+    section = top.child("clusters")
+    names = list(raw) if isinstance(raw, Mapping) else []
+    found: dict[str, ClusterAccess] = {}
+    for name in names:
+        if not isinstance(name, str) or not name.strip():
+            raise top.error("clusters", f"cluster names must be non-empty strings, not {name!r}")
+        entry = section.child(name)
+        entry.reject_unknown({"context", "kubeconfig"})
+        kubeconfig = base / entry.string("kubeconfig") if entry.has("kubeconfig") else None
+        found[name] = ClusterAccess(context=entry.string("context", name), kubeconfig=kubeconfig)
+    return found
 
 
 def load_agent_config(path: Path) -> AgentConfig:
     """Load the agent config and the trust policy it points at (relative paths are from its folder)."""
     base = path.parent
-    top = Fields(load_yaml_mapping(path), origin=str(path))
-    top.reject_unknown({"source", "trustPolicy"})
+    data = load_yaml_mapping(path)
+    top = Fields(data, origin=str(path))
+    top.reject_unknown({"source", "trustPolicy", "clusters"})
     src = top.child("source")
     src.reject_unknown({"url", "branch", "cacheDir", "timeoutSeconds", "credentials"})
     url = src.string("url")
@@ -73,4 +100,6 @@ def load_agent_config(path: Path) -> AgentConfig:
             token_user=creds.string("tokenUser", "x-access-token"),
         ),
     )
-    return AgentConfig(source=settings, trust=load_trust_policy(base / top.string("trustPolicy")))
+    clusters = _clusters(top, data.get("clusters"), base)
+    trust = load_trust_policy(base / top.string("trustPolicy"))
+    return AgentConfig(source=settings, trust=trust, clusters=clusters)

@@ -191,6 +191,11 @@ class ClusterClient:
         rt = self.resource(api_version, kind)
         return self._json("GET", rt.path(namespace, quote(name)), subject=_subject(kind, namespace, name))
 
+    def get_text(self, path: str) -> str:
+        """A raw GET of a non-resource path such as ``/metrics``, as text."""
+        data = self._send("GET", path, subject=path).read()
+        return data.decode(errors="replace") if isinstance(data, bytes) else str(data)
+
     def _apply(self, body: Mapping[str, Any], options: ApplyOptions, suffix: str) -> KubeObject:
         api_version, kind, namespace, name = _body_subject(body)
         rt = self.resource(api_version, kind)

@@ -1,5 +1,31 @@
-"""Three-way diff per cluster: desired vs last applied vs live, prune set and apply order. [pure]
+"""Three-way diff per cluster: desired vs last applied vs live, and ownership of every field. [pure]
 
-Owns: classifying every object as create, update, prune, unchanged, conflict or drift. Must not: do
-I/O; live state and dry-run results are passed in by the engine.
+Owns: classifying every object of a cluster as create, update, prune, unchanged, conflict or drift
+(``dry_runs_needed`` then ``plan_cluster``), attributing each changed field to the field managers that
+own it live, normalizing server noise, masking secret values, and the versioned JSON document of a
+plan with its schema (``syncer.dev/diff/v1``). Must not: do I/O; live objects, the inventory and the
+server-side dry-run predictions are passed in by the engine.
 """
+
+from syncer.plan.classify import (
+    ClusterState,
+    DryRun,
+    PlanOptions,
+    Prediction,
+    dry_runs_needed,
+    plan_cluster,
+)
+from syncer.plan.document import API_VERSION, cluster_document, diff_schema, fleet_document
+
+__all__ = [
+    "API_VERSION",
+    "ClusterState",
+    "DryRun",
+    "PlanOptions",
+    "Prediction",
+    "cluster_document",
+    "diff_schema",
+    "dry_runs_needed",
+    "fleet_document",
+    "plan_cluster",
+]

@@ -1,0 +1,190 @@
+"""``syncer diff`` vs ``kubectl diff --server-side`` on the same objects against the same apiserver.
+
+Run: ``python bench/bench_diff.py [--objects 500] [--changed 20] [--created 5] [--runs 3]``. Starts a
+one-cluster local fleet in a temporary folder, installs the RedisCluster CRD and applies the objects as
+a previous sync would have; then the desired revision changes ``--changed`` of them and adds
+``--created`` new ones. Measured (median of ``--runs``):
+
+* ``syncer diff`` in process (the engine's ``diff_fleet``);
+* ``syncer diff -o json`` as a subprocess (includes interpreter start-up);
+* ``kubectl diff --server-side --field-manager=syncer -f DIR`` over the very bodies syncer would apply.
+
+Both tools must report the same set of changed objects; the ratio goal is >= 5x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from devfleet import fleet as devfleet
+from syncer.crds import load_crd
+from syncer.domain import Manifest, ObjectKey, applied_body
+from syncer.engine.diff import ClusterTarget, diff_fleet
+from syncer.errors import Location, NotFound
+from syncer.kube import ApplyOptions, ClientOptions, ClusterClient
+from syncer.manifests import load_fleet
+
+CLUSTER, NAMESPACE = "bench", "bench"
+API_VERSION = "redis.syncer.dev/v1alpha1"
+GOAL_RATIO = 5.0
+
+
+def body(name: str, shards: int) -> dict[str, Any]:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "RedisCluster",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"version": "7.2", "shards": shards, "resources": {"requests": {"memory": "1Gi"}}},
+    }
+
+
+def as_applied(b: dict[str, Any]) -> dict[str, Any]:
+    key = ObjectKey(CLUSTER, "redis.syncer.dev", "RedisCluster", NAMESPACE, b["metadata"]["name"])
+    return applied_body(Manifest(key, API_VERSION, b, Location("bench")))
+
+
+def prepare_cluster(api: ClusterClient, live: list[dict[str, Any]]) -> None:
+    api.apply(load_crd(), ApplyOptions(field_manager="bench", force=True))
+    api.apply(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, ApplyOptions("bench")
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            api.list(API_VERSION, "RedisCluster")
+            break
+        except NotFound:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda b: api.apply(as_applied(b)), live))
+
+
+def write_inputs(root: Path, desired: list[dict[str, Any]]) -> tuple[Path, Path]:
+    """The fleet repository for syncer, and the same objects as syncer would apply them, for kubectl."""
+    repo = root / "repo"
+    (repo / "clusters" / CLUSTER).mkdir(parents=True)
+    fleet = {"apiVersion": "syncer.dev/v1alpha1", "kind": "Fleet", "clusters": [{"name": CLUSTER}]}
+    (repo / "fleet.yaml").write_text(yaml.safe_dump(fleet))
+    (repo / "clusters" / CLUSTER / "redis.yaml").write_text(yaml.safe_dump_all(desired))
+    applied = root / "applied"
+    applied.mkdir()
+    (applied / "redis.yaml").write_text(yaml.safe_dump_all([as_applied(b) for b in desired]))
+    return repo, applied
+
+
+def kubectl_changed(kubeconfig: Path, folder: Path) -> set[str]:
+    argv = ["kubectl", "diff", "--server-side", "--field-manager=syncer", "--kubeconfig", str(kubeconfig)]
+    done = subprocess.run(
+        [*argv, "--context", CLUSTER, "-f", str(folder)], capture_output=True, text=True, check=False
+    )
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"kubectl diff failed ({done.returncode}): {done.stderr[-2000:]}")
+    changed = set()
+    for line in done.stdout.splitlines():
+        if line.startswith("diff "):
+            _, namespace, name = Path(line.split()[-1]).name.rsplit(".", 2)
+            changed.add(f"{namespace}/{name}")
+    return changed
+
+
+def syncer_cli_changed(kubeconfig: Path, repo: Path) -> set[str]:
+    argv = [sys.executable, "-m", "syncer", "diff", "--repo", str(repo), "--kubeconfig", str(kubeconfig)]
+    done = subprocess.run([*argv, "-o", "json"], capture_output=True, text=True, check=False)
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"syncer diff failed ({done.returncode}): {done.stderr[-2000:]}")
+    document = json.loads(done.stdout)
+    return {
+        f"{o['namespace']}/{o['name']}"
+        for wave in document["waves"]
+        for cluster in wave["clusters"]
+        for o in cluster["objects"]
+        if o["action"] != "unchanged"
+    }
+
+
+def timed(runs: int, work: Callable[[], set[str]]) -> tuple[float, set[str]]:
+    times, result = [], set()
+    for _ in range(runs):
+        started = time.perf_counter()
+        result = work()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times), result
+
+
+def bench(root: Path, args: argparse.Namespace) -> bool:
+    live = [body(f"rc-{i:04d}", 3) for i in range(args.objects - args.created)]
+    desired = [body(b["metadata"]["name"], 5) if i < args.changed else b for i, b in enumerate(live)]
+    desired += [body(f"new-{i:03d}", 3) for i in range(args.created)]
+    expected = {f"{NAMESPACE}/{b['metadata']['name']}" for b in desired[: args.changed]} | {
+        f"{NAMESPACE}/new-{i:03d}" for i in range(args.created)
+    }
+    state = devfleet.up(root / "fleet", devfleet.UpOptions(clusters=(CLUSTER,)), say=lambda m: None)
+    try:
+        kubeconfig = state.kubeconfig
+        api = ClusterClient.from_kubeconfig(str(kubeconfig), CLUSTER, options=ClientOptions(qps=0))
+        try:
+            prepare_cluster(api, live)
+        finally:
+            api.close()
+        repo, applied = write_inputs(root, desired)
+        fleet = load_fleet(repo, "bench")
+        target = [ClusterTarget(CLUSTER, str(kubeconfig), CLUSTER)]
+
+        def in_process() -> set[str]:
+            plan = diff_fleet(fleet, target)
+            return {c.key.subject.split("/", 1)[1] for c in plan.clusters[0].changes if c.changes_something}
+
+        engine_s, engine_set = timed(args.runs, in_process)
+        cli_s, cli_set = timed(args.runs, lambda: syncer_cli_changed(kubeconfig, repo))
+        kubectl_s, kubectl_set = timed(args.runs, lambda: kubectl_changed(kubeconfig, applied))
+    finally:
+        devfleet.down(root / "fleet", say=lambda m: None)
+    print(
+        f"objects: {len(desired)} desired ({args.changed} changed, {args.created} new), median of {args.runs}"
+    )
+    print(f"syncer diff (engine, in process): {engine_s:8.3f} s")
+    print(f"syncer diff (CLI, subprocess):    {cli_s:8.3f} s")
+    print(f"kubectl diff --server-side:       {kubectl_s:8.3f} s")
+    print(f"ratio kubectl / syncer engine:    {kubectl_s / engine_s:8.1f}x (goal >= {GOAL_RATIO:g}x)")
+    print(f"ratio kubectl / syncer CLI:       {kubectl_s / cli_s:8.1f}x")
+    same = engine_set == cli_set == kubectl_set == expected
+    print(f"changed objects: syncer {len(engine_set)}, kubectl {len(kubectl_set)}, same set: {same}")
+    if not same:
+        print(f"  only syncer: {sorted(engine_set - kubectl_set)}")
+        print(f"  only kubectl: {sorted(kubectl_set - engine_set)}")
+        print(f"  expected but missed: {sorted(expected - (engine_set & kubectl_set))}")
+    return same and kubectl_s / engine_s >= GOAL_RATIO
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--objects", type=int, default=500)
+    parser.add_argument("--changed", type=int, default=20)
+    parser.add_argument("--created", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="syncer-bench-diff-") as tmp:
+        ok = bench(Path(tmp), args)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    main()

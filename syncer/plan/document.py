@@ -1,0 +1,89 @@
+"""The versioned JSON document of a fleet plan (``syncer.dev/diff/v1``), and its JSON Schema.
+
+The schema ships as package data (``syncer/plan/diff.schema.json``); docs/diff-json.md describes it.
+A new field may be added within v1; renaming or removing one, or changing a meaning, needs v2.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from syncer.domain.changes import Action, Change, ClusterPlan, FieldChange, FleetPlan
+
+API_VERSION = "syncer.dev/diff/v1"
+KIND = "FleetDiff"
+
+
+def _summary(clusters: tuple[ClusterPlan, ...]) -> dict[str, int]:
+    totals = {action.value: 0 for action in Action}
+    for cluster in clusters:
+        for action, count in cluster.counts().items():
+            totals[action.value] += count
+    return totals
+
+
+def _field(change: FieldChange) -> dict[str, Any]:
+    return {
+        "path": change.path,
+        "action": change.action.value,
+        "before": change.before,
+        "after": change.after,
+        "owners": list(change.owners),
+        "masked": change.masked,
+    }
+
+
+def _change(change: Change) -> dict[str, Any]:
+    key = change.key
+    return {
+        "apiVersion": change.api_version,
+        "kind": key.kind,
+        "namespace": key.namespace,
+        "name": key.name,
+        "action": change.action.value,
+        "managers": list(change.managers),
+        "message": change.message,
+        "predicted": change.predicted,
+        "fields": [_field(f) for f in change.fields],
+    }
+
+
+def cluster_document(plan: ClusterPlan) -> dict[str, Any]:
+    return {
+        "name": plan.cluster,
+        "error": plan.error,
+        "dryRuns": plan.dry_runs,
+        "summary": _summary((plan,)),
+        "objects": [_change(c) for c in plan.changes],
+    }
+
+
+def fleet_document(plan: FleetPlan) -> dict[str, Any]:
+    """The plan as a ``syncer.dev/diff/v1`` document: plain JSON values, deterministic order."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "revision": plan.revision,
+        "offline": plan.offline,
+        "changed": plan.has_changes,
+        "errors": list(plan.errors),
+        "summary": _summary(plan.clusters),
+        "waves": [
+            {"name": wave.name, "clusters": [cluster_document(c) for c in wave.clusters]}
+            for wave in plan.waves
+        ],
+    }
+
+
+@cache
+def _schema_text() -> str:
+    return resources.files("syncer.plan").joinpath("diff.schema.json").read_text(encoding="utf-8")
+
+
+def diff_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) every ``syncer.dev/diff/v1`` document satisfies."""
+    loaded: dict[str, Any] = json.loads(_schema_text())
+    return loaded

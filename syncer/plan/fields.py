@@ -1,0 +1,157 @@
+"""Fields of live objects: who owns them (managedFields), noise-free copies, and masked values."""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from syncer.domain.applied import APPLIED_FIELDS_ANNOTATION, FieldPath
+
+NOISY_METADATA = (
+    "managedFields",
+    "resourceVersion",
+    "generation",
+    "uid",
+    "creationTimestamp",
+    "selfLink",
+)
+MASK = "<masked>"
+_SECRET_NAME = re.compile(r"(password|passwd|passphrase|token|secret|credentials?|privatekey|apikey)$", re.I)
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class ManagerFields:
+    """The fields one managedFields entry owns. Paths stop at list items (``k:``/``v:``/``i:`` keys):
+    a manager that owns any item of a list is taken to own the list."""
+
+    manager: str
+    operation: str
+    subresource: str
+    paths: frozenset[FieldPath]
+
+    @property
+    def label(self) -> str:
+        return self.manager if self.operation in ("Apply", "Update") else f"{self.manager} ({self.operation})"
+
+
+def _owned(node: Mapping[str, Any], prefix: FieldPath) -> set[FieldPath]:
+    children = {k: v for k, v in node.items() if k != "."}
+    if not children or any(k[:2] in ("k:", "v:", "i:") for k in children):
+        return {prefix} if prefix else set()
+    owned: set[FieldPath] = set()
+    for key, child in children.items():
+        if key.startswith("f:"):
+            owned |= _owned(child if isinstance(child, Mapping) else {}, (*prefix, key[2:]))
+    return owned
+
+
+def managed_fields(live: Mapping[str, Any]) -> tuple[ManagerFields, ...]:
+    entries = (live.get("metadata") or {}).get("managedFields") or []
+    found = []
+    for entry in entries:
+        if not isinstance(entry, Mapping) or entry.get("fieldsType", "FieldsV1") != "FieldsV1":
+            continue
+        fields = entry.get("fieldsV1")
+        found.append(
+            ManagerFields(
+                manager=str(entry.get("manager", "")),
+                operation=str(entry.get("operation", "")),
+                subresource=str(entry.get("subresource", "")),
+                paths=frozenset(_owned(fields if isinstance(fields, Mapping) else {}, ())),
+            )
+        )
+    return tuple(found)
+
+
+def _related(a: FieldPath, b: FieldPath) -> bool:
+    """Whether one path is the other or lies below it."""
+    shorter = min(len(a), len(b))
+    return a[:shorter] == b[:shorter]
+
+
+class Ownership:
+    """Ownership of a live object's fields; ``ours`` is the Apply entry of our field manager."""
+
+    def __init__(self, live: Mapping[str, Any], field_manager: str) -> None:
+        entries = [e for e in managed_fields(live) if not e.subresource]
+        is_ours = [e.manager == field_manager and e.operation == "Apply" for e in entries]
+        self.ours: frozenset[FieldPath] = frozenset(
+            p for e, mine in zip(entries, is_ours, strict=True) if mine for p in e.paths
+        )
+        self._others = [e for e, mine in zip(entries, is_ours, strict=True) if not mine]
+
+    def we_own(self, path: FieldPath) -> bool:
+        """Whether our manager owns ``path`` (or a list or map above it, as one field)."""
+        return any(path[: len(p)] == p for p in self.ours)
+
+    def others(self, path: FieldPath) -> tuple[str, ...]:
+        """The other managers owning ``path``, something above it, or something below it."""
+        return tuple(sorted({e.label for e in self._others if any(_related(path, p) for p in e.paths)}))
+
+    def owners(self, path: FieldPath, field_manager: str) -> tuple[str, ...]:
+        mine = (field_manager,) if any(_related(path, p) for p in self.ours) else ()
+        return tuple(sorted({*mine, *self.others(path)}))
+
+
+def value_at(body: Mapping[str, Any], path: FieldPath) -> tuple[bool, Any]:
+    """``(True, value)`` when ``path`` is in ``body`` (list indexes as strings), else ``(False, None)``."""
+    node: Any = body
+    for part in path:
+        if isinstance(node, Mapping):
+            node = node.get(part, _MISSING)
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return False, None
+        if node is _MISSING:
+            return False, None
+    return True, node
+
+
+def normalized(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy without what the server keeps for itself: status, managedFields, resourceVersion,
+    generation, uid, timestamps and syncer's own applied-fields bookkeeping annotation."""
+    body = copy.deepcopy(dict(obj))
+    body.pop("status", None)
+    metadata = body.get("metadata")
+    if isinstance(metadata, dict):
+        for key in NOISY_METADATA:
+            metadata.pop(key, None)
+        annotations = metadata.get("annotations")
+        if isinstance(annotations, dict):
+            annotations.pop(APPLIED_FIELDS_ANNOTATION, None)
+            if not annotations:
+                metadata.pop("annotations")
+    return body
+
+
+def is_secret(kind: str, path: FieldPath) -> bool:
+    """Whether a field holds a secret: any value of a Secret's data, or a field named like one."""
+    if kind == "Secret" and path[:1] in (("data",), ("stringData",)) and len(path) > 1:
+        return True
+    return bool(path) and bool(_SECRET_NAME.search(path[-1].replace("-", "").replace("_", "")))
+
+
+def masked(kind: str, path: FieldPath, value: Any) -> tuple[Any, bool]:
+    """``value`` with every secret below ``path`` replaced by a mask, and whether anything was masked."""
+    if value is None:
+        return None, False
+    if is_secret(kind, path):
+        return MASK, True
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        hit = False
+        for key, child in value.items():
+            out[key], child_hit = masked(kind, (*path, str(key)), child)
+            hit = hit or child_hit
+        return out, hit
+    return value, False
+
+
+def covered(path: FieldPath, paths: Iterable[FieldPath]) -> bool:
+    """Whether ``path`` is one of ``paths``, above one, or below one."""
+    return any(_related(path, p) for p in paths)
