@@ -105,8 +105,9 @@ def scheduler_argv(bin_dir: Path, files: ClusterFiles) -> list[str]:
     ]
 
 
-def kwok_argv(bin_dir: Path, files: ClusterFiles) -> list[str]:
-    return [
+def kwok_argv(bin_dir: Path, files: ClusterFiles, config: Path | None = None) -> list[str]:
+    """kwok for one cluster; ``config`` is a kwok config file with the Stage objects to run pods by."""
+    argv = [
         str(bin_dir / "kwok"),
         f"--kubeconfig={files.kubeconfig('kwok')}",
         "--manage-all-nodes=false",
@@ -117,3 +118,6 @@ def kwok_argv(bin_dir: Path, files: ClusterFiles) -> list[str]:
         "--node-lease-duration-seconds=40",
         "--server-address=",
     ]
+    if config is not None:
+        argv.append(f"--config={config}")
+    return argv

@@ -218,7 +218,7 @@ def up(root: Path, options: UpOptions = UpOptions(), say: Say = print) -> Fleet:
 
 
 def _start(fleet: Fleet, bin_dir: Path, options: UpOptions, deadline: float, say: Say) -> None:
-    from devfleet import nodes
+    from devfleet import kwok_stages, nodes
 
     for cluster in fleet.clusters:
         _issue_pki(cluster)
@@ -256,7 +256,7 @@ def _start(fleet: Fleet, bin_dir: Path, options: UpOptions, deadline: float, say
         for name, argv in (
             ("kube-controller-manager", components.controller_manager_argv(bin_dir, c.files)),
             ("kube-scheduler", components.scheduler_argv(bin_dir, c.files)),
-            ("kwok", components.kwok_argv(bin_dir, c.files)),
+            ("kwok", components.kwok_argv(bin_dir, c.files, kwok_stages.write(c.root / "kwok-stages.yaml"))),
         ):
             fleet.processes.append(procs.spawn(name, argv, c.files.log(name), c.root))
     fleet.save()

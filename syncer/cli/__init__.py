@@ -38,3 +38,8 @@ cli.add_command(render)
 from syncer.cli.diff import diff  # noqa: E402
 
 cli.add_command(diff)
+
+
+from syncer.cli.controller import controller  # noqa: E402
+
+cli.add_command(controller)

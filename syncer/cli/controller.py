@@ -1,0 +1,98 @@
+"""``syncer controller``: run the RedisCluster controller on its own."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+
+import click
+import yaml
+from prometheus_client import CollectorRegistry, start_http_server
+
+from syncer.controller.logs import configure
+from syncer.controller.model import ControllerOptions
+from syncer.controller.runner import run_controller
+from syncer.errors import SyncerError
+
+
+def _current_context(kubeconfig: str) -> str:
+    try:
+        document = yaml.safe_load(Path(kubeconfig).read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as err:
+        raise click.ClickException(f"cannot read kubeconfig {kubeconfig}: {err}") from err
+    context = document.get("current-context") if isinstance(document, dict) else None
+    if not context:
+        raise click.ClickException(f"{kubeconfig} has no current-context; pass --context")
+    return str(context)
+
+
+@click.command("controller")
+@click.option(
+    "--kubeconfig",
+    envvar="KUBECONFIG",
+    default=str(Path.home() / ".kube" / "config"),
+    show_default="$KUBECONFIG or ~/.kube/config",
+    help="Kubeconfig of the cluster to run in.",
+)
+@click.option("--context", default="", help="Kubeconfig context (default: its current context).")
+@click.option("--watch-namespace", default="", help="Reconcile RedisClusters of this namespace only.")
+@click.option(
+    "--leader-elect/--no-leader-elect", default=True, show_default=True, help="Hold a Lease to lead."
+)
+@click.option("--lease-namespace", default="default", show_default=True, help="Namespace of the Lease.")
+@click.option(
+    "--metrics-port", type=click.IntRange(0, 65535), default=8080, show_default=True, help="0: none."
+)
+@click.option(
+    "--topology/--no-topology", default=False, show_default=True, help="Check and form the Redis cluster."
+)
+@click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True)
+def controller(  # click passes every option by name
+    *,
+    kubeconfig: str,
+    context: str,
+    watch_namespace: str,
+    leader_elect: bool,
+    lease_namespace: str,
+    metrics_port: int,
+    topology: bool,
+    workers: int,
+) -> None:
+    """Reconcile RedisCluster objects into StatefulSets, Services, ConfigMaps and PDBs.
+
+    Runs until SIGINT or SIGTERM. Logs are JSON lines on stderr, each reconcile with its own id.
+    """
+    context = context or _current_context(kubeconfig)
+    configure(logging.INFO)
+    options = ControllerOptions(
+        kubeconfig=kubeconfig,
+        context=context,
+        watch_namespace=watch_namespace,
+        workers=workers,
+        topology=topology,
+        leader_elect=leader_elect,
+        lease_namespace=lease_namespace,
+        identity=f"{os.uname().nodename}-{os.getpid()}",
+    )
+    stop = threading.Event()
+
+    def _stop(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    registry = CollectorRegistry()
+    server = None
+    if metrics_port:
+        server, _ = start_http_server(metrics_port, registry=registry)
+    try:
+        run_controller(options, stop, registry)
+    except SyncerError as err:
+        raise click.ClickException(str(err)) from err
+    finally:
+        if server is not None:
+            server.shutdown()

@@ -1,0 +1,221 @@
+"""Watch loops -> work queue -> workers, until a stop event is set.
+
+Watched: RedisClusters, the children they own (StatefulSets, Services, ConfigMaps, PDBs, found by their
+controller owner reference) and the Secrets they name. Every event becomes the key ``namespace/name``
+of the RedisCluster concerned; the queue de-duplicates keys and backs failed ones off exponentially.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from syncer.controller.logs import ContextLogger
+from syncer.controller.metrics import Metrics
+from syncer.controller.model import API_VERSION, KIND, ControllerOptions
+from syncer.controller.queue import WorkQueue
+from syncer.controller.reconciler import Reconciler
+from syncer.errors import KubeError
+from syncer.kube import ClusterClient, KubeApi
+from syncer.leader import LeaderElector, LeaseOptions
+
+log = logging.getLogger("syncer.controller")
+
+CHILD_KINDS = (
+    ("apps/v1", "StatefulSet"),
+    ("v1", "Service"),
+    ("v1", "ConfigMap"),
+    ("policy/v1", "PodDisruptionBudget"),
+)
+KeysOf = Callable[[Mapping[str, Any]], Iterable[str]]
+
+
+def _key(namespace: str, name: str) -> str:
+    return f"{namespace}/{name}"
+
+
+def owner_keys(obj: Mapping[str, Any]) -> list[str]:
+    """The RedisCluster that controls ``obj``, as a queue key."""
+    meta = obj.get("metadata") or {}
+    return [
+        _key(meta.get("namespace", ""), ref["name"])
+        for ref in meta.get("ownerReferences") or ()
+        if ref.get("kind") == KIND and str(ref.get("apiVersion", "")).startswith("redis.syncer.dev/")
+    ]
+
+
+class Controller:
+    """The controller's moving parts for one cluster; ``run`` blocks until ``stop`` is set."""
+
+    def __init__(
+        self,
+        kube: KubeApi,
+        options: ControllerOptions = ControllerOptions(),
+        registry: CollectorRegistry | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._kube = kube
+        self._options = options
+        self.queue = WorkQueue()
+        self.reconciler = Reconciler(kube, options, clock)
+        self.metrics = Metrics(registry) if registry is not None else None
+        self._secret_users: dict[str, set[str]] = {}
+        self._lock = threading.Lock()
+
+    # -- event to key ----------------------------------------------------------------------------
+
+    def _cluster_keys(self, obj: Mapping[str, Any]) -> list[str]:
+        meta = obj.get("metadata") or {}
+        key = _key(meta.get("namespace", ""), meta.get("name", ""))
+        spec = obj.get("spec") or {}
+        names = {
+            ((spec.get(field) or {}).get("secretRef") or {}).get("name") for field in ("auth", "tls")
+        } - {None}
+        with self._lock:
+            for users in self._secret_users.values():
+                users.discard(key)
+            for name in names:
+                self._secret_users.setdefault(_key(meta.get("namespace", ""), str(name)), set()).add(key)
+        return [key]
+
+    def _secret_keys(self, obj: Mapping[str, Any]) -> list[str]:
+        meta = obj.get("metadata") or {}
+        with self._lock:
+            return sorted(self._secret_users.get(_key(meta.get("namespace", ""), meta.get("name", "")), ()))
+
+    # -- loops -----------------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        loops: list[tuple[str, Callable[[threading.Event], None]]] = [
+            ("watch-rediscluster", lambda s: self._watch(API_VERSION, KIND, self._cluster_keys, s)),
+            ("watch-secret", lambda s: self._watch("v1", "Secret", self._secret_keys, s)),
+        ]
+        for api_version, kind in CHILD_KINDS:
+            loops.append((f"watch-{kind.lower()}", self._child_watch(api_version, kind)))
+        loops += [(f"worker-{i}", self._work) for i in range(max(self._options.workers, 1))]
+        loops.append(("resync", self._resync))
+        threads = [
+            threading.Thread(target=fn, args=(stop,), name=f"controller-{n}", daemon=True) for n, fn in loops
+        ]
+        log.info("controller starting", extra={"watch_namespace": self._options.watch_namespace or "*"})
+        for thread in threads:
+            thread.start()
+        stop.wait()
+        self.queue.shutdown()
+        deadline = time.monotonic() + self._options.watch_timeout_seconds + 15
+        for thread in threads:
+            thread.join(max(deadline - time.monotonic(), 0.1))
+        log.info("controller stopped")
+
+    def _child_watch(self, api_version: str, kind: str) -> Callable[[threading.Event], None]:
+        def loop(stop: threading.Event) -> None:
+            self._watch(api_version, kind, owner_keys, stop)
+
+        return loop
+
+    def _watch(self, api_version: str, kind: str, keys_of: KeysOf, stop: threading.Event) -> None:
+        namespace = self._options.watch_namespace
+        while not stop.is_set():
+            try:
+                listed = self._kube.list(api_version, kind, namespace=namespace)
+                for item in listed.items:
+                    for key in keys_of(item):
+                        self.queue.add(key)
+                version = listed.resource_version
+                while not stop.is_set():
+                    for event in self._kube.watch(
+                        api_version,
+                        kind,
+                        namespace=namespace,
+                        resource_version=version,
+                        timeout_seconds=self._options.watch_timeout_seconds,
+                    ):
+                        version = (event.object.get("metadata") or {}).get("resourceVersion") or version
+                        if event.type != "BOOKMARK":
+                            for key in keys_of(event.object):
+                                self.queue.add(key)
+                        if stop.is_set():
+                            break
+            except KubeError as err:
+                log.warning("watch of %s ended: %s; listing again", kind, err)
+                stop.wait(1.0)
+
+    def _resync(self, stop: threading.Event) -> None:
+        while not stop.wait(self._options.resync_seconds):
+            try:
+                listed = self._kube.list(API_VERSION, KIND, namespace=self._options.watch_namespace)
+            except KubeError as err:
+                log.warning("resync failed: %s", err)
+                continue
+            for item in listed.items:
+                for key in self._cluster_keys(item):
+                    self.queue.add(key)
+
+    def _work(self, stop: threading.Event) -> None:
+        while True:
+            key = self.queue.get(timeout=0.5)
+            if key is None:
+                if stop.is_set():
+                    return
+                continue
+            try:
+                self.process(key)
+            finally:
+                self.queue.done(key)
+
+    def process(self, key: str) -> None:
+        """Reconcile one key, record metrics, and requeue it as the outcome (or failure) says."""
+        namespace, _, name = key.partition("/")
+        reconcile_id = uuid.uuid4().hex[:12]
+        adapter = ContextLogger(
+            log, {"reconcile_id": reconcile_id, "namespace": namespace, "rediscluster": name}
+        )
+        started = time.monotonic()
+        try:
+            outcome = self.reconciler.reconcile(namespace, name, adapter)
+        except Exception as err:  # a worker must survive any one object's failure
+            delay = self.queue.add_rate_limited(key)
+            adapter.error(
+                "reconcile failed, retrying in %.2fs: %s", delay, err, exc_info=not isinstance(err, KubeError)
+            )
+            if self.metrics is not None:
+                self.metrics.observe("sync", "error", time.monotonic() - started)
+            return
+        self.queue.forget(key)
+        if outcome.requeue_after is not None:
+            self.queue.add_after(key, outcome.requeue_after)
+        if self.metrics is not None:
+            self.metrics.observe(outcome.phase, outcome.result, time.monotonic() - started)
+            if outcome.phase in ("absent", "finalize"):
+                self.metrics.forget(namespace, name)
+            else:
+                self.metrics.set_ready(namespace, name, outcome.ready)
+        adapter.debug("reconciled: %s %s", outcome.phase, outcome.result)
+
+
+def run_controller(
+    options: ControllerOptions, stop: threading.Event, registry: CollectorRegistry | None = None
+) -> None:
+    """Run the controller against ``options.context`` of ``options.kubeconfig`` until ``stop`` is set.
+
+    With ``leader_elect`` it first waits for the Lease, and returns when it loses it. Safe to start in
+    a thread; it builds and closes its own client.
+    """
+    kube = ClusterClient.from_kubeconfig(options.kubeconfig, options.context)
+    try:
+        controller = Controller(kube, options, registry)
+        if not options.leader_elect:
+            controller.run(stop)
+            return
+        identity = options.identity or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+        lease = LeaseOptions(options.lease_name, options.lease_namespace, identity)
+        LeaderElector(kube, lease).run(stop, controller.run)
+    finally:
+        kube.close()

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from syncer.controller.model import API_VERSION, KIND, ControllerOptions
+from syncer.kube import ClusterClient
+from tests.integration.conftest import FleetHandle
+from tests.integration.controller.kit import RunningController, controller_running, install_crd, wait_for
+
+
+@pytest.fixture(scope="module")
+def kube(fleet: FleetHandle) -> Iterator[ClusterClient]:
+    client = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), fleet.names[0])
+    install_crd(client)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def controller(
+    fleet: FleetHandle, kube: ClusterClient, cluster: str, namespace: str
+) -> Iterator[RunningController]:
+    options = ControllerOptions(
+        kubeconfig=str(fleet.kubeconfig),
+        context=cluster,
+        watch_namespace=namespace,
+        leader_elect=False,
+        watch_timeout_seconds=5,
+        resync_seconds=30.0,
+        poll_seconds=1.0,
+    )
+    with controller_running(options) as running:
+        yield running
+        # Delete what the test left while the controller still runs: its finalizer would otherwise
+        # keep the namespace terminating for ever.
+        for item in kube.list(API_VERSION, KIND, namespace=namespace).items:
+            kube.delete(API_VERSION, KIND, item["metadata"]["name"], namespace)
+        wait_for(
+            lambda: not kube.list(API_VERSION, KIND, namespace=namespace).items,
+            60,
+            "the test's RedisClusters to be finalized",
+        )

@@ -1,0 +1,118 @@
+"""Helpers for controller tests: the CRD on the cluster, a controller in a thread, waiting with deadlines."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from prometheus_client import CollectorRegistry
+
+from syncer.controller.model import API_VERSION, KIND, ControllerOptions
+from syncer.controller.runner import run_controller
+from syncer.crds import load_crd
+from syncer.errors import NotFound
+from syncer.kube import ApplyOptions, ClusterClient, KubeObject
+
+T = TypeVar("T")
+CRD_API = "apiextensions.k8s.io/v1"
+
+
+def install_crd(kube: ClusterClient, timeout: float = 30.0) -> None:
+    """Apply the RedisCluster CRD (idempotent: server-side apply) and wait until it is Established."""
+    crd = load_crd()
+    kube.apply(crd, ApplyOptions(field_manager="syncer-tests", force=True))
+    name = crd["metadata"]["name"]
+
+    def established() -> bool:
+        live = kube.get(CRD_API, "CustomResourceDefinition", name)
+        conditions = (live.get("status") or {}).get("conditions") or []
+        return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+    wait_for(established, timeout, "the RedisCluster CRD to be Established")
+    # The apiserver may serve the new kind a moment after Established: ask until a list works.
+    wait_for(lambda: _lists(kube), timeout, "redisclusters to be served")
+
+
+def _lists(kube: ClusterClient) -> bool:
+    try:
+        kube.list(API_VERSION, KIND, namespace="default")
+    except NotFound:
+        return False
+    return True
+
+
+def wait_for(check: Callable[[], T], timeout: float, what: str, interval: float = 0.2) -> T:
+    """Poll ``check`` until it returns something truthy; fail with ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    last: T = check()
+    while not last:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
+        time.sleep(interval)
+        last = check()
+    return last
+
+
+def condition(obj: KubeObject, kind: str) -> dict[str, Any]:
+    for item in (obj.get("status") or {}).get("conditions") or ():
+        if item["type"] == kind:
+            return dict(item)
+    return {}
+
+
+def is_ready(obj: KubeObject) -> bool:
+    meta, status = obj["metadata"], obj.get("status") or {}
+    return (
+        condition(obj, "Ready").get("status") == "True"
+        and status.get("observedGeneration") == meta["generation"]
+    )
+
+
+def redis_cluster(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
+    body_spec: dict[str, Any] = {"version": "7.2", "persistence": {"enabled": False}}
+    body_spec.update(spec)
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": body_spec,
+    }
+
+
+@dataclass
+class RunningController:
+    options: ControllerOptions
+    registry: CollectorRegistry
+    stop: threading.Event = field(default_factory=threading.Event)
+    thread: threading.Thread | None = None
+    errors: list[BaseException] = field(default_factory=list)
+
+    def metric(self, name: str, labels: dict[str, str]) -> float | None:
+        return self.registry.get_sample_value(name, labels)
+
+
+@contextmanager
+def controller_running(options: ControllerOptions) -> Iterator[RunningController]:
+    """The controller in a background thread of the test process, stopped and joined on exit."""
+    running = RunningController(options, CollectorRegistry())
+
+    def target() -> None:
+        try:
+            run_controller(options, running.stop, running.registry)
+        except BaseException as err:
+            running.errors.append(err)
+            raise
+
+    running.thread = threading.Thread(target=target, name="controller-under-test", daemon=True)
+    running.thread.start()
+    try:
+        yield running
+    finally:
+        running.stop.set()
+        running.thread.join(options.watch_timeout_seconds + 20)
+        assert not running.thread.is_alive(), "the controller did not stop"
+        assert not running.errors, running.errors
