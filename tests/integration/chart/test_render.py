@@ -1,0 +1,281 @@
+"""The chart under the real helm binary: lint, schema, rendering, the CRD it ships, its RBAC table."""
+
+from __future__ import annotations
+
+import subprocess
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+import yaml
+
+from syncer.cli.controller import controller as controller_command
+from syncer.config.agent import load_agent_config
+from syncer.config.rollout import load_rollout_policy
+from syncer.crds import REDISCLUSTER_CRD, crd_path
+from tests.integration.chart.kit import (
+    CHART,
+    GIT_URL,
+    agent_values,
+    helm,
+    only,
+    readme_rules,
+    render,
+    rendered_rules,
+)
+
+pytestmark = pytest.mark.integration
+
+NON_DEFAULT: dict[str, Any] = {
+    "mode": "controller",
+    "replicaCount": 3,
+    "controller": {"watchNamespace": "redis", "workers": 4, "topology": True},
+    "centralAgent": {"enabled": True, "subjects": [{"kind": "User", "name": "fleet-agent"}]},
+    "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
+    "agent": {"stateNamespace": "syncer-state"},
+}
+FULL_AGENT: dict[str, Any] = agent_values(
+    git={
+        "url": "ssh://git@git.example.org/platform/redis-fleet.git",
+        "branch": "release",
+        "interval": "30s",
+        "timeoutSeconds": 90,
+        "credentials": {
+            "existingSecret": "fleet-git",
+            "sshKeyKey": "identity",
+            "knownHostsKey": "known_hosts",
+        },
+    },
+    webhook={"existingSecret": "fleet-hook", "key": "token"},
+    clusters={
+        "kubeconfigSecret": "fleet-kubeconfigs",
+        "targets": {"eu-1": {"context": "prod-eu-1"}, "home": {"inCluster": True}},
+    },
+    trustPolicy={"mode": "strict"},
+)
+
+
+def _lint_clean(result_stdout: str) -> None:
+    assert "0 chart(s) failed" in result_stdout, result_stdout
+    assert "[WARNING]" not in result_stdout, result_stdout
+    assert "[ERROR]" not in result_stdout, result_stdout
+
+
+@pytest.mark.parametrize("values", [None, agent_values(), NON_DEFAULT, FULL_AGENT], ids=repr)
+def test_helm_lint_is_clean_even_strict(tmp_path: Path, values: dict[str, Any] | None) -> None:
+    for flags in ([], ["--strict"]):
+        result = helm("lint", *flags, str(CHART), values=values, workdir=tmp_path)
+        assert result.returncode == 0, result.stdout + result.stderr
+        _lint_clean(result.stdout)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"replicaCount": "two"}, "replicaCount"),
+        ({"mode": "both"}, "mode"),
+        ({"controller": {"watchNamespace": "Not_A_Namespace"}}, "watchNamespace"),
+        ({"securityContext": {"allowPrivilegeEscalation": True}}, "allowPrivilegeEscalation"),
+        ({"git": {"url": GIT_URL, "interval": "soon"}}, "interval"),
+        ({"replicas": 2}, "replicas"),
+    ],
+    ids=lambda v: str(v)[:40],
+)
+def test_the_schema_rejects_bad_values_naming_them(
+    tmp_path: Path, values: dict[str, Any], message: str
+) -> None:
+    for command in ("lint", "template"):
+        args = [command, str(CHART)] if command == "lint" else [command, "syncer", str(CHART)]
+        result = helm(*args, values=values, workdir=tmp_path)
+        assert result.returncode != 0, f"{command} accepted {values}"
+        output = result.stdout + result.stderr
+        assert "values don't meet the specifications of the schema" in output, output
+        assert message in output, output
+
+
+def test_replicas_as_a_word_gets_a_clear_message(tmp_path: Path) -> None:
+    result = helm("template", "syncer", str(CHART), values={"replicaCount": "two"}, workdir=tmp_path)
+    assert result.returncode != 0
+    assert "replicaCount" in result.stderr, result.stderr
+    assert "integer" in result.stderr, result.stderr
+
+
+def test_agent_mode_without_a_git_url_fails_with_the_reason(tmp_path: Path) -> None:
+    result = helm("template", "syncer", str(CHART), workdir=tmp_path)
+    assert result.returncode != 0
+    assert "git.url is required in agent mode" in result.stderr, result.stderr
+    assert (
+        helm("template", "syncer", str(CHART), values={"mode": "controller"}, workdir=tmp_path).returncode
+        == 0
+    )
+
+
+def test_the_shipped_crd_is_the_file_syncer_validates_with(tmp_path: Path) -> None:
+    expected = crd_path().read_bytes()
+    link = CHART / "crds" / REDISCLUSTER_CRD
+    assert link.is_symlink(), "chart/crds must link to the one CRD file, not hold a copy"
+    assert link.resolve() == (CHART.parent / "syncer" / "crds" / REDISCLUSTER_CRD).resolve()
+    assert sorted(p.name for p in (CHART / "crds").iterdir()) == [REDISCLUSTER_CRD]
+    # What helm renders from the chart directory ...
+    result = helm("template", "syncer", str(CHART), "--include-crds", values=agent_values(), workdir=tmp_path)
+    assert result.returncode == 0, result.stderr
+    marker = f"# Source: syncer/crds/{REDISCLUSTER_CRD}\n"
+    assert marker in result.stdout
+    assert result.stdout.split(marker, 1)[1].startswith(expected.decode())
+    # ... and what it packages are byte for byte the file syncer loads.
+    out = tmp_path / "package"
+    packaged = helm("package", str(CHART), "--destination", str(out), workdir=tmp_path)
+    assert packaged.returncode == 0, packaged.stderr
+    (archive,) = out.glob("syncer-*.tgz")
+    with tarfile.open(archive) as tar:
+        member = tar.extractfile(f"syncer/crds/{REDISCLUSTER_CRD}")
+        assert member is not None
+        assert member.read() == expected
+        names = tar.getnames()
+    assert "syncer/values.schema.json" in names
+    assert "syncer/README.md" in names
+
+
+def test_the_readme_rbac_table_is_what_the_chart_renders(tmp_path: Path) -> None:
+    agent = render(tmp_path, agent_values(controller={"topology": True}), release="syncer")
+    controller = render(
+        tmp_path,
+        {
+            "mode": "controller",
+            "centralAgent": {"enabled": True, "subjects": [{"kind": "User", "name": "a"}]},
+        },
+        release="syncer",
+    )
+    rendered = rendered_rules(agent, "syncer")
+    for key, verbs in rendered_rules(controller, "syncer").items():
+        assert rendered.setdefault(key, verbs) == verbs, key
+    documented = readme_rules()
+    assert set(documented) == set(rendered), (
+        f"in the README only: {sorted(set(documented) - set(rendered))}; "
+        f"rendered only: {sorted(set(rendered) - set(documented))}"
+    )
+    for key, verbs in rendered.items():
+        assert documented[key] == verbs, f"{key}: README {sorted(documented[key])}, chart {sorted(verbs)}"
+    # Pods are listed only when the controller asks Redis about the topology.
+    plain = rendered_rules(render(tmp_path, agent_values()), "syncer")
+    assert ("controller", "", "pods", "") not in plain
+    assert set(plain) == set(rendered) - {("controller", "", "pods", "")} - {
+        k for k in rendered if k[0].startswith("central-agent")
+    }
+
+
+@pytest.mark.parametrize(
+    "values", [agent_values(), NON_DEFAULT, FULL_AGENT], ids=["default", "controller", "full"]
+)
+def test_no_rule_uses_wildcards_or_grants_escalation(tmp_path: Path, values: dict[str, Any]) -> None:
+    objects = render(tmp_path, values)
+    roles = [o for o in objects if o["kind"] in ("Role", "ClusterRole")]
+    assert roles
+    for role in roles:
+        for rule in role["rules"]:
+            flat = [*rule.get("apiGroups", []), *rule["resources"], *rule["verbs"]]
+            assert not any("*" in x for x in flat), role["metadata"]["name"]
+            assert not {"escalate", "bind", "impersonate"} & set(rule["verbs"])
+            assert "nonResourceURLs" not in rule
+
+
+def test_the_watch_namespace_turns_the_controller_rules_into_a_role_there(tmp_path: Path) -> None:
+    objects = render(tmp_path, agent_values(controller={"watchNamespace": "redis"}))
+    role = only(objects, "Role", "syncer-controller")
+    assert role["metadata"]["namespace"] == "redis"
+    binding = only(objects, "RoleBinding", "syncer-controller")
+    assert binding["metadata"]["namespace"] == "redis"
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "syncer", "namespace": "syncer-system"}]
+    assert not [
+        o for o in objects if o["kind"] == "ClusterRole" and o["metadata"]["name"].endswith("-controller")
+    ]
+    assert (
+        "--watch-namespace=redis"
+        in only(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+    )
+
+
+def _ssh_public_key(folder: Path) -> str:
+    key = folder / "ops"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ops", "-f", str(key)], check=True)
+    return key.with_suffix(".pub").read_text(encoding="utf-8").strip()
+
+
+def test_the_rendered_agent_files_load_with_syncer_itself(tmp_path: Path) -> None:
+    signer = {"name": "ops", "ssh": _ssh_public_key(tmp_path), "paths": ["clusters/**"]}
+    values = {**FULL_AGENT, "trustPolicy": {"mode": "strict", "signers": [signer]}}
+    objects = render(tmp_path, values)
+    data = only(objects, "ConfigMap")["data"]
+    folder = tmp_path / "etc"
+    folder.mkdir()
+    for name, text in data.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    config = load_agent_config(folder / "config.yaml")
+    assert config.source.url == "ssh://git@git.example.org/platform/redis-fleet.git"
+    assert config.source.branch == "release"
+    assert config.source.timeout == 90
+    assert config.source.credentials.ssh_key_file == Path("/etc/syncer/git/identity")
+    assert config.source.credentials.known_hosts_file == Path("/etc/syncer/git/known_hosts")
+    assert config.source.credentials.token_file is None
+    assert config.trust.mode == "strict"
+    assert [s.name for s in config.trust.signers] == ["ops"]
+    assert config.clusters["eu-1"].context == "prod-eu-1"
+    assert config.clusters["eu-1"].kubeconfig == Path("/etc/syncer/clusters/kubeconfig")
+    assert config.clusters["home"].kubeconfig == Path("/etc/syncer/config/in-cluster.kubeconfig")
+    in_cluster = yaml.safe_load(data["in-cluster.kubeconfig"])
+    assert in_cluster["current-context"] == config.clusters["home"].context == "in-cluster"
+    rollout = load_rollout_policy(folder / "rollout.yaml")
+    assert [w.name for w in rollout.waves] == ["canary", "early", "half", "rest"]
+    # Every file the config names is mounted where it says.
+    pod = only(objects, "Deployment")["spec"]["template"]["spec"]
+    mounts = {m["name"]: m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
+    secrets = {v["name"]: v["secret"]["secretName"] for v in pod["volumes"] if "secret" in v}
+    assert secrets == {
+        "git-credentials": "fleet-git",
+        "clusters": "fleet-kubeconfigs",
+        "webhook": "fleet-hook",
+    }
+    assert mounts["git-credentials"] == "/etc/syncer/git"
+    assert mounts["clusters"] == "/etc/syncer/clusters"
+    assert mounts["config"] == "/etc/syncer/config"
+    assert "--hook-secret-file=/etc/syncer/webhook/token" in pod["containers"][0]["args"]
+
+
+def test_a_target_without_a_kubeconfig_secret_is_refused(tmp_path: Path) -> None:
+    values = agent_values(clusters={"targets": {"eu-1": {"context": "eu-1"}}})
+    result = helm("template", "syncer", str(CHART), values=values, workdir=tmp_path)
+    assert result.returncode != 0
+    assert "clusters.targets.eu-1 needs clusters.kubeconfigSecret" in result.stderr
+
+
+def test_controller_mode_arguments_are_those_syncer_controller_accepts(tmp_path: Path) -> None:
+    objects = render(tmp_path, NON_DEFAULT)
+    container = only(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"] == ["syncer"]
+    assert container["args"][0] == "controller"
+    args = [a.replace("$(POD_NAMESPACE)", "syncer-system") for a in container["args"][1:]]
+    context = controller_command.make_context("controller", args)
+    assert context.params["context"] == "in-cluster"
+    assert context.params["watch_namespace"] == "redis"
+    assert context.params["lease_namespace"] == "syncer-system"
+    assert context.params["metrics_port"] == 8080
+    assert context.params["workers"] == 4
+    assert context.params["topology"] is True
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["KUBECONFIG"] == "/etc/syncer/config/in-cluster.kubeconfig"
+    with pytest.raises(click.UsageError):
+        controller_command.make_context("controller", [*args, "--no-such-flag"])
+
+
+def test_the_service_and_service_monitor_reach_the_http_port(tmp_path: Path) -> None:
+    objects = render(tmp_path, NON_DEFAULT)
+    service = only(objects, "Service")
+    monitor = only(objects, "ServiceMonitor")
+    pod = only(objects, "Deployment")["spec"]["template"]
+    assert service["spec"]["selector"] == monitor["spec"]["selector"]["matchLabels"]
+    assert all(pod["metadata"]["labels"][k] == v for k, v in service["spec"]["selector"].items())
+    assert service["spec"]["ports"][0]["targetPort"] == "http" == monitor["spec"]["endpoints"][0]["port"]
+    assert monitor["metadata"]["labels"]["release"] == "prometheus"
+    assert not [o for o in render(tmp_path, agent_values()) if o["kind"] == "ServiceMonitor"]
