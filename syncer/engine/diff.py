@@ -92,10 +92,17 @@ def _dry_run(api: KubeApi, request: DryRun, field_manager: str) -> Prediction:
     return Prediction(request.key, predicted=predicted)
 
 
-def plan_live_cluster(api: KubeApi, desired: ClusterManifests, options: DiffOptions) -> ClusterPlan:
-    """One cluster planned against its live state, with dry-run applies where the plan needs them."""
+def plan_live_cluster(
+    api: KubeApi, desired: ClusterManifests, options: DiffOptions, inventory: Inventory | None = None
+) -> ClusterPlan:
+    """One cluster planned against its live state, with dry-run applies where the plan needs them.
+
+    ``inventory`` is what syncer last applied to the cluster (from its sync state); without one, every
+    live object carrying syncer's label counts as applied by syncer.
+    """
     live = read_live(api, options.kinds)
-    state = ClusterState(desired.cluster, desired.manifests, live, inventory_from_live(api.cluster, live))
+    applied = inventory if inventory is not None else inventory_from_live(api.cluster, live)
+    state = ClusterState(desired.cluster, desired.manifests, live, applied)
     plan_options = PlanOptions(field_manager=options.field_manager)
     needed = dry_runs_needed(state, plan_options)
     predictions: dict[ObjectKey, Prediction] = {}

@@ -1,0 +1,194 @@
+"""Waves across the real 3-cluster fleet: order, gates, halt and rollback, resume from cluster states.
+
+No RedisCluster controller runs in these tests: Namespaces are healthy once they exist, and a
+RedisCluster that nobody reconciles never becomes Ready, which is exactly the failing canary the gate
+must catch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import yaml
+
+from syncer.config.rollout import RolloutPolicy, WaveGate, WavePolicy
+from syncer.crds import load_crd
+from syncer.domain.objects import DesiredFleet
+from syncer.domain.selectors import LabelSelector
+from syncer.domain.sync_state import SyncPhase
+from syncer.engine.diff import DiffOptions
+from syncer.engine.sync import FleetRollout, Progress, SyncOptions, SyncOutcome
+from syncer.errors import NotFound
+from syncer.kube import ApplyOptions, ClusterClient
+from syncer.manifests import load_fleet
+from syncer.rollout import Decision
+from syncer.status import StateStore
+from tests.integration.conftest import FleetHandle
+
+pytestmark = pytest.mark.integration
+
+LABELS = {"canary": {"tier": "canary"}, "eu-1": {"tier": "prod"}, "us-1": {"tier": "prod"}}
+
+
+def policy(bake: float = 1.0, timeout: float = 60.0) -> RolloutPolicy:
+    gate = WaveGate(max_concurrent=2, health_timeout=timeout, bake=bake)
+    canary = WavePolicy("canary", 1, LabelSelector.from_dict({"matchLabels": {"tier": "canary"}}), gate)
+    return RolloutPolicy((canary, WavePolicy("rest", 100, None, gate)), rollback=True)
+
+
+class Repo:
+    """A fleet repository written to disk: fleet.yaml plus shared manifests."""
+
+    def __init__(self, root: Path, prefix: str) -> None:
+        self.root = root
+        self.prefix = prefix
+        clusters = [{"name": n, "labels": labels} for n, labels in LABELS.items()]
+        fleet_file = {
+            "apiVersion": "syncer.dev/v1alpha1",
+            "kind": "Fleet",
+            "defaults": {"namespace": prefix},
+            "clusters": clusters,
+        }
+        (root / "base").mkdir(parents=True)
+        (root / "fleet.yaml").write_text(yaml.safe_dump(fleet_file))
+
+    def write(self, revision: str, *, redis: bool) -> DesiredFleet:
+        docs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.prefix}}]
+        if redis:
+            docs.append(
+                {
+                    "apiVersion": "redis.syncer.dev/v1alpha1",
+                    "kind": "RedisCluster",
+                    "metadata": {"name": "sessions", "namespace": self.prefix},
+                    "spec": {"shards": 1, "replicasPerShard": 0, "version": "7.2.4"},
+                }
+            )
+        (self.root / "base" / "objects.yaml").write_text(yaml.safe_dump_all(docs))
+        return load_fleet(self.root, revision)
+
+
+@pytest.fixture(scope="module")
+def crd_installed(fleet: FleetHandle) -> None:
+    for name in fleet.names:
+        client = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), name)
+        try:
+            client.apply(load_crd(), ApplyOptions(field_manager="test-setup", force=True))
+        finally:
+            client.close()
+
+
+@pytest.fixture
+def clients(fleet: FleetHandle, crd_installed: None) -> Iterator[dict[str, ClusterClient]]:
+    made = {n: ClusterClient.from_kubeconfig(str(fleet.kubeconfig), n) for n in fleet.names}
+    yield made
+    for client in made.values():
+        client.close()
+
+
+@pytest.fixture
+def prefix(namespace: str, clients: dict[str, ClusterClient]) -> Iterator[str]:
+    name = f"{namespace}-r"
+    yield name
+    for client in clients.values():
+        for ns in (name, f"{name}-state"):
+            with contextlib.suppress(NotFound):
+                client.delete("v1", "Namespace", ns)
+
+
+def rollout(
+    clients: dict[str, ClusterClient], prefix: str, rollout_policy: RolloutPolicy, log: list[Progress]
+) -> FleetRollout:
+    options = SyncOptions(
+        rollout=rollout_policy, diff=DiffOptions(), state_namespace=f"{prefix}-state", health_poll=0.5
+    )
+    return FleetRollout(clients, options, listener=log.append)
+
+
+def test_the_canary_is_applied_healthy_and_baked_before_the_next_wave(
+    clients: dict[str, ClusterClient], prefix: str, tmp_path: Path
+) -> None:
+    repo = Repo(tmp_path / "repo", prefix)
+    desired = repo.write("rev-1", redis=False)
+    log: list[Progress] = []
+    report = rollout(clients, prefix, policy(bake=2.0), log).sync(desired)
+    assert report.outcome is SyncOutcome.APPLIED, report
+    assert [(w.name, sorted(w.clusters), w.decision) for w in report.waves] == [
+        ("canary", ["canary"], Decision.PROCEED),
+        ("rest", ["eu-1", "us-1"], Decision.PROCEED),
+    ]
+    states = {n: StateStore(c, f"{prefix}-state").load().state for n, c in clients.items()}
+    assert all(
+        s.revision == "rev-1" and s.phase is SyncPhase.HEALTHY and s.last_good == "rev-1"
+        for s in states.values()
+    )
+    canary = states["canary"]
+    for name in ("eu-1", "us-1"):
+        assert states[name].applied_at >= canary.healthy_since + 2.0, (
+            "the next wave started before the canary baked"
+        )
+    steps = [(p.wave, p.cluster, p.step) for p in log if p.step in {"applying", "gate-proceed"}]
+    assert steps[:2] == [("canary", "canary", "applying"), ("canary", "", "gate-proceed")]
+
+
+def test_a_second_sync_of_the_same_revision_writes_nothing(
+    clients: dict[str, ClusterClient], prefix: str, tmp_path: Path
+) -> None:
+    desired = Repo(tmp_path / "repo", prefix).write("rev-1", redis=False)
+    first = rollout(clients, prefix, policy(bake=0), []).sync(desired)
+    assert first.outcome is SyncOutcome.APPLIED
+    log: list[Progress] = []
+    again = rollout(clients, prefix, policy(bake=0), log).sync(desired)
+    assert again.outcome is SyncOutcome.UNCHANGED
+    assert {p.cluster for p in log if p.step == "already-applied"} == {"canary", "eu-1", "us-1"}
+    assert not [p for p in log if p.step == "applying"]
+
+
+def test_a_canary_that_never_becomes_ready_halts_and_rolls_back(
+    clients: dict[str, ClusterClient], prefix: str, tmp_path: Path
+) -> None:
+    repo = Repo(tmp_path / "repo", prefix)
+    good = repo.write("rev-good", redis=False)
+    assert rollout(clients, prefix, policy(bake=0), []).sync(good).outcome is SyncOutcome.APPLIED
+    bad = repo.write("rev-bad", redis=True)
+
+    log: list[Progress] = []
+    report = rollout(clients, prefix, policy(bake=0, timeout=3), log).sync(bad, last_good=good)
+    assert report.outcome is SyncOutcome.ROLLED_BACK, report
+    assert [w.name for w in report.waves] == ["canary"], "later waves must not start"
+    assert "canary: not healthy 3s after apply" in report.message
+    assert "rolled back to rev-good" in report.message
+
+    canary = StateStore(clients["canary"], f"{prefix}-state").load().state
+    assert canary.revision == "rev-good"
+    assert canary.phase is SyncPhase.ROLLED_BACK
+    assert "rev-bad" in canary.bad_revisions
+    with pytest.raises(NotFound):
+        clients["canary"].get("redis.syncer.dev/v1alpha1", "RedisCluster", "sessions", prefix)
+    for name in ("eu-1", "us-1"):
+        state = StateStore(clients[name], f"{prefix}-state").load().state
+        assert (state.revision, state.phase) == ("rev-good", SyncPhase.HEALTHY)
+        with pytest.raises(NotFound):
+            clients[name].get("redis.syncer.dev/v1alpha1", "RedisCluster", "sessions", prefix)
+
+    retry = rollout(clients, prefix, policy(bake=0, timeout=3), []).sync(bad, last_good=good)
+    assert retry.outcome is SyncOutcome.HALTED
+    assert "not retried until a newer revision" in retry.message
+
+
+def test_without_rollback_a_failed_wave_halts_and_stays(
+    clients: dict[str, ClusterClient], prefix: str, tmp_path: Path
+) -> None:
+    repo = Repo(tmp_path / "repo", prefix)
+    good = repo.write("rev-good", redis=False)
+    rollout(clients, prefix, policy(bake=0), []).sync(good)
+    bad = repo.write("rev-bad", redis=True)
+    no_rollback = replace(policy(bake=0, timeout=2), rollback=False)
+    report = rollout(clients, prefix, no_rollback, []).sync(bad, last_good=good)
+    assert report.outcome is SyncOutcome.HALTED
+    canary = StateStore(clients["canary"], f"{prefix}-state").load().state
+    assert (canary.revision, canary.phase) == ("rev-bad", SyncPhase.FAILED)
+    clients["canary"].get("redis.syncer.dev/v1alpha1", "RedisCluster", "sessions", prefix)
