@@ -24,7 +24,14 @@ class SourceError(SyncerError):
 
 
 class VerificationError(SyncerError):
-    """A revision is not trusted: a missing, unknown, expired or out-of-scope signature."""
+    """A revision is not trusted: a missing, unknown, expired or out-of-scope signature.
+
+    ``verdict`` names the failing verdict (``unsigned``, ``unknown-key``, ...) when there is one.
+    """
+
+    def __init__(self, message: str, *, verdict: str = "") -> None:
+        self.verdict = verdict
+        super().__init__(message)
 
 
 @dataclass(frozen=True)

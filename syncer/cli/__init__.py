@@ -43,3 +43,10 @@ cli.add_command(diff)
 from syncer.cli.controller import controller  # noqa: E402
 
 cli.add_command(controller)
+
+
+from syncer.cli.agent_cmds import run, status, sync  # noqa: E402
+
+cli.add_command(run)
+cli.add_command(sync)
+cli.add_command(status)

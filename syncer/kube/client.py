@@ -69,8 +69,8 @@ class ClusterClient:
         configuration = k8s.Configuration()
         try:
             k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=kubeconfig,
-                context=context,
+                config_file=kubeconfig or None,
+                context=context or None,
                 client_configuration=configuration,
                 persist_config=False,
             )

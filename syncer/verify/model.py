@@ -87,6 +87,7 @@ class VerificationResult:
         """``self`` when trusted; otherwise a ``VerificationError`` naming the commit and the reason."""
         if not self.trusted:
             raise VerificationError(
-                f"revision {self.revision} is not trusted ({self.mode} mode): {self.failure}"
+                f"revision {self.revision} is not trusted ({self.mode} mode): {self.failure}",
+                verdict=str(self.verdict),
             )
         return self

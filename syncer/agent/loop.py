@@ -1,0 +1,173 @@
+"""The agent process: HTTP endpoints always, the scheduled jobs only while holding the leader lease.
+
+While leading, apscheduler runs two jobs: ``poll`` (every ``interval`` seconds with ``jitter``, and at
+once when the git webhook fires) and ``drift`` (every ``drift_interval`` seconds). Losing the lease
+or a stop request (SIGTERM) stops the jobs: a rollout in progress halts at the next safe point (between
+clusters or while waiting on a gate), its decisions already recorded in the clusters.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from syncer.agent.http import AgentServer, Endpoints
+from syncer.agent.service import Agent, read_secret
+from syncer.agent.settings import AgentSettings
+from syncer.controller.model import ControllerOptions
+from syncer.controller.runner import run_controller
+from syncer.kube import ClusterClient
+from syncer.leader.election import LeaderElector, LeaseOptions
+
+log = logging.getLogger("syncer.agent")
+
+
+class AgentProcess:
+    """Runs an Agent until ``stop`` is set."""
+
+    def __init__(self, agent: Agent, settings: AgentSettings, stop: threading.Event) -> None:
+        self.agent = agent
+        self.settings = settings
+        self.stop = stop
+        self.leading = threading.Event()
+        self._scheduler: BackgroundScheduler | None = None
+        self._threads: list[threading.Thread] = []
+
+    # -- probes and webhook -----------------------------------------------------------------------
+
+    def _healthy(self) -> tuple[bool, str]:
+        return (not self.stop.is_set(), "stopping" if self.stop.is_set() else "alive")
+
+    def _ready(self) -> tuple[bool, str]:
+        if self.stop.is_set():
+            return False, "stopping"
+        role = "leader" if self.leading.is_set() else "standby"
+        return True, f"{role}; {self.agent.passes} pass(es)"
+
+    def _hook(self) -> None:
+        scheduler = self._scheduler
+        if scheduler is not None and self.leading.is_set():
+            scheduler.modify_job("poll", next_run_time=dt.datetime.now(dt.UTC))
+
+    # -- jobs -------------------------------------------------------------------------------------
+
+    def _guarded(self, name: str, job: Callable[[], object]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                job()
+            except Exception:
+                log.exception("%s failed", name)
+
+        return run
+
+    def _lead(self, stop_leading: threading.Event) -> None:
+        self.leading.set()
+        self.agent.stop = stop_leading
+        self.agent.metrics.leader.set(1)
+        scheduler = BackgroundScheduler(timezone=dt.UTC)
+        scheduler.add_job(
+            self._guarded("poll", self.agent.sync_once),
+            "interval",
+            seconds=self.settings.interval,
+            jitter=self.settings.jitter or None,
+            id="poll",
+            next_run_time=dt.datetime.now(dt.UTC),
+            max_instances=1,
+            coalesce=True,
+        )
+        scheduler.add_job(
+            self._guarded("drift", self.agent.heal),
+            "interval",
+            seconds=self.settings.drift_interval,
+            id="drift",
+            max_instances=1,
+            coalesce=True,
+        )
+        self._scheduler = scheduler
+        scheduler.start()
+        log.info("leading: polling every %ss", self.settings.interval)
+        try:
+            stop_leading.wait()
+        finally:
+            self._scheduler = None
+            scheduler.shutdown(wait=True)
+            self.agent.metrics.leader.set(0)
+            self.leading.clear()
+            log.info("stopped leading")
+
+    # -- the process ------------------------------------------------------------------------------
+
+    def _start_controllers(self) -> None:
+        chosen = self.settings.controller
+        if not chosen.enabled:
+            return
+        if chosen.every_cluster:
+            targets = [
+                ((a.kubeconfig and str(a.kubeconfig)) or self.settings.kubeconfig, a.context)
+                for a in (self.agent.access(n) for n in self.agent.config.clusters)
+            ]
+            elect = False
+        else:
+            targets = [
+                (self.settings.lease.kubeconfig or self.settings.kubeconfig, self.settings.lease.context)
+            ]
+            elect = True
+        for kubeconfig, context in targets:
+            options = ControllerOptions(
+                kubeconfig=kubeconfig,
+                context=context,
+                watch_namespace=chosen.watch_namespace,
+                workers=chosen.workers,
+                topology=chosen.topology,
+                leader_elect=elect,
+                lease_namespace=self.settings.lease.namespace,
+            )
+            thread = threading.Thread(
+                target=run_controller,
+                args=(options, self.stop, self.agent.metrics.registry),
+                daemon=True,
+                name=f"controller-{context or 'home'}",
+            )
+            thread.start()
+            self._threads.append(thread)
+
+    def run(self) -> None:
+        secret = read_secret(self.settings.hook_secret_file)
+        endpoints = Endpoints(self.agent.metrics.registry, self._healthy, self._ready, secret, self._hook)
+        server = AgentServer(endpoints, self.settings.http_host, self.settings.http_port).start()
+        log.info("serving /metrics, /healthz, /readyz and /hooks/git on port %s", server.port)
+        self._start_controllers()
+        try:
+            if not self.settings.lease.enabled:
+                self._lead(self.stop)
+                return
+            lease = self.settings.lease
+            client = ClusterClient.from_kubeconfig(
+                lease.kubeconfig or self.settings.kubeconfig, lease.context
+            )
+            identity = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+            options = LeaseOptions(
+                lease.name,
+                lease.namespace,
+                identity,
+                lease.duration,
+                lease.renew_deadline,
+                lease.retry_period,
+            )
+            try:
+                elector = LeaderElector(client, options)
+                while not self.stop.is_set():
+                    elector.run(self.stop, self._lead)
+            finally:
+                client.close()
+        finally:
+            server.stop()
+            for thread in self._threads:
+                thread.join(timeout=70)
+            self.agent.close()
