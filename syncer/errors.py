@@ -80,6 +80,7 @@ class KubeError(SyncerError):
         self.cluster = cluster
         self.subject = subject
         self.status = status
+        self.detail = message
         where = " ".join(part for part in (cluster and f"[{cluster}]", subject) if part)
         super().__init__(f"{where}: {message}" if where else message)
 

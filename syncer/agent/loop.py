@@ -28,6 +28,45 @@ from syncer.leader.election import LeaderElector, LeaseOptions
 log = logging.getLogger("syncer.agent")
 
 
+def start_controllers(agent: Agent, settings: AgentSettings, stop: threading.Event) -> list[threading.Thread]:
+    """Start the embedded controllers the settings ask for, each in a thread that ends with ``stop``:
+    one for the home cluster (leader-elected), or one per cluster of the config (local fleets)."""
+    chosen = settings.controller
+    if not chosen.enabled:
+        return []
+    if chosen.every_cluster:
+        accesses = [agent.access(name) for name in agent.config.clusters]
+        targets = [(str(a.kubeconfig) if a.kubeconfig else settings.kubeconfig, a.context) for a in accesses]
+        elect = False
+    else:
+        targets = [(settings.lease.kubeconfig or settings.kubeconfig, settings.lease.context)]
+        elect = True
+    threads = []
+    # One metrics registry holds one controller's collectors; on a local fleet only the first reports.
+    registries = [agent.metrics.registry] + [None] * (len(targets) - 1)
+    for (kubeconfig, context), registry in zip(targets, registries, strict=True):
+        options = ControllerOptions(
+            kubeconfig=kubeconfig,
+            context=context,
+            watch_namespace=chosen.watch_namespace,
+            workers=chosen.workers,
+            topology=chosen.topology,
+            leader_elect=elect,
+            lease_namespace=settings.lease.namespace,
+            # Local fleets: short watches so the process stops promptly when asked.
+            watch_timeout_seconds=10 if chosen.every_cluster else 60,
+        )
+        thread = threading.Thread(
+            target=run_controller,
+            args=(options, stop, registry),
+            daemon=True,
+            name=f"controller-{context or 'home'}",
+        )
+        thread.start()
+        threads.append(thread)
+    return threads
+
+
 class AgentProcess:
     """Runs an Agent until ``stop`` is set."""
 
@@ -104,38 +143,7 @@ class AgentProcess:
     # -- the process ------------------------------------------------------------------------------
 
     def _start_controllers(self) -> None:
-        chosen = self.settings.controller
-        if not chosen.enabled:
-            return
-        if chosen.every_cluster:
-            targets = [
-                ((a.kubeconfig and str(a.kubeconfig)) or self.settings.kubeconfig, a.context)
-                for a in (self.agent.access(n) for n in self.agent.config.clusters)
-            ]
-            elect = False
-        else:
-            targets = [
-                (self.settings.lease.kubeconfig or self.settings.kubeconfig, self.settings.lease.context)
-            ]
-            elect = True
-        for kubeconfig, context in targets:
-            options = ControllerOptions(
-                kubeconfig=kubeconfig,
-                context=context,
-                watch_namespace=chosen.watch_namespace,
-                workers=chosen.workers,
-                topology=chosen.topology,
-                leader_elect=elect,
-                lease_namespace=self.settings.lease.namespace,
-            )
-            thread = threading.Thread(
-                target=run_controller,
-                args=(options, self.stop, self.agent.metrics.registry),
-                daemon=True,
-                name=f"controller-{context or 'home'}",
-            )
-            thread.start()
-            self._threads.append(thread)
+        self._threads += start_controllers(self.agent, self.settings, self.stop)
 
     def run(self) -> None:
         secret = read_secret(self.settings.hook_secret_file)

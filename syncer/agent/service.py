@@ -43,6 +43,7 @@ _EVENT_REASONS = {
     "state-rebuilt": "StateRebuilt",
 }
 _WAVE_STATES = {
+    "pending": "pending",
     "applying": "applying",
     "gate-wait": "waiting",
     "gate-proceed": "done",
@@ -126,7 +127,10 @@ class Agent:
     def _on_progress(self, step: Progress) -> None:
         log.info("%s", step.step, extra={"wave": step.wave, "cluster": step.cluster, "detail": step.detail})
         if step.wave and step.step in _WAVE_STATES:
-            self.metrics.set_wave(step.wave, _WAVE_STATES[step.step])
+            state = _WAVE_STATES[step.step]
+            if step.step == "gate-wait" and step.detail.startswith("baking"):
+                state = "baking"
+            self.metrics.set_wave(step.wave, state)
         reason = _EVENT_REASONS.get(step.step)
         if reason:
             targets = [step.cluster] if step.cluster else list(self.recorders)

@@ -112,9 +112,11 @@ class ClusterApplier:
             live = with_retries(lambda: self.kube.apply(body, options), self.policy.retry, self.stop)
         except Conflict as err:
             managers = ", ".join(err.managers) or "another field manager"
-            return ChangeEntry(change.key, Action.CONFLICT, Outcome.FAILED, f"owned by {managers}: {err}")
+            return ChangeEntry(
+                change.key, Action.CONFLICT, Outcome.FAILED, f"owned by {managers}: {err.detail}"
+            )
         except KubeError as err:
-            return ChangeEntry(change.key, change.action, Outcome.FAILED, str(err))
+            return ChangeEntry(change.key, change.action, Outcome.FAILED, err.detail)
         return ChangeEntry(change.key, change.action, Outcome.APPLIED, uid=_uid(live))
 
     def _prune_one(self, change: Change) -> ChangeEntry:
@@ -136,7 +138,7 @@ class ClusterApplier:
         except NotFound:
             return ChangeEntry(key, Action.PRUNE, Outcome.SKIPPED, "already gone")
         except KubeError as err:
-            return ChangeEntry(key, Action.PRUNE, Outcome.FAILED, str(err))
+            return ChangeEntry(key, Action.PRUNE, Outcome.FAILED, err.detail)
         return ChangeEntry(key, Action.PRUNE, Outcome.APPLIED, uid=_uid(live))
 
 

@@ -16,7 +16,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from syncer.agent.loop import AgentProcess
+from syncer.agent.loop import AgentProcess, start_controllers
 from syncer.agent.service import Agent
 from syncer.agent.settings import AgentSettings, ControllerSettings, LeaseSettings
 from syncer.config import load_agent_config
@@ -191,8 +191,19 @@ def _printer(console: Console) -> Callable[[Progress], None]:
 @click.command()
 @common
 @click.option("--once", is_flag=True, required=True, help="One pass: poll, verify, roll out, and exit.")
+@click.option(
+    "--controller-every-cluster",
+    is_flag=True,
+    help="Run an embedded controller per cluster during the pass (local fleets without their own).",
+)
 def sync(
-    *, config_path: Path, rollout_policy: Path | None, kubeconfig: str, state_namespace: str, once: bool
+    *,
+    config_path: Path,
+    rollout_policy: Path | None,
+    kubeconfig: str,
+    state_namespace: str,
+    once: bool,
+    controller_every_cluster: bool,
 ) -> None:
     """Take the branch tip through verification and roll it out, showing each wave and cluster.
 
@@ -206,16 +217,21 @@ def sync(
         kubeconfig=kubeconfig,
         state_namespace=state_namespace,
         health_poll=2.0,
+        controller=ControllerSettings(enabled=controller_every_cluster, every_cluster=True),
     )
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     agent = Agent(config, settings, SyncerMetrics(), stop, listener=_printer(console))
+    controllers = start_controllers(agent, settings, stop)
     try:
         result = agent.sync_once()
     except SyncerError as err:
         console.print(f"[red]error:[/red] {err}", highlight=False)
         sys.exit(EXIT_ERROR)
     finally:
+        stop.set()
+        for thread in controllers:
+            thread.join(timeout=70)
         agent.close()
     advance = result.advance
     if advance.rejection is not None:

@@ -156,10 +156,13 @@ class RenderRequest:
 def load_desired(request: RenderRequest, cache_dir: Path) -> DesiredFleet:
     """The desired fleet of ``request`` without signature checks (``syncer verify`` does those).
 
+    A folder is rendered as it is, unless a revision is asked for or it is a bare repository.
+
     Raises SourceError when the repository or revision cannot be read and ManifestError for a bad tree.
     """
     local = Path(request.repo)
-    if not request.rev and local.is_dir() and not looks_like_url(request.repo):
+    bare = (local / "HEAD").is_file() and (local / "objects").is_dir()
+    if not request.rev and local.is_dir() and not bare and not looks_like_url(request.repo):
         return load_fleet(local, LOCAL_REVISION, request.load)
     url = str(local.resolve()) if local.is_dir() else request.repo
     source = GitSource(

@@ -64,6 +64,8 @@ def api_error(
     message = str(status.get("message") or body.strip() or f"HTTP {status_code}")
     where = {"cluster": cluster, "subject": subject}
     if status_code == 404:
+        if not status:  # not a Status object: no such API path at all
+            message = "the apiserver does not serve this kind (is its CustomResourceDefinition installed?)"
         return NotFound(message, status=404, **where)
     if status_code == 403:
         return Forbidden(message, status=403, **where)

@@ -159,3 +159,9 @@ def test_syncer_render_of_a_bad_revision_lists_problems_and_exits_2(repo: Fixtur
     assert "base/namespaces-extra.yaml:5:1: yaml-syntax: while parsing a flow sequence started at line 4" in (
         result.output
     )
+
+
+def test_a_bare_repository_folder_is_rendered_at_its_branch_tip(repo: Fixture) -> None:
+    result = CliRunner().invoke(cli, ["render", "--repo", str(repo.remote), "--cluster", "eu-1"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("# cluster: eu-1\n")

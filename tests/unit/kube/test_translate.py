@@ -77,3 +77,10 @@ def test_a_body_that_is_not_a_status_is_kept_as_the_message() -> None:
     err = translate.api_error(502, "<html>bad gateway</html>", {}, cluster="c", subject="")
     assert isinstance(err, errors.ServerError)
     assert "bad gateway" in str(err)
+
+
+def test_a_404_without_a_status_means_the_kind_is_not_served() -> None:
+    err = translate.api_error(404, "404 page not found\n", {}, cluster="eu-1", subject="RedisCluster/a/b")
+    assert isinstance(err, errors.NotFound)
+    assert err.detail == "the apiserver does not serve this kind (is its CustomResourceDefinition installed?)"
+    assert str(err).startswith("[eu-1] RedisCluster/a/b: the apiserver does not serve")
