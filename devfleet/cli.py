@@ -80,6 +80,46 @@ def status(state_dir: Path | None) -> None:
         sys.exit(1)
 
 
+def _why(err: Exception) -> str:
+    # A KeyError's str() is the repr of its message; show the message itself.
+    return str(err.args[0]) if err.args else str(err)
+
+
+def _component_options(func: click.decorators.FC) -> click.decorators.FC:
+    func = click.option(
+        "--component",
+        type=click.Choice(fleet.CLUSTER_COMPONENTS),
+        default="kube-apiserver",
+        show_default=True,
+    )(func)
+    return click.option("--cluster", required=True, help="The cluster whose component it is.")(func)
+
+
+@cli.command()
+@_state_option
+@_component_options
+def stop(state_dir: Path | None, cluster: str, component: str) -> None:
+    """Stop one component of one cluster (the rest of the fleet keeps running); `start` brings it back."""
+    try:
+        _loaded(state_dir).stop_component(cluster, component, _say)
+    except (KeyError, RuntimeError) as err:
+        raise click.ClickException(_why(err)) from err
+
+
+@cli.command()
+@_state_option
+@_component_options
+@click.option(
+    "--timeout", default=60.0, show_default=True, help="Seconds to wait for kube-apiserver /readyz."
+)
+def start(state_dir: Path | None, cluster: str, component: str, timeout: float) -> None:
+    """Start a stopped component of one cluster again with the same command line, port and certificates."""
+    try:
+        _loaded(state_dir).start_component(cluster, component, _say, timeout)
+    except (KeyError, RuntimeError, TimeoutError) as err:
+        raise click.ClickException(_why(err)) from err
+
+
 @cli.command("kubeconfig")
 @_state_option
 def kubeconfig_cmd(state_dir: Path | None) -> None:

@@ -24,6 +24,10 @@ from devfleet import components, kubeconfig, pki, procs
 from devfleet.build import cache_root, ensure_binaries
 
 DEFAULT_CLUSTERS = ("canary", "eu-1", "us-1")
+# The processes each cluster runs of its own (etcd is shared by the fleet).
+CLUSTER_COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+# Seconds a component stopped alone gets to exit after SIGTERM before it is killed.
+STOP_GRACE = 2.0
 ADMIN_USER = "fleet-admin"
 NODES_PER_CLUSTER = 2
 
@@ -98,7 +102,10 @@ class Fleet:
             "clusters": [{"name": c.name, "port": c.port} for c in self.clusters],
             "processes": [p.to_json() for p in self.processes],
         }
-        self.state_file.write_text(json.dumps(data, indent=2) + "\n")
+        # Write aside and rename, so a reader never sees half a file.
+        partial = self.state_file.with_name(self.state_file.name + ".new")
+        partial.write_text(json.dumps(data, indent=2) + "\n")
+        partial.replace(self.state_file)
 
     @staticmethod
     def load(root: Path) -> Fleet | None:
@@ -112,6 +119,60 @@ class Fleet:
 
     def live(self) -> list[procs.Proc]:
         return [p for p in self.processes if p.alive()]
+
+    def cluster_of(self, proc: procs.Proc) -> str:
+        """The cluster ``proc`` belongs to (its log lives in the cluster's directory), or '-' for etcd."""
+        by_dir = {str(c.root): c.name for c in self.clusters}
+        return by_dir.get(str(Path(proc.log).parent.parent), "-")
+
+    def component(self, cluster: str, name: str) -> procs.Proc:
+        """The recorded process of component ``name`` of ``cluster``."""
+        self.cluster(cluster)
+        if name not in CLUSTER_COMPONENTS:
+            raise KeyError(
+                f"{name!r} is not a component of a cluster (one of {', '.join(CLUSTER_COMPONENTS)})"
+            )
+        for p in self.processes:
+            if p.name == name and self.cluster_of(p) == cluster:
+                return p
+        raise KeyError(f"no {name} recorded for cluster {cluster!r} in the fleet at {self.root}")
+
+    def stop_component(
+        self, cluster: str, name: str, say: Say = print, grace: float = STOP_GRACE
+    ) -> procs.Proc:
+        """Stop exactly the recorded process of one cluster's component (PID and start time must match);
+        the record stays, so ``status`` shows it stopped and ``start_component`` can start it again.
+
+        A kube-apiserver stops listening at once on SIGTERM but then waits for the watches the cluster's
+        other components still hold; it keeps nothing of its own (etcd does), so after ``grace``
+        seconds it is killed rather than waited for."""
+        proc = self.component(cluster, name)
+        if not proc.alive():
+            say(f"{cluster} {name} is not running")
+            return proc
+        survivors = procs.stop([proc], grace=grace)
+        if survivors:
+            raise RuntimeError(f"could not stop {cluster} {name} (pid {proc.pid})")
+        say(f"stopped {cluster} {name} (pid {proc.pid})")
+        return proc
+
+    def start_component(self, cluster: str, name: str, say: Say = print, timeout: float = 60.0) -> procs.Proc:
+        """Start a stopped component of one cluster again with its recorded command line (same port,
+        certificates and etcd prefix, so the cluster keeps its data), record the new process and, for
+        kube-apiserver, wait until it answers ``/readyz``. A running component is left as it is."""
+        old = self.component(cluster, name)
+        if old.alive():
+            say(f"{cluster} {name} is already running (pid {old.pid})")
+            return old
+        new = procs.respawn(old)
+        self.processes[self.processes.index(old)] = new
+        self.save()
+        say(f"started {cluster} {name} (pid {new.pid})")
+        if name == "kube-apiserver":
+            c = self.cluster(cluster)
+            ready = functools.partial(_answers_ok, f"{c.server}/readyz", _ssl_context(c))
+            _wait(f"{cluster} kube-apiserver /readyz", ready, time.monotonic() + timeout, new)
+        return new
 
 
 def _ssl_context(cluster: Cluster) -> ssl.SSLContext:
@@ -296,9 +357,26 @@ def status(root: Path) -> list[tuple[str, str, int, bool]]:
     fleet = Fleet.load(root)
     if fleet is None:
         return []
-    by_dir = {str(c.root): c.name for c in fleet.clusters}
-    rows = []
-    for p in fleet.processes:
-        cluster = by_dir.get(str(Path(p.log).parent.parent), "-")
-        rows.append((cluster, p.name, p.pid, p.alive()))
-    return rows
+    return [(fleet.cluster_of(p), p.name, p.pid, p.alive()) for p in fleet.processes]
+
+
+def _loaded(root: Path) -> Fleet:
+    fleet = Fleet.load(root)
+    if fleet is None:
+        raise FileNotFoundError(f"no fleet at {root}")
+    return fleet
+
+
+def stop_component(
+    root: Path, cluster: str, name: str, say: Say = print, grace: float = STOP_GRACE
+) -> procs.Proc:
+    """Stop one cluster's component of the fleet in ``root``; see ``Fleet.stop_component``."""
+    return _loaded(root).stop_component(cluster, name, say, grace)
+
+
+def start_component(
+    root: Path, cluster: str, name: str, say: Say = print, timeout: float = 60.0
+) -> procs.Proc:
+    """Start one cluster's stopped component of the fleet in ``root`` again; see
+    ``Fleet.start_component``."""
+    return _loaded(root).start_component(cluster, name, say, timeout)

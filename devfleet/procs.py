@@ -32,6 +32,9 @@ class Proc:
     pid: int
     start_ticks: int
     log: str
+    # How it was started, so that it can be started again the same way (empty in older state files).
+    argv: tuple[str, ...] = ()
+    cwd: str = ""
 
     def alive(self) -> bool:
         owned = _CHILDREN.get(self.pid)
@@ -46,11 +49,20 @@ class Proc:
         return _start_ticks(self.pid) == self.start_ticks
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        data["argv"] = list(self.argv)
+        return data
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> Proc:
-        return Proc(str(data["name"]), int(data["pid"]), int(data["start_ticks"]), str(data["log"]))
+        return Proc(
+            str(data["name"]),
+            int(data["pid"]),
+            int(data["start_ticks"]),
+            str(data["log"]),
+            tuple(str(arg) for arg in data.get("argv", ())),
+            str(data.get("cwd", "")),
+        )
 
 
 # Children started by this interpreter, kept so they are reaped (and not reported as leaked) when stopped.
@@ -73,7 +85,14 @@ def spawn(name: str, argv: list[str], log: Path, cwd: Path) -> Proc:
         child.wait()
         raise RuntimeError(f"{name} exited at once; see {log}")
     _CHILDREN[child.pid] = (child, ticks)
-    return Proc(name, child.pid, ticks, str(log))
+    return Proc(name, child.pid, ticks, str(log), tuple(argv), str(cwd))
+
+
+def respawn(proc: Proc) -> Proc:
+    """Start ``proc`` again with the command line, log and working directory it was started with."""
+    if not proc.argv or not proc.cwd:
+        raise RuntimeError(f"{proc.name} (pid {proc.pid}) was recorded without its command line")
+    return spawn(proc.name, list(proc.argv), Path(proc.log), Path(proc.cwd))
 
 
 def _reap(pid: int) -> None:

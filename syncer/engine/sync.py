@@ -8,6 +8,7 @@ and bake times count from the times recorded there.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -62,10 +63,14 @@ class WaveReport:
 
 @dataclass(frozen=True)
 class SyncReport:
+    """How a sync ended. ``unsaved`` names the clusters whose sync state could not be written (their
+    apiserver did not answer) with the last error: what they store is older than what happened."""
+
     revision: str
     outcome: SyncOutcome
     waves: tuple[WaveReport, ...] = ()
     message: str = ""
+    unsaved: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -120,25 +125,43 @@ class FleetRollout:
         self.clock = clock
         self.listener = listener or (lambda _: None)
         self.stores = {name: StateStore(api, options.state_namespace) for name, api in clients.items()}
-        self._lock = threading.Lock()
+        # One lock per cluster: a cluster whose apiserver hangs must not hold up the others' state writes.
+        self._locks = {name: threading.Lock() for name in clients}
         self.states: dict[str, ClusterSyncState] = {}
+        # Clusters whose latest state could not be written, with the error (cleared by a later write).
+        self.unsaved: dict[str, str] = {}
 
     # -- state ------------------------------------------------------------------------------------
 
     def load_states(self) -> dict[str, ClusterSyncState]:
+        """Every cluster's stored state; KubeError when a cluster's state cannot be read."""
         kinds = [(k.api_version, k.kind) for k in self.options.diff.kinds]
         for name, store in self.stores.items():
-            loaded = store.load(kinds)
+            loaded = with_retries(functools.partial(store.load, kinds), self.options.apply.retry, self.stop)
             self.states[name] = loaded.state
+            self.unsaved.pop(name, None)
             if loaded.problem:
                 self.listener(Progress("", name, "state-rebuilt", loaded.problem))
         return dict(self.states)
 
     def _save(self, cluster: str, state: ClusterSyncState) -> None:
-        with self._lock:
-            if self.states.get(cluster) == state:
+        """Record ``state`` as the cluster's state and write it to the cluster.
+
+        A write that fails (the apiserver is unreachable) does not stop the rollout: the rollout goes
+        on from ``state``, the error is kept in ``unsaved`` for the report, and the cluster keeps its
+        last stored state, which is older but whole.
+        """
+        with self._locks[cluster]:
+            if self.states.get(cluster) == state and cluster not in self.unsaved:
                 return
-            self.states[cluster] = self.stores[cluster].save(state, now=self.clock())
+            try:
+                self.states[cluster] = self.stores[cluster].save(state, now=self.clock())
+                self.unsaved.pop(cluster, None)
+                return
+            except KubeError as err:
+                self.states[cluster] = state
+                self.unsaved[cluster] = problem = str(err)
+        self.listener(Progress(state.wave, cluster, "state-unsaved", problem))
 
     # -- the rollout ------------------------------------------------------------------------------
 
@@ -149,7 +172,17 @@ class FleetRollout:
             return SyncReport(
                 fleet.revision, SyncOutcome.HALTED, message=f"no connection for {', '.join(missing)}"
             )
-        self.load_states()
+        try:
+            self.load_states()
+        except KubeError as err:
+            # Without every cluster's state the waves cannot be judged; nothing has been touched yet.
+            return SyncReport(
+                fleet.revision, SyncOutcome.HALTED, message=f"cannot read the sync state: {err}"
+            )
+        report = self._roll_out(fleet, last_good)
+        return replace(report, unsaved=tuple(sorted(self.unsaved.items())))
+
+    def _roll_out(self, fleet: DesiredFleet, last_good: DesiredFleet | None) -> SyncReport:
         labels = {name: c.labels for name, c in fleet.clusters.items()}
         waves = plan_waves(labels, self.options.rollout)
         reports: list[WaveReport] = []
@@ -296,7 +329,15 @@ class FleetRollout:
             self._apply_cluster(wave, last_good.clusters[name], last_good.revision)
         verdict = self._gate(wave, last_good, rollback=False)
         for name in wave.clusters:
-            phase = SyncPhase.ROLLED_BACK if verdict.decision is Decision.PROCEED else SyncPhase.FAILED
-            self._save(name, replace(self.states[name], phase=phase))
+            self._save(name, replace(self.states[name], phase=self._after_rollback(name, verdict)))
         message = f"{reason}; rolled back to {last_good.revision[:12]}: {verdict.reason}"
         return SyncReport(fleet.revision, SyncOutcome.ROLLED_BACK, reports, message)
+
+    def _after_rollback(self, cluster: str, verdict: GateVerdict) -> SyncPhase:
+        """A cluster the last good revision was applied to is rolled back even when another cluster of
+        the wave failed (e.g. could not be reached); it is failed when its own rollback failed."""
+        if verdict.decision is Decision.PROCEED:
+            return SyncPhase.ROLLED_BACK
+        if cluster in verdict.failed or self.states[cluster].phase is SyncPhase.FAILED:
+            return SyncPhase.FAILED
+        return SyncPhase.ROLLED_BACK

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
+
+import pytest
 
 from devfleet import procs
 
@@ -33,5 +36,31 @@ def test_a_recorded_pid_with_another_start_time_is_not_ours(tmp_path: Path) -> N
 
 
 def test_the_json_form_round_trips(tmp_path: Path) -> None:
-    proc = procs.Proc("etcd", 1234, 5678, str(tmp_path / "etcd.log"))
-    assert procs.Proc.from_json(proc.to_json()) == proc
+    proc = procs.Proc("etcd", 1234, 5678, str(tmp_path / "etcd.log"), ("bin/etcd", "--name=x"), str(tmp_path))
+    assert procs.Proc.from_json(json.loads(json.dumps(proc.to_json()))) == proc
+
+
+def test_a_process_started_again_runs_the_same_command_in_the_same_place(tmp_path: Path) -> None:
+    first = procs.spawn("sleeper", ["sleep", "300"], tmp_path / "log", tmp_path)
+    assert procs.stop([first]) == []
+    again = procs.respawn(first)
+    try:
+        assert again.alive()
+        assert again.pid != first.pid
+        assert (again.name, again.argv, again.log, again.cwd) == (
+            first.name,
+            first.argv,
+            first.log,
+            first.cwd,
+        )
+        assert Path(f"/proc/{again.pid}/cwd").resolve() == tmp_path.resolve()
+        assert Path(f"/proc/{again.pid}/cmdline").read_bytes().split(b"\0")[:2] == [b"sleep", b"300"]
+    finally:
+        procs.stop([again])
+
+
+def test_a_process_recorded_without_its_command_line_cannot_be_started_again(tmp_path: Path) -> None:
+    older = procs.Proc.from_json({"name": "etcd", "pid": 1234, "start_ticks": 5678, "log": "etcd.log"})
+    assert older.argv == ()
+    with pytest.raises(RuntimeError, match="without its command line"):
+        procs.respawn(older)
