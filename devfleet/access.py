@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
 
 from kubernetes import client
 
@@ -39,3 +41,38 @@ def service_account_kubeconfig(fleet: Fleet, cluster: str, namespace: str, name:
     user = f"system:serviceaccount:{namespace}:{name}"
     doc = kubeconfig.render([(c.endpoint, user, kubeconfig.Credentials(token=token))], cluster)
     return kubeconfig.write(out, doc)
+
+
+def apply_files(fleet: Fleet, files: list[Path], clusters: tuple[str, ...] = ()) -> list[str]:
+    """Server-side apply every document of ``files`` to ``clusters`` (all by default) as the fleet
+    admin, with field manager ``syncer-fleet``; returns one line per object applied."""
+    import yaml
+
+    from syncer.kube import ApplyOptions, ClusterClient
+
+    documents = [doc for path in files for doc in yaml.safe_load_all(path.read_text()) if doc]
+    done = []
+    for cluster in clusters or tuple(c.name for c in fleet.clusters):
+        client = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), cluster)
+        try:
+            for doc in documents:
+                client.apply(doc, ApplyOptions(field_manager="syncer-fleet", force=True))
+                done.append(f"{cluster}: {doc['kind']}/{doc['metadata']['name']} applied")
+            for doc in documents:
+                if doc["kind"] == "CustomResourceDefinition":
+                    _wait_established(client, doc["apiVersion"], doc["metadata"]["name"])
+        finally:
+            client.close()
+    return done
+
+
+def _wait_established(client: Any, api_version: str, name: str, timeout: float = 60.0) -> None:
+    """Wait until a CRD is Established, so objects of its kind can be applied right away."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        crd = client.get(api_version, "CustomResourceDefinition", name)
+        conditions = (crd.get("status") or {}).get("conditions") or []
+        if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"CustomResourceDefinition {name} not Established after {timeout:.0f}s")

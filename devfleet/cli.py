@@ -120,6 +120,23 @@ def start(state_dir: Path | None, cluster: str, component: str, timeout: float) 
         raise click.ClickException(_why(err)) from err
 
 
+@cli.command("apply")
+@_state_option
+@click.option(
+    "-f",
+    "--filename",
+    "files",
+    multiple=True,
+    required=True,
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+)
+@click.option("--cluster", "clusters", multiple=True, help="Only these clusters [default: all].")
+def apply_cmd(state_dir: Path | None, files: tuple[Path, ...], clusters: tuple[str, ...]) -> None:
+    """Server-side apply YAML files to the fleet's clusters as the admin (e.g. the RedisCluster CRD)."""
+    for line in access.apply_files(_loaded(state_dir), list(files), clusters):
+        click.echo(line)
+
+
 @cli.command("kubeconfig")
 @_state_option
 def kubeconfig_cmd(state_dir: Path | None) -> None:

@@ -10,8 +10,13 @@ from pathlib import Path
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from devfleet import storage
 
-def node_body(name: str) -> client.V1Node:
+ZONES = ("zone-a", "zone-b", "zone-c")
+
+
+def node_body(name: str, index: int = 0) -> client.V1Node:
+    """A fake node for kwok, in one of ``ZONES`` (round robin) so topology spread constraints work."""
     resources = {"cpu": "32", "memory": "256Gi", "pods": "110"}
     return client.V1Node(
         metadata=client.V1ObjectMeta(
@@ -21,6 +26,8 @@ def node_body(name: str) -> client.V1Node:
                 "kubernetes.io/arch": "amd64",
                 "kubernetes.io/os": "linux",
                 "kubernetes.io/hostname": name,
+                "topology.kubernetes.io/region": "local",
+                "topology.kubernetes.io/zone": ZONES[index % len(ZONES)],
                 "type": "kwok",
             },
         ),
@@ -50,9 +57,10 @@ def prepare(kubeconfig: Path, context: str, count: int, deadline: float) -> None
     with admin_client(kubeconfig, context) as api_client:
         core = client.CoreV1Api(api_client)
         names = [f"kwok-node-{i}" for i in range(count)]
-        for name in names:
+        storage.provision(api_client)
+        for index, name in enumerate(names):
             try:
-                core.create_node(node_body(name))
+                core.create_node(node_body(name, index))
             except ApiException as err:
                 if err.status != 409:
                     raise

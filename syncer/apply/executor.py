@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -42,10 +43,24 @@ class ApplyPolicy:
     prune: bool = True
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     field_manager: str = "syncer"
+    workers: int = 8
 
 
 def apply_order(key: ObjectKey) -> tuple[int, ObjectKey]:
     return (_FIRST_KINDS.get((key.group, key.kind), 2), key)
+
+
+def _groups(changes: list[Change]) -> list[list[Change]]:
+    """Changes in apply order, cut where the rank changes (Namespaces, then CRDs, then the rest):
+    the objects of one group do not depend on each other and may be applied at the same time."""
+    groups: list[list[Change]] = []
+    for change in sorted(changes, key=lambda c: apply_order(c.key)):
+        rank = apply_order(change.key)[0]
+        if groups and apply_order(groups[-1][0].key)[0] == rank:
+            groups[-1].append(change)
+        else:
+            groups.append([change])
+    return groups
 
 
 def _conflict_message(change: Change) -> str:
@@ -75,22 +90,23 @@ class ClusterApplier:
             message = "; ".join(_conflict_message(c) for c in conflicts)
             return ChangeSet(desired.cluster, revision, blocked, f"conflicts (policy report): {message}")
         entries: list[ChangeEntry] = []
-        for change in changes:
-            if change.action not in _APPLY_ACTIONS:
-                continue
-            manifest = manifests.get(change.key)
-            if manifest is None:
-                entries.append(
-                    ChangeEntry(change.key, change.action, Outcome.FAILED, "not among the desired objects")
-                )
+        for group in _groups([c for c in changes if c.action in _APPLY_ACTIONS]):
+            missing = [c for c in group if c.key not in manifests]
+            if missing:
+                entries += [
+                    ChangeEntry(c.key, c.action, Outcome.FAILED, "not among the desired objects")
+                    for c in missing
+                ]
                 return ChangeSet(
                     desired.cluster, revision, tuple(entries), "plan and desired objects disagree"
                 )
-            entry = self._apply_one(manifest, change)
-            entries.append(entry)
-            if entry.outcome is Outcome.FAILED:
+            with ThreadPoolExecutor(max_workers=max(1, self.policy.workers)) as pool:
+                done = list(pool.map(lambda c: self._apply_one(manifests[c.key], c), group))
+            entries += done
+            failed = next((e for e in done if e.outcome is Outcome.FAILED), None)
+            if failed is not None:
                 return ChangeSet(
-                    desired.cluster, revision, tuple(entries), f"{entry.subject}: {entry.message}"
+                    desired.cluster, revision, tuple(entries), f"{failed.subject}: {failed.message}"
                 )
         if self.policy.prune:
             for change in reversed([c for c in changes if c.action is Action.PRUNE]):

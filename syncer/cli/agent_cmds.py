@@ -178,9 +178,11 @@ def _printer(console: Console) -> Callable[[Progress], None]:
     last: dict[str, str] = {}
 
     def show(step: Progress) -> None:
-        if step.step == "gate-wait" and last.get(step.wave) == step.detail:
-            return  # the same wait again: say it once
-        last[step.wave] = step.detail
+        # Say each kind of wait once: "baking: 8s of 10s left" and "baking: 6s ..." are one wait.
+        kind = step.detail.split(":", 1)[0] if step.step == "gate-wait" else f"{step.step}{step.detail}"
+        if step.step == "gate-wait" and last.get(step.wave) == kind:
+            return
+        last[step.wave] = kind
         where = f"[bold]{step.wave}[/bold]" + (f" / {step.cluster}" if step.cluster else "")
         detail = f": {step.detail}" if step.detail else ""
         console.print(f"{marks.get(step.step, '-')} {where} {step.step}{detail}", highlight=False)
@@ -288,8 +290,9 @@ def status(config_path: Path, kubeconfig: str, state_namespace: str, output: str
         click.echo(json.dumps({"apiVersion": "syncer.dev/status/v1", "clusters": rows}, indent=2))
         return
     table = Table(title="fleet sync state", title_justify="left")
-    for column in ("cluster", "wave", "revision", "phase", "health", "last good", "last error"):
-        table.add_column(column, overflow="fold")
+    for column in ("cluster", "wave", "revision", "phase", "health", "last good"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("last error", overflow="fold")
     for row in rows:
         table.add_row(
             row["cluster"],

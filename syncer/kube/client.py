@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +15,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
 
-from syncer.errors import ConfigError, KubeError, NotFound, ServerError
+from syncer.errors import ConfigError, KubeError, NotFound, ServerError, TooManyRequests
 from syncer.kube import resources, translate
 from syncer.kube.api import ApplyOptions, KubeObject, ListResult, WatchEvent
 from syncer.kube.throttle import Limits
@@ -27,11 +28,12 @@ _JSON = "application/json"
 class ClientOptions:
     """Per-cluster client settings. ``qps <= 0`` disables the rate limit."""
 
-    qps: float = 50.0
-    burst: int = 100
-    max_in_flight: int = 8
+    qps: float = 100.0
+    burst: int = 300
+    max_in_flight: int = 16
     timeout: float = 30.0
     page_size: int = 500
+    read_attempts: int = 4
 
 
 def _subject(kind: str, namespace: str, name: str) -> str:
@@ -90,7 +92,23 @@ class ClusterClient:
 
     # -- transport -------------------------------------------------------------------------------
 
-    def _send(
+    def _send(self, method: str, path: str, *, subject: str, **kwargs: Any) -> Any:
+        """One request; reads (GET) that the server answers with 429 or 503 are tried again a few times
+        after its Retry-After (or a short backoff): an apiserver whose storage for a just-created CRD is
+        still initializing says so with 503. Writes are left to the caller's retry policy."""
+        stream = kwargs.pop("stream", False)
+        attempts = self.options.read_attempts if method == "GET" and not stream else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._send_once(method, path, subject=subject, **kwargs)
+            except (TooManyRequests, ServerError) as err:
+                if attempt == attempts or err.status not in {429, 503}:
+                    raise
+                hint = err.retry_after if isinstance(err, TooManyRequests) else 0.0
+                time.sleep(min(hint or 0.25 * 2**attempt, 5.0))
+        raise AssertionError("unreachable: the loop returns or raises")
+
+    def _send_once(
         self,
         method: str,
         path: str,
@@ -258,7 +276,12 @@ class ClusterClient:
             query.append(("resourceVersion", resource_version))
         subject = _subject(kind, namespace, "")
         response = self._send(
-            "GET", rt.path(namespace), subject=subject, query=query, timeout=timeout_seconds + 10.0
+            "GET",
+            rt.path(namespace),
+            subject=subject,
+            query=query,
+            timeout=timeout_seconds + 10.0,
+            stream=True,
         )
         raw = response.response
         try:

@@ -154,16 +154,31 @@ def test_prune_respects_the_opt_out_and_our_label(kube: ClusterClient, namespace
     kube.get("v1", "ConfigMap", "keep", namespace)
 
 
-def test_an_invalid_object_fails_and_stops_the_cluster(kube: ClusterClient, namespace: str) -> None:
-    bad = manifest(kube.cluster, configmap(namespace, "Bad_Name"))
+def test_an_invalid_object_fails_its_stage_and_later_stages_are_not_attempted(
+    kube: ClusterClient, namespace: str
+) -> None:
+    bad = manifest(kube.cluster, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "Bad_Name"}})
     later = manifest(kube.cluster, configmap(namespace, "zz-later"))
     result = ClusterApplier(kube).apply(
         ClusterManifests.of(kube.cluster, [bad, later]),
-        plan_of(kube.cluster, (bad, Action.CREATE), (later, Action.CREATE)),
+        plan_of(kube.cluster, (later, Action.CREATE), (bad, Action.CREATE)),
         "r1",
     )
     assert not result.ok
     assert [e.key.name for e in result.entries] == ["Bad_Name"]
     assert "metadata.name" in result.entries[0].message
+    assert result.error.startswith("Namespace/Bad_Name: ")
     with pytest.raises(NotFound):
         kube.get("v1", "ConfigMap", "zz-later", namespace)
+
+
+def test_objects_of_one_stage_are_applied_together(kube: ClusterClient, namespace: str) -> None:
+    many = [manifest(kube.cluster, configmap(namespace, f"cm-{i:02d}", i=str(i))) for i in range(24)]
+    result = ClusterApplier(kube).apply(
+        ClusterManifests.of(kube.cluster, many),
+        plan_of(kube.cluster, *[(m, Action.CREATE) for m in many]),
+        "r1",
+    )
+    assert result.ok, result.error
+    assert [e.key.name for e in result.entries] == [f"cm-{i:02d}" for i in range(24)]
+    assert result.counts() == {"create": 24}
