@@ -174,6 +174,12 @@ def _emit(plan: FleetPlan, output: str) -> None:
 @click.option(
     "--qps", type=float, default=ClientOptions().qps, show_default=True, help="Requests/s per cluster."
 )
+@click.option(
+    "--state-namespace",
+    default=DiffOptions().state_namespace,
+    show_default=True,
+    help="Namespace of each cluster's sync state, whose inventory says what a sync would prune.",
+)
 def diff(
     *,
     repo: str,
@@ -186,6 +192,7 @@ def diff(
     output: str,
     offline: bool,
     qps: float,
+    state_namespace: str,
 ) -> None:
     """Show what syncing a revision would create, update, prune or be blocked on, per wave and cluster.
 
@@ -207,7 +214,9 @@ def diff(
             plan = offline_plan(fleet, names, policy)
         else:
             access = dict(load_agent_config(config_path).clusters) if config_path else {}
-            options = DiffOptions(client=ClientOptions(qps=qps), rollout=policy)
+            options = DiffOptions(
+                client=ClientOptions(qps=qps), rollout=policy, state_namespace=state_namespace
+            )
             plan = diff_fleet(fleet, _targets(names, kubeconfig, access), options)
     except ManifestError as exc:
         for problem in exc.problems:

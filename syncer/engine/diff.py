@@ -28,6 +28,7 @@ from syncer.plan import (
     plan_cluster,
 )
 from syncer.rollout import plan_waves
+from syncer.status.state_store import DEFAULT_NAMESPACE, STATE_CONFIGMAP, STATE_KEY, StateFormatError, decode
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class DiffOptions:
     workers: int = 8
     field_manager: str = FIELD_MANAGER
     rollout: RolloutPolicy = field(default_factory=RolloutPolicy.single_wave)
+    state_namespace: str = DEFAULT_NAMESPACE
 
 
 def object_key(cluster: str, obj: Mapping[str, Any]) -> ObjectKey:
@@ -119,11 +121,22 @@ def _plan_target(desired: ClusterManifests, target: ClusterTarget, options: Diff
     except SyncerError as err:
         return ClusterPlan(target.name, error=str(err))
     try:
-        return plan_live_cluster(client, desired, options)
+        return plan_live_cluster(client, desired, options, stored_inventory(client, options.state_namespace))
     except KubeError as err:
         return ClusterPlan(target.name, error=str(err))
     finally:
         client.close()
+
+
+def stored_inventory(api: KubeApi, state_namespace: str) -> Inventory | None:
+    """What the cluster's sync state says syncer applied there, so the diff prunes exactly what a sync
+    would; None (every labelled object counts) when the cluster has no readable sync state."""
+    try:
+        configmap = api.get("v1", "ConfigMap", STATE_CONFIGMAP, state_namespace)
+        state = decode(api.cluster, (configmap.get("data") or {}).get(STATE_KEY, ""))
+    except (NotFound, StateFormatError):
+        return None
+    return Inventory.of(api.cluster, state.inventory_keys(), state.revision)
 
 
 def _fleet_plan(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -150,6 +151,14 @@ def setup(fleet: FleetHandle, namespace: str, tmp_path: Path, key: SshKey) -> It
         for client in clients.values():
             for rc in client.list("redis.syncer.dev/v1alpha1", "RedisCluster", namespace=prefix).items:
                 client.delete("redis.syncer.dev/v1alpha1", "RedisCluster", rc["metadata"]["name"], prefix)
+        # The controllers remove their finalizers; stop them only once every RedisCluster is gone, or
+        # the test's namespace would stay Terminating for good.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and any(
+            c.list("redis.syncer.dev/v1alpha1", "RedisCluster", namespace=prefix).items
+            for c in clients.values()
+        ):
+            time.sleep(0.5)
         made.stop.set()
         for thread in threads:
             thread.join(timeout=30)

@@ -12,7 +12,12 @@ from click.testing import CliRunner
 from kubernetes import client
 
 from syncer.cli import cli
+from syncer.domain.changes import Action
+from syncer.domain.sync_state import ClusterSyncState, InventoryEntry
+from syncer.engine.diff import ClusterTarget, DiffOptions, diff_fleet
+from syncer.manifests import load_fleet
 from syncer.plan import diff_schema
+from syncer.status import StateStore
 from tests.integration.conftest import FleetHandle
 from tests.integration.diff.conftest import GROUP, PLURAL, VERSION, kube, redis, seed, write_repo
 
@@ -140,3 +145,25 @@ def test_a_diff_writes_nothing(clean_fleet: FleetHandle, cluster: str, namespace
         for i in custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)["items"]
     ]
     assert sorted(names) == ["blocked", "drifted", "gone", "same", "upd"]
+
+
+def test_the_diff_prunes_only_what_the_clusters_sync_state_lists(
+    clean_fleet: FleetHandle, namespace: str, tmp_path: Path
+) -> None:
+    cluster = clean_fleet.names[0]
+    api = kube(clean_fleet, cluster)
+    try:
+        for name in ("ours", "someone-elses"):
+            seed(api, [redis(namespace, name, shards=3)])
+        entry = InventoryEntry("redis.syncer.dev/v1alpha1", "RedisCluster", namespace, "ours")
+        StateStore(api, f"{namespace}-state").save(
+            ClusterSyncState(cluster, revision="r1", inventory=(entry,))
+        )
+        repo = write_repo(tmp_path / "repo", [cluster], {cluster: []})
+        targets = [ClusterTarget(cluster, str(clean_fleet.kubeconfig), cluster)]
+        plan = diff_fleet(load_fleet(repo, "r2"), targets, DiffOptions(state_namespace=f"{namespace}-state"))
+        pruned = [c.key.name for c in plan.clusters[0].changes if c.action == Action.PRUNE]
+        assert pruned == ["ours"]
+    finally:
+        api.delete("v1", "Namespace", f"{namespace}-state")
+        api.close()
