@@ -105,7 +105,12 @@ def scheduler_argv(bin_dir: Path, files: ClusterFiles) -> list[str]:
     ]
 
 
-def kwok_argv(bin_dir: Path, files: ClusterFiles, config: Path | None = None) -> list[str]:
+POD_CIDR = "10.244.0.1/16"
+
+
+def kwok_argv(
+    bin_dir: Path, files: ClusterFiles, config: Path | None = None, pod_cidr: str = POD_CIDR
+) -> list[str]:
     """kwok for one cluster; ``config`` is a kwok config file with the Stage objects to run pods by."""
     argv = [
         str(bin_dir / "kwok"),
@@ -113,7 +118,7 @@ def kwok_argv(bin_dir: Path, files: ClusterFiles, config: Path | None = None) ->
         "--manage-all-nodes=false",
         "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
         "--manage-nodes-with-label-selector=",
-        "--cidr=10.244.0.1/16",
+        f"--cidr={pod_cidr}",
         "--node-ip=10.244.0.1",
         "--node-lease-duration-seconds=40",
         "--server-address=",

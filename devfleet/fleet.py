@@ -247,9 +247,13 @@ def write_fleet_kubeconfig(fleet: Fleet) -> Path:
 
 @dataclass(frozen=True)
 class UpOptions:
+    """``pod_cidr`` is where kwok takes pod IPs from; a range inside 127.0.0.0/8 makes every pod IP a
+    loopback address of this machine, so a test can run a real server "in" a pod by listening there."""
+
     clusters: tuple[str, ...] = DEFAULT_CLUSTERS
     nodes: int = NODES_PER_CLUSTER
     timeout: float = 180.0
+    pod_cidr: str = components.POD_CIDR
 
 
 def up(root: Path, options: UpOptions = UpOptions(), say: Say = print) -> Fleet:
@@ -317,7 +321,12 @@ def _start(fleet: Fleet, bin_dir: Path, options: UpOptions, deadline: float, say
         for name, argv in (
             ("kube-controller-manager", components.controller_manager_argv(bin_dir, c.files)),
             ("kube-scheduler", components.scheduler_argv(bin_dir, c.files)),
-            ("kwok", components.kwok_argv(bin_dir, c.files, kwok_stages.write(c.root / "kwok-stages.yaml"))),
+            (
+                "kwok",
+                components.kwok_argv(
+                    bin_dir, c.files, kwok_stages.write(c.root / "kwok-stages.yaml"), options.pod_cidr
+                ),
+            ),
         ):
             fleet.processes.append(procs.spawn(name, argv, c.files.log(name), c.root))
     fleet.save()

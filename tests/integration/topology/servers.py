@@ -102,21 +102,35 @@ class RedisServers:
             self._wait_ready(node)
         return nodes
 
+    def start_at(self, nodes: Sequence[RedisNode]) -> list[RedisNode]:
+        """Servers listening on exactly these addresses (e.g. pod IPs that are loopback addresses)."""
+        binary = redis_server_binary()
+        for node in nodes:
+            self.processes[node] = self._spawn(binary, node)
+        for node in nodes:
+            self._wait_ready(node)
+        return list(nodes)
+
     def _spawn(self, binary: str, node: RedisNode) -> subprocess.Popen[bytes]:
         port = node.port
+        name = f"{node.host}-{port}"
         args = [
             binary,
-            "--bind", "127.0.0.1",
+            "--bind", node.host,
             "--port", str(port),
             "--cluster-enabled", "yes",
-            "--cluster-config-file", f"nodes-{port}.conf",
+            "--cluster-config-file", f"nodes-{name}.conf",
             "--cluster-node-timeout", str(NODE_TIMEOUT_MS),
             "--dir", str(self.root),
             "--daemonize", "no",
             "--save", "",
             "--appendonly", "no",
-            "--logfile", f"redis-{port}.log",
+            "--logfile", f"redis-{name}.log",
         ]  # fmt: skip
+        if node.host != "127.0.0.1":
+            # Many servers on one machine, each on its own loopback address: make each one connect
+            # from and announce its own address, as a server in its own pod would.
+            args += ["--bind-source-addr", node.host, "--cluster-announce-ip", node.host]
         if self.password is not None:
             args += ["--requirepass", self.password, "--masterauth", self.password]
         return subprocess.Popen(args, cwd=self.root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
@@ -138,7 +152,7 @@ class RedisServers:
             time.sleep(0.05)
 
     def log(self, node: RedisNode) -> str:
-        path = self.root / f"redis-{node.port}.log"
+        path = self.root / f"redis-{node.host}-{node.port}.log"
         return path.read_text(errors="replace")[-2000:] if path.exists() else "(no log)"
 
     def kill(self, node: RedisNode) -> None:

@@ -1,0 +1,123 @@
+"""The controller forms and watches a real Redis Cluster: the pods of a RedisCluster are given
+loopback IPs by kwok (a fleet started with a pod CIDR inside 127.0.0.0/8), and the test runs a real
+redis-server on each pod's IP, so the controller's topology path talks to real Redis exactly as it
+would to real pods. Killing a master shows up in the RedisCluster's status."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from devfleet import fleet as devfleet
+from syncer.controller.model import ControllerOptions
+from syncer.controller.topology import RedisNode
+from syncer.kube import ClusterClient
+from tests.integration.controller.kit import (
+    API_VERSION,
+    KIND,
+    condition,
+    controller_running,
+    install_crd,
+    is_ready,
+    redis_cluster,
+    wait_for,
+)
+from tests.integration.topology.servers import RedisServers, client
+
+pytestmark = pytest.mark.integration
+
+CLUSTER = "topo"
+SHARDS = 3
+
+
+@pytest.fixture(scope="module")
+def loopback_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[devfleet.Fleet]:
+    root = tmp_path_factory.mktemp("loopback-fleet") / "state"
+    options = devfleet.UpOptions(clusters=(CLUSTER,), pod_cidr="127.64.0.1/16")
+    started = devfleet.up(root, options, say=lambda _: None)
+    try:
+        yield started
+    finally:
+        processes = list(started.processes)
+        assert devfleet.down(root, say=lambda _: None) == []
+        assert not [p for p in processes if p.alive()]
+
+
+@pytest.fixture
+def kube(loopback_fleet: devfleet.Fleet) -> Iterator[ClusterClient]:
+    api = ClusterClient.from_kubeconfig(str(loopback_fleet.kubeconfig), CLUSTER)
+    install_crd(api)
+    api.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "topo"}})
+    yield api
+    api.close()
+
+
+def pod_nodes(kube: ClusterClient) -> list[RedisNode] | None:
+    pods = kube.list("v1", "Pod", namespace="topo").items
+    ips = [(p.get("status") or {}).get("podIP") for p in pods]
+    if len(pods) != SHARDS * 2 or not all(ips):
+        return None
+    assert all(str(ip).startswith("127.64.") for ip in ips), ips
+    return [RedisNode(str(ip), 6379) for ip in ips]
+
+
+def role(node: RedisNode) -> str:
+    with client(node) as conn:
+        return str(conn.info("replication")["role"])
+
+
+def live(kube: ClusterClient) -> dict[str, Any]:
+    return kube.get(API_VERSION, KIND, "cache", "topo")
+
+
+def test_the_controller_forms_the_redis_cluster_and_reports_a_killed_master(
+    loopback_fleet: devfleet.Fleet, kube: ClusterClient, tmp_path: Path
+) -> None:
+    servers = RedisServers(tmp_path)
+    options = ControllerOptions(
+        kubeconfig=str(loopback_fleet.kubeconfig),
+        context=CLUSTER,
+        watch_namespace="topo",
+        leader_elect=False,
+        topology=True,
+        poll_seconds=1.0,
+        watch_timeout_seconds=5,
+    )
+    try:
+        with controller_running(options):
+            kube.apply(redis_cluster("cache", "topo", shards=SHARDS, replicasPerShard=1))
+            nodes = wait_for(lambda: pod_nodes(kube), 60, "six pods with loopback IPs")
+            servers.start_at(nodes)
+
+            formed = wait_for(lambda: is_ready(live(kube)) or None, 90, "Ready with the Redis cluster formed")
+            assert formed
+            with client(nodes[0]) as conn:
+                info = conn.execute_command("CLUSTER", "INFO")
+            assert "cluster_state:ok" in info
+            assert "cluster_slots_assigned:16384" in info
+            masters = [n for n in nodes if role(n) == "master"]
+            assert len(masters) == SHARDS
+
+            servers.kill(masters[0])
+
+            def reports_it() -> dict[str, Any] | None:
+                ready = condition(live(kube), "Ready")
+                return (
+                    ready
+                    if ready.get("status") == "False" and str(masters[0].host) in ready["message"]
+                    else None
+                )
+
+            ready = wait_for(reports_it, 60, "Ready=False naming the killed master")
+            assert "Redis topology" in ready["message"]
+            kube.delete(API_VERSION, KIND, "cache", "topo")
+            wait_for(
+                lambda: not kube.list(API_VERSION, KIND, namespace="topo").items,
+                60,
+                "the RedisCluster to be gone",
+            )
+    finally:
+        assert servers.stop() == []
