@@ -1,11 +1,13 @@
-"""The chart as the real helm binary renders it: run helm, parse what it prints, read the README table."""
+"""The chart as the real helm binary renders it: run helm, parse what it prints, read the README table,
+and lay the rendered agent pod out in a folder so that syncer can run as that pod would."""
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,3 +112,82 @@ def readme_rules() -> dict[RuleKey, set[str]]:
         assert key not in rules, f"{key} listed twice"
         rules[key] = {_cell(v) for v in verbs.split(",")}
     return rules
+
+
+# -- the agent's pod, laid out in a folder ------------------------------------------------------------
+
+IN_CLUSTER_SERVER = "https://kubernetes.default.svc"
+SERVICE_ACCOUNT_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+@dataclass(frozen=True)
+class LocalPod:
+    """The chart's pod as a local process would see it: every volume of the rendered Deployment is a
+    folder under ``root`` (the ConfigMap's files written there), the ServiceAccount token and CA are
+    where the kubelet would mount them, and the container's args and env point into ``root``."""
+
+    root: Path
+    args: list[str]
+    env: dict[str, str]
+
+    def flag(self, name: str) -> str:
+        """The value of ``--name=value`` in the container's args."""
+        found = [a.split("=", 1)[1] for a in self.args if a.startswith(f"--{name}=")]
+        assert len(found) == 1, f"--{name} in {self.args}"
+        return found[0]
+
+
+def _rewriter(mounts: Mapping[str, Path], server: str) -> Callable[[str], str]:
+    """Rewrites mount paths (whole path components only) and the in-cluster apiserver address."""
+    prefixes = sorted(mounts, key=len, reverse=True)
+    pattern = re.compile(r"(?<![\w./-])(" + "|".join(re.escape(p) for p in prefixes) + r")(?![\w.-])")
+
+    def rewrite(text: str) -> str:
+        return pattern.sub(lambda m: str(mounts[m.group(1)]), text).replace(IN_CLUSTER_SERVER, server)
+
+    return rewrite
+
+
+def local_pod(
+    objects: Sequence[Mapping[str, Any]], root: Path, kubeconfig: Path, context: str, namespace: str
+) -> LocalPod:
+    """Lay out the rendered agent pod under ``root``, with the credentials of ``context`` in ``kubeconfig``
+    (a ServiceAccount token) in place of the token the kubelet would project."""
+    doc = yaml.safe_load(kubeconfig.read_text(encoding="utf-8"))
+    ctx = next(c["context"] for c in doc["contexts"] if c["name"] == context)
+    cluster = next(c["cluster"] for c in doc["clusters"] if c["name"] == ctx["cluster"])
+    user = next(u["user"] for u in doc["users"] if u["name"] == ctx["user"])
+    account = root / "serviceaccount"
+    account.mkdir(parents=True)
+    (account / "token").write_text(user["token"], encoding="utf-8")
+    (account / "ca.crt").write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
+    (account / "namespace").write_text(namespace, encoding="utf-8")
+
+    deployment = only(objects, "Deployment")
+    spec = deployment["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    mounts: dict[str, Path] = {SERVICE_ACCOUNT_MOUNT: account}
+    for mount in container["volumeMounts"]:
+        mounts[mount["mountPath"]] = root / "volumes" / mount["name"]
+    rewrite = _rewriter(mounts, cluster["server"])
+    for mount in container["volumeMounts"]:
+        volume = volumes[mount["name"]]
+        folder = mounts[mount["mountPath"]]
+        folder.mkdir(parents=True)
+        if "configMap" in volume:
+            data = only(objects, "ConfigMap", volume["configMap"]["name"])["data"]
+            for name, text in data.items():
+                (folder / name).write_text(rewrite(text), encoding="utf-8")
+        else:
+            assert "emptyDir" in volume, f"volume {mount['name']}: only ConfigMaps and emptyDirs here"
+
+    fields = {"metadata.namespace": namespace, "metadata.name": f"{deployment['metadata']['name']}-0"}
+    env: dict[str, str] = {}
+    for var in container["env"]:
+        if "value" in var:
+            env[var["name"]] = rewrite(var["value"])
+        else:
+            env[var["name"]] = fields[var["valueFrom"]["fieldRef"]["fieldPath"]]
+    args = [rewrite(re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], a)) for a in container["args"]]
+    return LocalPod(root, args, env)
