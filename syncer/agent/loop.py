@@ -8,6 +8,7 @@ clusters or while waiting on a gate), its decisions already recorded in the clus
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import socket
@@ -22,6 +23,7 @@ from syncer.agent.service import Agent, read_secret
 from syncer.agent.settings import AgentSettings
 from syncer.controller.model import ControllerOptions
 from syncer.controller.runner import run_controller
+from syncer.errors import Conflict, NotFound
 from syncer.kube import ClusterClient
 from syncer.leader.election import LeaderElector, LeaseOptions
 
@@ -65,6 +67,19 @@ def start_controllers(agent: Agent, settings: AgentSettings, stop: threading.Eve
         thread.start()
         threads.append(thread)
     return threads
+
+
+def ensure_lease_namespace(client: ClusterClient, namespace: str) -> None:
+    """Create the Lease's namespace when it is missing: the elector cannot create a Lease without it
+    (replicas racing to create it both succeed, one of them finding it already made)."""
+    try:
+        client.get("v1", "Namespace", namespace)
+        return
+    except NotFound:
+        pass
+    with contextlib.suppress(Conflict):
+        client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        log.info("created the lease namespace %s", namespace)
 
 
 class AgentProcess:
@@ -169,6 +184,7 @@ class AgentProcess:
                 lease.retry_period,
             )
             try:
+                ensure_lease_namespace(client, lease.namespace)
                 elector = LeaderElector(client, options)
                 while not self.stop.is_set():
                     elector.run(self.stop, self._lead)

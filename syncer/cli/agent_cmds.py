@@ -81,6 +81,32 @@ def _load(config_path: Path) -> Any:
         raise click.ClickException(str(err)) from err
 
 
+def _lease_settings(opts: dict[str, Any]) -> LeaseSettings:
+    duration, deadline, retry = (
+        opts["lease_duration"],
+        opts["lease_renew_deadline"],
+        opts["lease_retry_period"],
+    )
+    if duration < 1:
+        raise click.BadParameter("must be at least 1s", param_hint="--lease-duration")
+    if not 0 < deadline < duration:
+        raise click.BadParameter(
+            "must be above 0 and less than --lease-duration", param_hint="--lease-renew-deadline"
+        )
+    if not 0 < retry < deadline:
+        raise click.BadParameter(
+            "must be above 0 and less than --lease-renew-deadline", param_hint="--lease-retry-period"
+        )
+    return LeaseSettings(
+        enabled=opts["leader_elect"],
+        namespace=opts["lease_namespace"],
+        context=opts["lease_context"],
+        duration=duration,
+        renew_deadline=deadline,
+        retry_period=retry,
+    )
+
+
 @click.command()
 @common
 @click.option(
@@ -109,6 +135,27 @@ def _load(config_path: Path) -> Any:
     "--lease-context", default="", help="Context of the home cluster holding the Lease [default: current]."
 )
 @click.option(
+    "--lease-duration",
+    default="15s",
+    show_default=True,
+    callback=_duration,
+    help="How long a Lease not renewed stays held: how soon another replica may take over.",
+)
+@click.option(
+    "--lease-renew-deadline",
+    default="10s",
+    show_default=True,
+    callback=_duration,
+    help="How long the leader keeps acting when it cannot renew the Lease (less than the duration).",
+)
+@click.option(
+    "--lease-retry-period",
+    default="2s",
+    show_default=True,
+    callback=_duration,
+    help="How often the Lease is renewed or, by a standby, tried (less than the renew deadline).",
+)
+@click.option(
     "--controller/--no-controller",
     default=False,
     show_default=True,
@@ -130,6 +177,7 @@ def _load(config_path: Path) -> Any:
 def run(**opts: Any) -> None:
     """Run the agent: poll git, verify, roll out in waves, repair drift, serve metrics."""
     configure_logs()
+    lease = _lease_settings(opts)
     config = _load(opts["config_path"])
     settings = AgentSettings(
         config=opts["config_path"],
@@ -141,9 +189,7 @@ def run(**opts: Any) -> None:
         state_namespace=opts["state_namespace"],
         http_port=opts["http_port"],
         hook_secret_file=opts["hook_secret_file"],
-        lease=LeaseSettings(
-            enabled=opts["leader_elect"], namespace=opts["lease_namespace"], context=opts["lease_context"]
-        ),
+        lease=lease,
         controller=ControllerSettings(
             enabled=opts["controller"] or opts["controller_every_cluster"],
             every_cluster=opts["controller_every_cluster"],
