@@ -289,7 +289,12 @@ def sync(
     report = result.report
     if report is None:
         sys.exit(EXIT_NOT_SYNCED)
-    good = report.outcome in {SyncOutcome.APPLIED, SyncOutcome.UNCHANGED}
+    for cluster, error in report.unsaved:
+        console.print(
+            f"[red]sync state not written[/red] on {cluster}: {error} (the next pass cannot resume there)",
+            highlight=False,
+        )
+    good = report.outcome in {SyncOutcome.APPLIED, SyncOutcome.UNCHANGED} and not report.unsaved
     colour = "green" if good else "red"
     console.print(
         f"[{colour}]{report.outcome}[/{colour}] {report.revision[:12]}"

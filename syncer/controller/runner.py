@@ -109,9 +109,12 @@ class Controller:
             thread.start()
         stop.wait()
         self.queue.shutdown()
-        deadline = time.monotonic() + self._options.watch_timeout_seconds + 15
-        for thread in threads:
-            thread.join(max(deadline - time.monotonic(), 0.1))
+        # Workers finish the reconcile in hand; watches blocked on the server are not waited for: they
+        # are daemon threads that see the stop at their next event or when the server ends the watch.
+        deadline = time.monotonic() + 15
+        for name, thread in zip((n for n, _ in loops), threads, strict=True):
+            if not name.startswith("watch-"):
+                thread.join(max(deadline - time.monotonic(), 0.1))
         log.info("controller stopped")
 
     def _child_watch(self, api_version: str, kind: str) -> Callable[[threading.Event], None]:

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from syncer.errors import Conflict, NotFound
+from syncer.errors import Conflict, KubeError, NotFound
 from syncer.kube import KubeApi
 
 log = logging.getLogger(__name__)
@@ -162,9 +162,17 @@ class LeaderElector:
             return
         log.info("released lease %s/%s", self.options.namespace, self.options.name)
 
+    def _acquired(self) -> bool:
+        """One attempt at the Lease; an apiserver error is a failed attempt, tried again later."""
+        try:
+            return self.try_acquire_or_renew()
+        except KubeError as err:
+            log.warning("cannot reach the lease %s/%s: %s", self.options.namespace, self.options.name, err)
+            return False
+
     def run(self, stop: threading.Event, lead: Callable[[threading.Event], None]) -> bool:
         """Wait for the Lease, then run ``lead(stop_leading)`` while holding it; False if never led."""
-        while not self.try_acquire_or_renew():
+        while not self._acquired():
             if stop.wait(self.options.retry_period):
                 return False
         stop_leading = threading.Event()
