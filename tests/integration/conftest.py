@@ -16,6 +16,9 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from devfleet import fleet as devfleet
+from syncer.kube import ClusterClient
+from tests.integration.controller.kit import install_crd
+from tests.integration.verify.kit import Keys, SshKey
 
 
 class FleetHandle:
@@ -54,6 +57,27 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetHandle]:
         leaked = [p for p in started if p.alive()]
         assert not survivors, f"fleet processes could not be stopped: {survivors}"
         assert not leaked, f"fleet processes leaked: {leaked}"
+
+
+@pytest.fixture(scope="session")
+def ops_key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshKey]:
+    """An SSH key, made with ssh-keygen, that tests sign fleet-repository commits with."""
+    keys = Keys(tmp_path_factory.mktemp("keys"))
+    try:
+        yield keys.ssh("ops")
+    finally:
+        keys.close()
+
+
+@pytest.fixture(scope="session")
+def crd_installed(fleet: FleetHandle) -> None:
+    """The RedisCluster CRD, installed in every cluster of the session fleet and served."""
+    for name in fleet.names:
+        api = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), name)
+        try:
+            install_crd(api)
+        finally:
+            api.close()
 
 
 @pytest.fixture

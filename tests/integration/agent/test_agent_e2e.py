@@ -20,16 +20,15 @@ from syncer.agent.settings import AgentSettings
 from syncer.config import load_agent_config
 from syncer.controller.model import ControllerOptions
 from syncer.controller.runner import run_controller
-from syncer.crds import load_crd
 from syncer.domain.sync_state import SyncPhase
 from syncer.engine.revision import Stage
 from syncer.engine.sync import Progress, SyncOutcome
 from syncer.errors import NotFound
-from syncer.kube import ApplyOptions, ClusterClient
+from syncer.kube import ClusterClient
 from syncer.status import StateStore
 from syncer.status.metrics import SyncerMetrics
 from tests.integration.conftest import FleetHandle
-from tests.integration.verify.kit import GitRepo, Keys, SshKey, bare_remote, write_policy
+from tests.integration.verify.kit import GitRepo, SshKey, bare_remote, write_policy
 
 pytestmark = pytest.mark.integration
 
@@ -109,22 +108,13 @@ class Setup:
         return sha
 
 
-@pytest.fixture(scope="module")
-def key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshKey]:
-    keys = Keys(tmp_path_factory.mktemp("keys"))
-    try:
-        yield keys.ssh("ops")
-    finally:
-        keys.close()
-
-
 @pytest.fixture
-def setup(fleet: FleetHandle, namespace: str, tmp_path: Path, key: SshKey) -> Iterator[Setup]:
+def setup(
+    fleet: FleetHandle, namespace: str, tmp_path: Path, ops_key: SshKey, crd_installed: None
+) -> Iterator[Setup]:
     prefix = f"{namespace}-e2e"
     clients = {n: ClusterClient.from_kubeconfig(str(fleet.kubeconfig), n) for n in fleet.names}
-    for client in clients.values():
-        client.apply(load_crd(), ApplyOptions(field_manager="test-setup", force=True))
-    made = Setup(tmp_path, fleet, key, prefix)
+    made = Setup(tmp_path, fleet, ops_key, prefix)
     threads = [
         threading.Thread(
             target=run_controller,

@@ -20,15 +20,14 @@ import yaml
 
 from syncer.controller.model import ControllerOptions
 from syncer.controller.runner import run_controller
-from syncer.crds import load_crd
 from syncer.domain.sync_state import ClusterSyncState, SyncPhase
 from syncer.errors import NotFound
-from syncer.kube import ApplyOptions, ClusterClient
+from syncer.kube import ClusterClient
 from syncer.status import StateStore
 from syncer.status.state_store import LoadedState
 from tests.integration.agent.procs import AgentProc, Agents, eventually
 from tests.integration.conftest import FleetHandle
-from tests.integration.verify.kit import GitRepo, Keys, SshKey, bare_remote, write_policy
+from tests.integration.verify.kit import GitRepo, SshKey, bare_remote, write_policy
 
 pytestmark = pytest.mark.integration
 
@@ -217,24 +216,11 @@ class Rig:
             client.close()
 
 
-@pytest.fixture(scope="module")
-def key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshKey]:
-    keys = Keys(tmp_path_factory.mktemp("keys"))
-    try:
-        yield keys.ssh("ops")
-    finally:
-        keys.close()
-
-
 @pytest.fixture
-def rig(fleet: FleetHandle, namespace: str, tmp_path: Path, key: SshKey) -> Iterator[Rig]:
-    for name in fleet.names:
-        client = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), name)
-        try:
-            client.apply(load_crd(), ApplyOptions(field_manager="test-setup", force=True))
-        finally:
-            client.close()
-    made = Rig(tmp_path, fleet, key, f"{namespace}-p")
+def rig(
+    fleet: FleetHandle, namespace: str, tmp_path: Path, ops_key: SshKey, crd_installed: None
+) -> Iterator[Rig]:
+    made = Rig(tmp_path, fleet, ops_key, f"{namespace}-p")
     try:
         yield made
     finally:

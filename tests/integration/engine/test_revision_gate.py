@@ -4,7 +4,6 @@ good revision stays in force. Real git repositories, real ssh-keygen signatures.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,20 +14,11 @@ from syncer.config import load_trust_policy
 from syncer.engine.revision import Outcome, RevisionGate, RevisionOptions, Stage
 from syncer.errors import ManifestError
 from syncer.source import GitSource, SourceOptions
-from tests.integration.verify.kit import GitRepo, Keys, SshKey, bare_remote, write_policy
+from tests.integration.verify.kit import GitRepo, SshKey, bare_remote, write_policy
 
 pytestmark = pytest.mark.integration
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "repo"
-
-
-@pytest.fixture(scope="module")
-def ops_key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshKey]:
-    keys = Keys(tmp_path_factory.mktemp("keys"))
-    try:
-        yield keys.ssh("ops")
-    finally:
-        keys.close()
 
 
 class Fixture:

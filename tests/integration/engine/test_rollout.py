@@ -16,14 +16,13 @@ import pytest
 import yaml
 
 from syncer.config.rollout import RolloutPolicy, WaveGate, WavePolicy
-from syncer.crds import load_crd
 from syncer.domain.objects import DesiredFleet
 from syncer.domain.selectors import LabelSelector
 from syncer.domain.sync_state import SyncPhase
 from syncer.engine.diff import DiffOptions
 from syncer.engine.sync import FleetRollout, Progress, SyncOptions, SyncOutcome
 from syncer.errors import NotFound
-from syncer.kube import ApplyOptions, ClusterClient
+from syncer.kube import ClusterClient
 from syncer.manifests import load_fleet
 from syncer.rollout import Decision
 from syncer.status import StateStore
@@ -69,16 +68,6 @@ class Repo:
             )
         (self.root / "base" / "objects.yaml").write_text(yaml.safe_dump_all(docs))
         return load_fleet(self.root, revision)
-
-
-@pytest.fixture(scope="module")
-def crd_installed(fleet: FleetHandle) -> None:
-    for name in fleet.names:
-        client = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), name)
-        try:
-            client.apply(load_crd(), ApplyOptions(field_manager="test-setup", force=True))
-        finally:
-            client.close()
 
 
 @pytest.fixture
