@@ -74,11 +74,17 @@ def common(func: F) -> F:
     return func
 
 
+class _ConfigProblem(click.ClickException):
+    """A config or policy file that cannot be used: exit 2, like every other error."""
+
+    exit_code = EXIT_ERROR
+
+
 def _load(config_path: Path) -> Any:
     try:
         return load_agent_config(config_path)
     except SyncerError as err:
-        raise click.ClickException(str(err)) from err
+        raise _ConfigProblem(str(err)) from err
 
 
 def _lease_settings(opts: dict[str, Any]) -> LeaseSettings:
@@ -269,7 +275,10 @@ def sync(
     )
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    agent = Agent(config, settings, SyncerMetrics(), stop, listener=_printer(console))
+    try:
+        agent = Agent(config, settings, SyncerMetrics(), stop, listener=_printer(console))
+    except SyncerError as err:
+        raise _ConfigProblem(str(err)) from err
     controllers = start_controllers(agent, settings, stop)
     try:
         result = agent.sync_once()
