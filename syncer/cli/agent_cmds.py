@@ -182,9 +182,9 @@ def _lease_settings(opts: dict[str, Any]) -> LeaseSettings:
 @click.option("--workers", default=2, show_default=True, help="Reconcile workers of the embedded controller.")
 def run(**opts: Any) -> None:
     """Run the agent: poll git, verify, roll out in waves, repair drift, serve metrics."""
-    configure_logs()
     lease = _lease_settings(opts)
     config = _load(opts["config_path"])
+    configure_logs()  # only once the arguments and files are known to be good
     settings = AgentSettings(
         config=opts["config_path"],
         rollout_policy=opts["rollout_policy"],
