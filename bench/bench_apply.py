@@ -44,7 +44,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from syncer.apply import ApplyPolicy, ClusterApplier
 from syncer.config.rollout import RolloutPolicy, WaveGate, WavePolicy
-from syncer.crds import load_crd
 from syncer.domain import MANAGED_BY_SELECTOR, Inventory, applied_body
 from syncer.domain.changeset import Outcome
 from syncer.engine.diff import DiffOptions, plan_live_cluster
@@ -146,19 +145,6 @@ def write_repo(
 
 
 # -- the cluster ------------------------------------------------------------------------------------
-
-
-def install_crd(api: ClusterClient) -> None:
-    api.apply(load_crd(), ApplyOptions(field_manager="bench", force=True))
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            api.list(API_VERSION, "RedisCluster")
-            return
-        except NotFound:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
 
 
 def delete_namespaces(api: ClusterClient, names: list[str], timeout: float = 120.0) -> None:
@@ -508,7 +494,9 @@ def print_requests(title: str, answer: Mapping[str, Any], counts: Mapping[str, C
 
 
 def bench(root: Path, args: argparse.Namespace) -> bool:
-    from devfleet import fleet as devfleet  # kept out of the agent child, whose RSS is measured
+    # kept out of the agent child, whose RSS is measured
+    from devfleet import fleet as devfleet
+    from devfleet.access import install_redis_crd
 
     started = time.perf_counter()
     state = devfleet.up(root / "fleet", devfleet.UpOptions(clusters=CLUSTERS), say=lambda m: None)
@@ -518,7 +506,7 @@ def bench(root: Path, args: argparse.Namespace) -> bool:
         for name in CLUSTERS:
             api = ClusterClient.from_kubeconfig(str(kubeconfig), name, options=ClientOptions(qps=0))
             try:
-                install_crd(api)
+                install_redis_crd(api, field_manager="bench")
             finally:
                 api.close()
         where = f"{NAMESPACES} namespaces on {APPLY_CLUSTER}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -60,19 +61,39 @@ def apply_files(fleet: Fleet, files: list[Path], clusters: tuple[str, ...] = ())
                 done.append(f"{cluster}: {doc['kind']}/{doc['metadata']['name']} applied")
             for doc in documents:
                 if doc["kind"] == "CustomResourceDefinition":
-                    _wait_established(client, doc["apiVersion"], doc["metadata"]["name"])
+                    wait_served(client, doc)
         finally:
             client.close()
     return done
 
 
-def _wait_established(client: Any, api_version: str, name: str, timeout: float = 60.0) -> None:
-    """Wait until a CRD is Established, so objects of its kind can be applied right away."""
+def wait_served(client: Any, crd: Mapping[str, Any], timeout: float = 60.0) -> None:
+    """Wait until a CRD is Established and its kind can be listed, so objects of it can be applied at
+    once (the apiserver may answer 404 or 503 for a moment after Established)."""
+    from syncer.errors import NotFound, ServerError
+
+    spec = crd["spec"]
+    version = next(v["name"] for v in spec["versions"] if v.get("served", True))
+    api_version, kind = f"{spec['group']}/{version}", spec["names"]["kind"]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        crd = client.get(api_version, "CustomResourceDefinition", name)
-        conditions = (crd.get("status") or {}).get("conditions") or []
+        live = client.get(crd["apiVersion"], "CustomResourceDefinition", crd["metadata"]["name"])
+        conditions = (live.get("status") or {}).get("conditions") or []
         if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
-            return
+            try:
+                client.list(api_version, kind)
+                return
+            except (NotFound, ServerError):
+                pass
         time.sleep(0.2)
-    raise TimeoutError(f"CustomResourceDefinition {name} not Established after {timeout:.0f}s")
+    raise TimeoutError(f"CustomResourceDefinition {crd['metadata']['name']} not served after {timeout:.0f}s")
+
+
+def install_redis_crd(client: Any, field_manager: str = "syncer-fleet") -> None:
+    """Apply syncer's RedisCluster CRD to one cluster (server-side, forced) and wait until it is served."""
+    from syncer.crds import load_crd
+    from syncer.kube import ApplyOptions
+
+    crd = load_crd()
+    client.apply(crd, ApplyOptions(field_manager=field_manager, force=True))
+    wait_served(client, crd)

@@ -11,38 +11,18 @@ from typing import Any, TypeVar
 
 from prometheus_client import CollectorRegistry
 
+from devfleet.access import install_redis_crd
 from syncer.controller.model import API_VERSION, KIND, ControllerOptions
 from syncer.controller.runner import run_controller
-from syncer.crds import load_crd
-from syncer.errors import NotFound
-from syncer.kube import ApplyOptions, ClusterClient, KubeObject
+from syncer.kube import ClusterClient, KubeObject
 
 T = TypeVar("T")
 CRD_API = "apiextensions.k8s.io/v1"
 
 
-def install_crd(kube: ClusterClient, timeout: float = 30.0) -> None:
-    """Apply the RedisCluster CRD (idempotent: server-side apply) and wait until it is Established."""
-    crd = load_crd()
-    kube.apply(crd, ApplyOptions(field_manager="syncer-tests", force=True))
-    name = crd["metadata"]["name"]
-
-    def established() -> bool:
-        live = kube.get(CRD_API, "CustomResourceDefinition", name)
-        conditions = (live.get("status") or {}).get("conditions") or []
-        return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
-
-    wait_for(established, timeout, "the RedisCluster CRD to be Established")
-    # The apiserver may serve the new kind a moment after Established: ask until a list works.
-    wait_for(lambda: _lists(kube), timeout, "redisclusters to be served")
-
-
-def _lists(kube: ClusterClient) -> bool:
-    try:
-        kube.list(API_VERSION, KIND, namespace="default")
-    except NotFound:
-        return False
-    return True
+def install_crd(kube: ClusterClient) -> None:
+    """Apply the RedisCluster CRD (idempotent: server-side apply) and wait until it is served."""
+    install_redis_crd(kube, field_manager="syncer-tests")
 
 
 def wait_for(check: Callable[[], T], timeout: float, what: str, interval: float = 0.2) -> T:

@@ -15,10 +15,10 @@ import yaml
 from kubernetes import client
 from prometheus_client.parser import text_string_to_metric_families
 
-from syncer.crds import load_crd
+from devfleet.access import install_redis_crd
 from syncer.domain import MANAGED_BY_SELECTOR, Manifest, ObjectKey, applied_body
-from syncer.errors import Location, NotFound
-from syncer.kube import ApplyOptions, ClientOptions, ClusterClient
+from syncer.errors import Location
+from syncer.kube import ClientOptions, ClusterClient
 from tests.integration.conftest import FleetHandle
 
 GROUP, VERSION, PLURAL = "redis.syncer.dev", "v1alpha1", "redisclusters"
@@ -83,19 +83,6 @@ def request_counts(api: ClusterClient) -> Counts:
     return counts
 
 
-def _install_crd(api: ClusterClient) -> None:
-    api.apply(load_crd(), ApplyOptions(field_manager="diff-tests", force=True))
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            api.list(API_VERSION, "RedisCluster")
-            return
-        except NotFound:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
-
-
 def _remove_managed(fleet: FleetHandle) -> None:
     """Delete every syncer-managed RedisCluster of the fleet, one collection delete per namespace."""
     for name in fleet.names:
@@ -131,7 +118,7 @@ def crd(fleet: FleetHandle) -> None:
     for name in fleet.names:
         api = kube(fleet, name)
         try:
-            _install_crd(api)
+            install_redis_crd(api, field_manager="diff-tests")
         finally:
             api.close()
 
