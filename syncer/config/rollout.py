@@ -77,8 +77,8 @@ def _duration(fields: Fields, key: str, default: float) -> float:
 _OPERATORS = {"In", "NotIn", "Exists", "DoesNotExist"}
 
 
-def _selector(fields: Fields) -> LabelSelector:
-    """A label selector, its shape checked here since no schema has seen it."""
+def parse_selector(fields: Fields) -> LabelSelector:
+    """A label selector of an agent policy file, its shape checked here since no schema has seen it."""
     fields.reject_unknown({"matchLabels", "matchExpressions"})
     labels = fields.raw("matchLabels") or {}
     if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
@@ -124,7 +124,7 @@ def parse_rollout_policy(data: dict[str, Any], origin: str) -> RolloutPolicy:
             raise wave.error("percent", "is required: a number above 0 and at most 100")
         if waves and percent < waves[-1].percent:
             raise wave.error("percent", f"{percent:g} is less than the previous wave's {waves[-1].percent:g}")
-        selector = _selector(wave.child("selector")) if wave.has("selector") else None
+        selector = parse_selector(wave.child("selector")) if wave.has("selector") else None
         name = wave.string("name", f"wave-{index + 1}")
         waves.append(WavePolicy(name, percent, selector, _gate(wave, defaults)))
     if waves[-1].percent != 100:

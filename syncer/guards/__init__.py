@@ -1,0 +1,41 @@
+"""Guard rails: named CEL rules on each planned change and limits on a whole revision. [pure]
+
+Owns: the CEL environment rules are written in (variables ``old``, ``new``, ``cluster``,
+``revision``, ``change``; the Kubernetes semver and quantity functions), compiling an expression
+with every problem's line and column (``compile_expression``), and judging a revision's planned
+changes against a policy (``judge_revision``), verdict by verdict. Must not: do I/O, read policy
+files (``syncer.config`` loads them) or act on a verdict (the engine rejects the revision).
+"""
+
+from syncer.guards.judge import change_inputs, judge_revision, referenced_paths
+from syncer.guards.language import VARIABLES, CelProblem, Evaluation, Program, compile_expression
+from syncer.guards.model import (
+    DEFAULT_ACTIONS,
+    ChangeKind,
+    ChangeRule,
+    GuardPolicy,
+    PlannedChange,
+    RevisionLimit,
+)
+from syncer.guards.verdicts import GuardReport, LimitVerdict, Outcome, RuleVerdict
+
+__all__ = [
+    "DEFAULT_ACTIONS",
+    "VARIABLES",
+    "CelProblem",
+    "ChangeKind",
+    "ChangeRule",
+    "Evaluation",
+    "GuardPolicy",
+    "GuardReport",
+    "LimitVerdict",
+    "Outcome",
+    "PlannedChange",
+    "Program",
+    "RevisionLimit",
+    "RuleVerdict",
+    "change_inputs",
+    "compile_expression",
+    "judge_revision",
+    "referenced_paths",
+]

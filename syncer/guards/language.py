@@ -1,0 +1,160 @@
+"""The CEL environment of guard rules: which variables and functions an expression may use.
+
+Every expression is parsed and type-checked when the policy is loaded (``compile_expression``), so an
+undeclared variable, an unknown function or a wrong argument type is found then, with its line and
+column, never while a revision is rolled out. Evaluation returns a value or an error as a result;
+it never raises for a problem of the expression or its inputs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cel_expr_python import cel
+from cel_expr_python.ext import ext_math, ext_optional, ext_strings
+
+from syncer.guards import functions
+
+# The variables of a change rule: the object live and as the revision wants it (null on a create /
+# a prune), the cluster ({name, labels}), the revision ({id, objectsChanged, clustersAffected}) and
+# the change itself ({action, kind, namespace, name, subject}).
+VARIABLES = ("old", "new", "cluster", "revision", "change")
+
+_ERROR = re.compile(r"^ERROR: <input>:(\d+):(\d+): (.*)$")
+
+
+@dataclass(frozen=True)
+class CelProblem:
+    """One problem the CEL parser or type checker found; line and column count from 1 in the text."""
+
+    line: int
+    column: int
+    message: str
+
+
+def _declarations() -> list[Any]:
+    dyn, string, boolean, integer = cel.Type.DYN, cel.Type.STRING, cel.Type.BOOL, cel.Type.INT
+    value = cel.Type.Map(string, dyn)
+
+    def overload(name: str, result: Any, params: list[Any], impl: Any, member: bool = False) -> Any:
+        return cel.Overload(name, return_type=result, parameters=params, is_member=member, impl=impl)
+
+    decls = [
+        cel.FunctionDecl(
+            "semver",
+            [
+                overload("semver_string", value, [string], functions.parse_semver),
+                overload("semver_string_bool", value, [string, boolean], functions.parse_semver),
+            ],
+        ),
+        cel.FunctionDecl(
+            "isSemver",
+            [
+                overload("isSemver_string", boolean, [string], functions.is_semver),
+                overload("isSemver_string_bool", boolean, [string, boolean], functions.is_semver),
+            ],
+        ),
+        cel.FunctionDecl(
+            "quantity", [overload("quantity_string", value, [string], functions.parse_quantity)]
+        ),
+        cel.FunctionDecl(
+            "isQuantity", [overload("isQuantity_string", boolean, [string], functions.is_quantity)]
+        ),
+    ]
+    results = {"compareTo": integer, "isLessThan": boolean, "isGreaterThan": boolean}
+    for name, impl in functions.MEMBER_FUNCTIONS.items():
+        if name in results:
+            decls.append(
+                cel.FunctionDecl(
+                    name, [overload(f"map_{name}_map", results[name], [value, value], impl, True)]
+                )
+            )
+        else:
+            decls.append(cel.FunctionDecl(name, [overload(f"map_{name}", integer, [value], impl, True)]))
+    return decls
+
+
+_ENV = cel.NewEnv(
+    variables=dict.fromkeys(VARIABLES, cel.Type.DYN),
+    extensions=[ext_strings.ExtStrings(), ext_optional.ExtOptional(), ext_math.ExtMath()],
+    functions=_declarations(),
+)
+
+
+def _problems(text: str) -> tuple[CelProblem, ...]:
+    """The ``ERROR: <input>:L:C: message`` lines of a CEL status message (the excerpt lines dropped)."""
+    found = []
+    for line in text.splitlines():
+        match = _ERROR.match(line.strip().removeprefix("INVALID_ARGUMENT: "))
+        if match:
+            message = re.sub(r"( \(in container ''\))?( \[[A-Z_]+\])?$", "", match.group(3))
+            found.append(CelProblem(int(match.group(1)), int(match.group(2)), message))
+    return tuple(found) or (CelProblem(1, 1, text.strip()),)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """The value of an expression (``None`` with ``error`` set when it could not be evaluated)."""
+
+    value: bool | None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Program:
+    """A parsed and type-checked boolean expression."""
+
+    source: str
+    compiled: Any = field(repr=False, compare=False)
+
+    def evaluate(self, inputs: Mapping[str, Any]) -> Evaluation:
+        data = {name: plain(inputs.get(name)) for name in VARIABLES}
+        result = self.compiled.eval(data=data)
+        kind = result.type().name()
+        if kind == "BOOL":
+            return Evaluation(bool(result.value()))
+        if kind == "ERROR":
+            return Evaluation(None, _runtime_message(str(result.value())))
+        return Evaluation(None, f"the expression gave {_a(kind)}, not a bool")
+
+
+def _a(kind: str) -> str:
+    word = kind.lower().split("<")[0]
+    return f"an {word}" if word[:1] in "aeiou" else f"a {word}"
+
+
+def _runtime_message(text: str) -> str:
+    """A CEL runtime status as a sentence: the status code dropped, the common cases reworded."""
+    match = re.match(r'^NOT_FOUND: Key not found in map : "(.*)"$', text)
+    if match:
+        return f"no such key: {match.group(1)}"
+    message = re.sub(r"^[A-Z_]+: ", "", text)
+    if message.startswith("Applying SELECT to non-message type"):
+        return "a field was read from null or from a value without fields (old is null on a create)"
+    return message
+
+
+def compile_expression(source: str) -> Program | tuple[CelProblem, ...]:
+    """A program for ``source``, or every problem the parser and the type checker found in it."""
+    try:
+        compiled = _ENV.compile(source)
+    except RuntimeError as err:
+        return _problems(str(err))
+    kind = compiled.return_type().name()
+    if kind not in ("BOOL", "DYN"):
+        return (CelProblem(1, 1, f"the expression gives {_a(kind)}; a rule must give a bool"),)
+    return Program(source, compiled)
+
+
+def plain(value: Any) -> Any:
+    """Values as CEL takes them: dicts, lists, str, int, float, bool, None (anything else as text)."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return str(value)
