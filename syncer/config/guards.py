@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from syncer.config.loading import Fields, load_yaml_mapping
-from syncer.config.rollout import parse_selector
+from syncer.config.shapes import parse_selector
 from syncer.errors import ConfigError, Location
 from syncer.guards import (
     DEFAULT_ACTIONS,

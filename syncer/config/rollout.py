@@ -7,26 +7,24 @@ least one), the first two waves together about 10%, and so on until the last wav
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from syncer.config.loading import Fields, load_yaml_mapping
+from syncer.config.shapes import parse_duration, parse_selector
+from syncer.config.windows import MaintenanceWindow, parse_window
 from syncer.domain.selectors import LabelSelector
 
-_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
-
-
-def parse_duration(text: object) -> float:
-    """Seconds of a duration like ``90s``, ``5m``, ``1h30m``; a bare number is seconds."""
-    if isinstance(text, int | float) and not isinstance(text, bool) and text >= 0:
-        return float(text)
-    match = _DURATION.match(str(text).strip()) if isinstance(text, str) else None
-    if not match or not any(match.groups()):
-        raise ValueError(f"{text!r} is not a duration like 30s, 5m or 1h30m")
-    hours, minutes, seconds = (int(g) if g else 0 for g in match.groups())
-    return float(hours * 3600 + minutes * 60 + seconds)
+__all__ = [
+    "MaintenanceWindow",
+    "RolloutPolicy",
+    "WaveGate",
+    "WavePolicy",
+    "load_rollout_policy",
+    "parse_duration",
+    "parse_rollout_policy",
+]
 
 
 @dataclass(frozen=True)
@@ -55,10 +53,12 @@ class WavePolicy:
 
 @dataclass(frozen=True)
 class RolloutPolicy:
-    """The waves in order and whether a failed wave is put back on the last good revision."""
+    """The waves in order, whether a failed wave is put back on the last good revision, and the
+    maintenance windows that say when clusters may change (none: always)."""
 
     waves: tuple[WavePolicy, ...]
     rollback: bool = True
+    windows: tuple[MaintenanceWindow, ...] = ()
 
     @staticmethod
     def single_wave() -> RolloutPolicy:
@@ -74,27 +74,6 @@ def _duration(fields: Fields, key: str, default: float) -> float:
         raise fields.error(key, str(err)) from err
 
 
-_OPERATORS = {"In", "NotIn", "Exists", "DoesNotExist"}
-
-
-def parse_selector(fields: Fields) -> LabelSelector:
-    """A label selector of an agent policy file, its shape checked here since no schema has seen it."""
-    fields.reject_unknown({"matchLabels", "matchExpressions"})
-    labels = fields.raw("matchLabels") or {}
-    if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
-        raise fields.error("matchLabels", "must map label names to string values")
-    for index in range(len(fields.items("matchExpressions"))):
-        expression = fields.child("matchExpressions", index)
-        expression.reject_unknown({"key", "operator", "values"})
-        expression.string("key")
-        if expression.string("operator") not in _OPERATORS:
-            raise expression.error("operator", f"must be one of {', '.join(sorted(_OPERATORS))}")
-        expression.strings("values", ())
-    return LabelSelector.from_dict(
-        {"matchLabels": labels, "matchExpressions": fields.items("matchExpressions")}
-    )
-
-
 def _gate(fields: Fields, base: WaveGate) -> WaveGate:
     max_concurrent = fields.number("maxConcurrent", base.max_concurrent)
     if max_concurrent != int(max_concurrent):
@@ -108,7 +87,7 @@ def _gate(fields: Fields, base: WaveGate) -> WaveGate:
 
 def parse_rollout_policy(data: dict[str, Any], origin: str) -> RolloutPolicy:
     top = Fields(data, origin=origin)
-    top.reject_unknown({"waves", "defaults", "rollback"})
+    top.reject_unknown({"waves", "defaults", "rollback", "windows"})
     defaults_fields = top.child("defaults")
     defaults_fields.reject_unknown({"maxConcurrent", "healthTimeout", "bake"})
     defaults = _gate(defaults_fields, WaveGate())
@@ -131,7 +110,10 @@ def parse_rollout_policy(data: dict[str, Any], origin: str) -> RolloutPolicy:
         raise top.error("waves", "the last wave must reach percent: 100 so that the whole fleet is covered")
     if len({w.name for w in waves}) != len(waves):
         raise top.error("waves", "wave names must be unique")
-    return RolloutPolicy(tuple(waves), rollback=top.boolean("rollback", True))
+    windows = tuple(parse_window(top.child("windows", i), i) for i in range(len(top.items("windows"))))
+    if len({w.name for w in windows}) != len(windows):
+        raise top.error("windows", "window names must be unique")
+    return RolloutPolicy(tuple(waves), rollback=top.boolean("rollback", True), windows=windows)
 
 
 def load_rollout_policy(path: Path) -> RolloutPolicy:
