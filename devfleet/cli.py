@@ -51,9 +51,14 @@ def build_cmd() -> None:
 @click.option("--cluster", "clusters", multiple=True, help="Cluster names [default: canary, eu-1, us-1].")
 @click.option("--nodes", default=fleet.NODES_PER_CLUSTER, show_default=True, help="kwok nodes per cluster.")
 @click.option("--timeout", default=180.0, show_default=True, help="Seconds to wait for the fleet.")
-def up(state_dir: Path | None, clusters: tuple[str, ...], nodes: int, timeout: float) -> None:
+@click.option("--loopback-pods", is_flag=True, help="Give pods loopback IPs from a /16 no other fleet uses.")
+def up(
+    state_dir: Path | None, clusters: tuple[str, ...], nodes: int, timeout: float, loopback_pods: bool
+) -> None:
     """Start the fleet and print the path of its kubeconfig (one context per cluster)."""
-    options = fleet.UpOptions(clusters=clusters or fleet.DEFAULT_CLUSTERS, nodes=nodes, timeout=timeout)
+    options = fleet.UpOptions(
+        clusters=clusters or fleet.DEFAULT_CLUSTERS, nodes=nodes, timeout=timeout, loopback_pods=loopback_pods
+    )
     started = fleet.up(_root(state_dir), options, _say)
     click.echo(started.kubeconfig)
 

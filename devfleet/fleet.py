@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from devfleet import components, kubeconfig, pki, procs
+from devfleet import components, kubeconfig, pki, podrange, procs
 from devfleet.build import cache_root, ensure_binaries
 
 DEFAULT_CLUSTERS = ("canary", "eu-1", "us-1")
@@ -81,6 +81,7 @@ class Fleet:
     clusters: list[Cluster] = field(default_factory=list)
     processes: list[procs.Proc] = field(default_factory=list)
     etcd_port: int = 0
+    pod_range: podrange.PodRange | None = None
 
     @property
     def state_file(self) -> Path:
@@ -97,11 +98,13 @@ class Fleet:
         raise KeyError(f"no cluster {name!r} in the fleet at {self.root}")
 
     def save(self) -> None:
-        data = {
+        data: dict[str, Any] = {
             "etcdPort": self.etcd_port,
             "clusters": [{"name": c.name, "port": c.port} for c in self.clusters],
             "processes": [p.to_json() for p in self.processes],
         }
+        if self.pod_range is not None:
+            data["podRange"] = self.pod_range.to_json()
         # Write aside and rename, so a reader never sees half a file.
         partial = self.state_file.with_name(self.state_file.name + ".new")
         partial.write_text(json.dumps(data, indent=2) + "\n")
@@ -115,7 +118,9 @@ class Fleet:
         data: dict[str, Any] = json.loads(state.read_text())
         clusters = [Cluster(c["name"], int(c["port"]), root / c["name"]) for c in data["clusters"]]
         processes = [procs.Proc.from_json(p) for p in data["processes"]]
-        return Fleet(root, clusters, processes, int(data["etcdPort"]))
+        claimed = data.get("podRange")
+        pod_range = podrange.PodRange.from_json(claimed) if isinstance(claimed, dict) else None
+        return Fleet(root, clusters, processes, int(data["etcdPort"]), pod_range)
 
     def live(self) -> list[procs.Proc]:
         return [p for p in self.processes if p.alive()]
@@ -247,13 +252,16 @@ def write_fleet_kubeconfig(fleet: Fleet) -> Path:
 
 @dataclass(frozen=True)
 class UpOptions:
-    """``pod_cidr`` is where kwok takes pod IPs from; a range inside 127.0.0.0/8 makes every pod IP a
-    loopback address of this machine, so a test can run a real server "in" a pod by listening there."""
+    """``pod_cidr`` is where kwok takes pod IPs from. ``loopback_pods`` instead claims a loopback /16
+    for this fleet alone (``devfleet.podrange``), so every pod IP is a loopback address of this machine
+    that no other fleet hands out, and a test can run a real server "in" a pod by listening there.
+    The claim is held by the fleet's etcd and released by ``down``."""
 
     clusters: tuple[str, ...] = DEFAULT_CLUSTERS
     nodes: int = NODES_PER_CLUSTER
     timeout: float = 180.0
     pod_cidr: str = components.POD_CIDR
+    loopback_pods: bool = False
 
 
 def up(root: Path, options: UpOptions = UpOptions(), say: Say = print) -> Fleet:
@@ -299,6 +307,12 @@ def _start(fleet: Fleet, bin_dir: Path, options: UpOptions, deadline: float, say
     say("starting etcd")
     url = f"http://127.0.0.1:{fleet.etcd_port}/health"
     _wait("etcd health", functools.partial(_answers_ok, url, None), deadline, etcd)
+    pod_cidr = options.pod_cidr
+    if options.loopback_pods:
+        fleet.pod_range = podrange.claim(owner=etcd.pid)
+        fleet.save()
+        pod_cidr = fleet.pod_range.cidr
+        say(f"pods get loopback IPs from {fleet.pod_range.network}")
     apiservers = {}
     for c in fleet.clusters:
         argv = components.apiserver_argv(bin_dir, c.files, c.port, fleet.etcd_port, c.name)
@@ -324,7 +338,7 @@ def _start(fleet: Fleet, bin_dir: Path, options: UpOptions, deadline: float, say
             (
                 "kwok",
                 components.kwok_argv(
-                    bin_dir, c.files, kwok_stages.write(c.root / "kwok-stages.yaml"), options.pod_cidr
+                    bin_dir, c.files, kwok_stages.write(c.root / "kwok-stages.yaml"), pod_cidr
                 ),
             ),
         ):
@@ -356,6 +370,8 @@ def down(root: Path, say: Say = print) -> list[procs.Proc]:
     if survivors:
         say("could not stop: " + ", ".join(f"{p.name} (pid {p.pid})" for p in survivors))
         return survivors
+    if fleet.pod_range is not None:
+        podrange.release(fleet.pod_range)
     shutil.rmtree(root)
     say(f"fleet at {root} is down")
     return []

@@ -36,14 +36,17 @@ SHARDS = 3
 @pytest.fixture(scope="module")
 def loopback_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[devfleet.Fleet]:
     root = tmp_path_factory.mktemp("loopback-fleet") / "state"
-    options = devfleet.UpOptions(clusters=(CLUSTER,), pod_cidr="127.64.0.1/16")
+    options = devfleet.UpOptions(clusters=(CLUSTER,), loopback_pods=True)
     started = devfleet.up(root, options, say=lambda _: None)
+    claimed = started.pod_range
     try:
+        assert claimed is not None and claimed.lock.exists()
         yield started
     finally:
         processes = list(started.processes)
         assert devfleet.down(root, say=lambda _: None) == []
         assert not [p for p in processes if p.alive()]
+        assert claimed is None or not claimed.lock.exists(), "down did not release the pod range"
 
 
 @pytest.fixture
@@ -55,12 +58,13 @@ def kube(loopback_fleet: devfleet.Fleet) -> Iterator[ClusterClient]:
     api.close()
 
 
-def pod_nodes(kube: ClusterClient) -> list[RedisNode] | None:
+def pod_nodes(kube: ClusterClient, fleet: devfleet.Fleet) -> list[RedisNode] | None:
     pods = kube.list("v1", "Pod", namespace="topo").items
     ips = [(p.get("status") or {}).get("podIP") for p in pods]
     if len(pods) != SHARDS * 2 or not all(ips):
         return None
-    assert all(str(ip).startswith("127.64.") for ip in ips), ips
+    assert fleet.pod_range is not None
+    assert all(fleet.pod_range.contains(str(ip)) for ip in ips), ips
     return [RedisNode(str(ip), 6379) for ip in ips]
 
 
@@ -89,7 +93,7 @@ def test_the_controller_forms_the_redis_cluster_and_reports_a_killed_master(
     try:
         with controller_running(options):
             kube.apply(redis_cluster("cache", "topo", shards=SHARDS, replicasPerShard=1))
-            nodes = wait_for(lambda: pod_nodes(kube), 60, "six pods with loopback IPs")
+            nodes = wait_for(lambda: pod_nodes(kube, loopback_fleet), 60, "six pods with loopback IPs")
             servers.start_at(nodes)
 
             formed = wait_for(lambda: is_ready(live(kube)) or None, 90, "Ready with the Redis cluster formed")
