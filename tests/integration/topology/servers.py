@@ -131,6 +131,8 @@ class RedisServers:
             # Many servers on one machine, each on its own loopback address: make each one connect
             # from and announce its own address, as a server in its own pod would.
             args += ["--bind-source-addr", node.host, "--cluster-announce-ip", node.host]
+            # As the controller's redis.conf: peers connect from their own (non-127.0.0.1) IPs.
+            args += ["--protected-mode", "no"]
         if self.password is not None:
             args += ["--requirepass", self.password, "--masterauth", self.password]
         return subprocess.Popen(args, cwd=self.root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
