@@ -40,7 +40,8 @@ def loopback_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[devflee
     started = devfleet.up(root, options, say=lambda _: None)
     claimed = started.pod_range
     try:
-        assert claimed is not None and claimed.lock.exists()
+        assert claimed is not None
+        assert claimed.lock.exists()
         yield started
     finally:
         processes = list(started.processes)
