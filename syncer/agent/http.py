@@ -2,33 +2,53 @@
 
 The webhook takes a shared secret, either as ``Authorization: Bearer <secret>`` or as a GitHub/Gitea
 style ``X-Hub-Signature-256: sha256=<hmac of the body>``; anything else gets 401 and nothing happens.
+
+No client can hold the server: a request is judged on its headers before any of its body is read (a
+wrong or missing secret, a missing, malformed or too large length are answered at once), the whole
+request must arrive within ``request_timeout`` and each read or write within ``io_timeout``, and at
+most ``max_connections`` are served at once (more get 503). What is refused is counted by reason
+(``on_refused``); nothing a client sends ends in a traceback.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
+import logging
+import re
+import socket
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from prometheus_client import CollectorRegistry, exposition
 
-MAX_HOOK_BODY = 1 << 20
+from syncer.agent.settings import HttpSettings
+
+log = logging.getLogger("syncer.agent")
+
+_LENGTH = re.compile(r"^[0-9]{1,18}$")
+_HUB_SIGNATURE = re.compile(r"^sha256=[0-9a-fA-F]{64}$")
+_BUSY = b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 13\r\nConnection: close\r\n\r\nserver busy\r\n"
 
 
 @dataclass(frozen=True)
 class Endpoints:
     """What the server answers with: the metrics registry, liveness and readiness checks (each
-    returns ``(ok, detail)``), the webhook secret and what to call when a valid hook arrives."""
+    returns ``(ok, detail)``), the webhook secret, what to call when a valid hook arrives, and what
+    to call with a reason when a request or connection is refused."""
 
     registry: CollectorRegistry
     healthy: Callable[[], tuple[bool, str]]
     ready: Callable[[], tuple[bool, str]]
     hook_secret: str = ""
     on_hook: Callable[[], None] = lambda: None
+    on_refused: Callable[[str], None] = lambda reason: None
 
 
 def signature_ok(secret: str, body: bytes, authorization: str, hub_signature: str) -> bool:
@@ -36,28 +56,94 @@ def signature_ok(secret: str, body: bytes, authorization: str, hub_signature: st
     if not secret:
         return False
     if authorization.startswith("Bearer "):
-        return hmac.compare_digest(authorization.removeprefix("Bearer ").encode(), secret.encode())
+        return bearer_ok(secret, authorization)
     if hub_signature.startswith("sha256="):
         expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-        return hmac.compare_digest(hub_signature.removeprefix("sha256="), expected)
+        return hmac.compare_digest(hub_signature.removeprefix("sha256=").lower().encode(), expected.encode())
     return False
 
 
-def _handler(endpoints: Endpoints) -> type[BaseHTTPRequestHandler]:
+def bearer_ok(secret: str, authorization: str) -> bool:
+    """True when ``authorization`` is ``Bearer <secret>`` (an empty secret accepts nothing)."""
+    if not secret or not authorization.startswith("Bearer "):
+        return False
+    return hmac.compare_digest(authorization.removeprefix("Bearer ").encode(), secret.encode())
+
+
+def body_length(content_length: list[str], transfer_encoding: list[str], limit: int) -> tuple[int, str]:
+    """The length of a request body from its headers, or ``(-1, reason)`` when it cannot be accepted:
+    ``chunked`` (no length given up front), ``bad-length`` (not one plain decimal number, or given
+    twice differently) or ``too-large`` (over ``limit``). No header means no body."""
+    if transfer_encoding:
+        return -1, "chunked"
+    if not content_length:
+        return 0, ""
+    values = {v.strip() for v in content_length}
+    if len(values) != 1 or not _LENGTH.match(next(iter(values))):
+        return -1, "bad-length"
+    length = int(next(iter(values)))
+    return (length, "") if length <= limit else (-1, "too-large")
+
+
+_LENGTH_ANSWERS = {
+    "chunked": (HTTPStatus.LENGTH_REQUIRED, b"a Content-Length is required\n"),
+    "bad-length": (HTTPStatus.BAD_REQUEST, b"bad Content-Length\n"),
+    "too-large": (HTTPStatus.REQUEST_ENTITY_TOO_LARGE, b"body too large\n"),
+}
+
+
+def _handler(endpoints: Endpoints, settings: HttpSettings) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "syncer"
+        timeout = settings.io_timeout  # each read and write of the connection
+        _deadline: threading.Timer
+
+        def setup(self) -> None:
+            super().setup()
+            # The whole request must be in within request_timeout: a client trickling bytes is cut off.
+            self._deadline = threading.Timer(settings.request_timeout, self._expire)
+            self._deadline.daemon = True
+            self._deadline.start()
+
+        def _expire(self) -> None:
+            endpoints.on_refused("timeout")
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+
+        def finish(self) -> None:
+            self._deadline.cancel()
+            with contextlib.suppress(OSError):
+                super().finish()
 
         def log_message(self, format: str, *args: object) -> None:
             """Access logs stay off; the agent logs what it does, not every scrape."""
 
+        def log_error(self, format: str, *args: object) -> None:
+            # The standard library reports a read or write that took longer than io_timeout here.
+            if format.startswith("Request timed out"):
+                endpoints.on_refused("timeout")
+
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            # Malformed request lines and headers (answered by the standard library) count as refused.
+            endpoints.on_refused("malformed")
+            with contextlib.suppress(OSError):
+                super().send_error(code, message, explain)
+
         def _send(
             self, status: HTTPStatus, body: bytes, content_type: str = "text/plain; charset=utf-8"
         ) -> None:
+            self._deadline.cancel()
+            self.close_connection = True
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
+            self.send_header("Connection", "close")
             self.end_headers()
             self.wfile.write(body)
+
+        def _refuse(self, reason: str, status: HTTPStatus, body: bytes) -> None:
+            endpoints.on_refused(reason)
+            self._send(status, body)
 
         def _check(self, probe: Callable[[], tuple[bool, str]]) -> None:
             ok, detail = probe()
@@ -80,18 +166,33 @@ def _handler(endpoints: Endpoints) -> type[BaseHTTPRequestHandler]:
             if self.path.split("?", 1)[0] != "/hooks/git":
                 self._send(HTTPStatus.NOT_FOUND, b"not found\n")
                 return
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > MAX_HOOK_BODY:
-                self._send(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, b"body too large\n")
+            secret = endpoints.hook_secret
+            authorization = self.headers.get("Authorization", "")
+            hub_signature = self.headers.get("X-Hub-Signature-256", "")
+            # Judge the headers first: nothing of the body is read for a caller without the secret.
+            by_bearer = authorization.startswith("Bearer ")
+            if not secret or not (by_bearer or _HUB_SIGNATURE.match(hub_signature)):
+                self._refuse("unauthorized", HTTPStatus.UNAUTHORIZED, b"bad or missing secret\n")
                 return
-            body = self.rfile.read(length)
-            if not signature_ok(
-                endpoints.hook_secret,
-                body,
-                self.headers.get("Authorization", ""),
-                self.headers.get("X-Hub-Signature-256", ""),
-            ):
-                self._send(HTTPStatus.UNAUTHORIZED, b"bad or missing secret\n")
+            if by_bearer and not bearer_ok(secret, authorization):
+                self._refuse("unauthorized", HTTPStatus.UNAUTHORIZED, b"bad or missing secret\n")
+                return
+            length, problem = body_length(
+                self.headers.get_all("Content-Length") or [],
+                self.headers.get_all("Transfer-Encoding") or [],
+                settings.max_body,
+            )
+            if problem:
+                status, answer = _LENGTH_ANSWERS[problem]
+                self._refuse(problem, status, answer)
+                return
+            body = self.rfile.read(length) if length else b""
+            if len(body) != length:
+                endpoints.on_refused("timeout")
+                self.close_connection = True
+                return
+            if not signature_ok(secret, body, authorization, hub_signature):
+                self._refuse("unauthorized", HTTPStatus.UNAUTHORIZED, b"bad or missing secret\n")
                 return
             endpoints.on_hook()
             self._send(HTTPStatus.ACCEPTED, b"poll scheduled\n")
@@ -99,13 +200,56 @@ def _handler(endpoints: Endpoints) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _BoundedServer(ThreadingHTTPServer):
+    """A thread per connection, at most ``limit`` at once; connections beyond are answered 503."""
+
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = 128  # connections waiting to be accepted (and answered, if only with 503)
+
+    def __init__(self, settings: HttpSettings, handler: type[BaseHTTPRequestHandler], endpoints: Endpoints):
+        self.address_family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+        self._slots = threading.BoundedSemaphore(max(settings.max_connections, 1))
+        self._endpoints = endpoints
+        super().__init__((settings.host, settings.port), handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self._endpoints.on_refused("busy")
+            with contextlib.suppress(OSError):
+                request.setblocking(False)
+                request.send(_BUSY)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A connection that breaks is the client's business: one log line, never a traceback."""
+        err = sys.exc_info()[1]
+        if not isinstance(err, OSError):
+            log.warning("HTTP request from %s failed: %s", client_address[0], err)
+
+
 class AgentServer:
     """The HTTP server in a background thread; ``port=0`` picks a free port (see ``.port``)."""
 
-    def __init__(self, endpoints: Endpoints, host: str = "0.0.0.0", port: int = 8080) -> None:
-        self._server = ThreadingHTTPServer((host, port), _handler(endpoints))
-        self._server.daemon_threads = True
+    def __init__(self, endpoints: Endpoints, settings: HttpSettings = HttpSettings()) -> None:
+        self._server = _BoundedServer(settings, _handler(endpoints, settings), endpoints)
         self._thread = threading.Thread(target=self._server.serve_forever, name="syncer-http", daemon=True)
+
+    @property
+    def host(self) -> str:
+        return str(self._server.server_address[0])
 
     @property
     def port(self) -> int:

@@ -162,9 +162,18 @@ class AgentProcess:
 
     def run(self) -> None:
         secret = read_secret(self.settings.hook_secret_file)
-        endpoints = Endpoints(self.agent.metrics.registry, self._healthy, self._ready, secret, self._hook)
-        server = AgentServer(endpoints, self.settings.http_host, self.settings.http_port).start()
+        refused = self.agent.metrics.http_refused
+        endpoints = Endpoints(
+            self.agent.metrics.registry,
+            self._healthy,
+            self._ready,
+            secret,
+            self._hook,
+            lambda reason: refused.labels(reason=reason).inc(),
+        )
+        server = AgentServer(endpoints, self.settings.http).start()
         log.info("serving /metrics, /healthz, /readyz and /hooks/git on port %s", server.port)
+        log.info("listening on %s", server.host)
         self._start_controllers()
         try:
             if not self.settings.lease.enabled:

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from syncer.agent.loop import AgentProcess, start_controllers
 from syncer.agent.service import Agent
-from syncer.agent.settings import AgentSettings, ControllerSettings, LeaseSettings
+from syncer.agent.settings import AgentSettings, ControllerSettings, HttpSettings, LeaseSettings
 from syncer.config import load_agent_config
 from syncer.config.rollout import parse_duration
 from syncer.controller.logs import configure as configure_logs
@@ -113,6 +113,19 @@ def _lease_settings(opts: dict[str, Any]) -> LeaseSettings:
     )
 
 
+def _http_settings(opts: dict[str, Any]) -> HttpSettings:
+    timeout = opts["http_request_timeout"]
+    if timeout <= 0:
+        raise click.BadParameter("must be above 0", param_hint="--http-request-timeout")
+    return HttpSettings(
+        host=opts["http_host"],
+        port=opts["http_port"],
+        request_timeout=timeout,
+        io_timeout=min(5.0, timeout),
+        max_connections=opts["http_max_connections"],
+    )
+
+
 @click.command()
 @common
 @click.option(
@@ -125,7 +138,31 @@ def _lease_settings(opts: dict[str, Any]) -> LeaseSettings:
     "--drift-interval", default="5m", show_default=True, callback=_duration, help="How often to repair drift."
 )
 @click.option(
-    "--http-port", default=8080, show_default=True, help="Port of /metrics, /healthz, /readyz, /hooks/git."
+    "--http-port",
+    type=click.IntRange(0, 65535),
+    default=8080,
+    show_default=True,
+    help="Port of /metrics, /healthz, /readyz, /hooks/git (0: any free port).",
+)
+@click.option(
+    "--http-host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address the HTTP server binds (0.0.0.0 or :: for every address, as in a pod).",
+)
+@click.option(
+    "--http-max-connections",
+    type=click.IntRange(1, 10000),
+    default=32,
+    show_default=True,
+    help="Connections served at once; more are answered 503.",
+)
+@click.option(
+    "--http-request-timeout",
+    default="10s",
+    show_default=True,
+    callback=_duration,
+    help="Time a client has to send a whole request (line, headers and body).",
 )
 @click.option(
     "--hook-secret-file",
@@ -183,6 +220,7 @@ def _lease_settings(opts: dict[str, Any]) -> LeaseSettings:
 def run(**opts: Any) -> None:
     """Run the agent: poll git, verify, roll out in waves, repair drift, serve metrics."""
     lease = _lease_settings(opts)
+    http = _http_settings(opts)
     config = _load(opts["config_path"])
     configure_logs()  # only once the arguments and files are known to be good
     settings = AgentSettings(
@@ -193,7 +231,7 @@ def run(**opts: Any) -> None:
         jitter=opts["jitter"],
         drift_interval=opts["drift_interval"],
         state_namespace=opts["state_namespace"],
-        http_port=opts["http_port"],
+        http=http,
         hook_secret_file=opts["hook_secret_file"],
         lease=lease,
         controller=ControllerSettings(

@@ -61,6 +61,13 @@ class SyncerMetrics:
             ["result"],
             registry=r,
         )
+        self.http_refused = Counter(
+            "syncer_http_refused",
+            "HTTP requests and connections refused, by reason: unauthorized, too-large, bad-length, "
+            "chunked, malformed, timeout, busy.",
+            ["reason"],
+            registry=r,
+        )
         self.leader = Gauge("syncer_leader", "1 while this agent holds the leader lease.", registry=r)
 
     def set_revision(self, revision: str) -> None:

@@ -12,6 +12,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from syncer.agent.http import AgentServer, Endpoints
+from syncer.agent.settings import HttpSettings
 from syncer.status.metrics import SyncerMetrics
 
 pytestmark = pytest.mark.integration
@@ -34,7 +35,7 @@ def served() -> Iterator[tuple[AgentServer, Probe, SyncerMetrics]]:
         hook_secret="s3cret",
         on_hook=probe.hooks.set,
     )
-    server = AgentServer(endpoints, host="127.0.0.1", port=0).start()
+    server = AgentServer(endpoints, HttpSettings(port=0)).start()
     yield server, probe, metrics
     server.stop()
 

@@ -11,6 +11,7 @@ import click
 import pytest
 import yaml
 
+from syncer.cli.agent_cmds import run as run_command
 from syncer.cli.controller import controller as controller_command
 from syncer.config.agent import load_agent_config
 from syncer.config.rollout import load_rollout_policy
@@ -267,6 +268,23 @@ def test_controller_mode_arguments_are_those_syncer_controller_accepts(tmp_path:
     assert env["KUBECONFIG"] == "/etc/syncer/config/in-cluster.kubeconfig"
     with pytest.raises(click.UsageError):
         controller_command.make_context("controller", [*args, "--no-such-flag"])
+
+
+def test_agent_mode_arguments_are_those_syncer_run_accepts_and_bind_the_pod_addresses(
+    tmp_path: Path,
+) -> None:
+    values = {**FULL_AGENT, "service": {"port": 9090}}
+    container = only(render(tmp_path, values), "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"][0] == "run"
+    args = [a.replace("$(POD_NAMESPACE)", "syncer-system") for a in container["args"][1:]]
+    params = run_command.make_context("run", args).params
+    # In the pod the probes and the Service come over the pod's address; outside one the default
+    # is loopback.
+    assert (params["http_host"], params["http_port"]) == ("0.0.0.0", 9090)
+    assert container["ports"][0]["containerPort"] == 9090
+    assert run_command.make_context("run", ["--config", str(CHART / "Chart.yaml")]).params["http_host"] == (
+        "127.0.0.1"
+    )
 
 
 def test_the_service_and_service_monitor_reach_the_http_port(tmp_path: Path) -> None:
