@@ -111,6 +111,8 @@ class Agent:
         return self.clients[cluster]
 
     def close(self) -> None:
+        for recorder in self.recorders.values():
+            recorder.flush()
         for client in self.clients.values():
             client.close()
         self.clients.clear()

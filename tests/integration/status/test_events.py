@@ -52,3 +52,36 @@ def test_an_event_that_cannot_be_written_is_dropped_not_raised(
         assert recorder.dropped == 1
     finally:
         client.close()
+
+
+def test_a_repeated_event_is_one_event_whose_series_counts_the_repeats(
+    kube: ClusterClient, namespace: str
+) -> None:
+    configmap = kube.apply(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "state", "namespace": namespace}}
+    )
+    recorder = EventRecorder(kube, instance="agent-0")
+    for _ in range(30):
+        assert recorder.emit(Regarding.of(configmap), "WaveHealthy", "canary: healthy")
+    assert recorder.emit(Regarding.of(configmap), "WaveHealthy", "eu: healthy")
+
+    def ours() -> list[dict[str, object]]:
+        events = kube.list("events.k8s.io/v1", "Event", namespace=namespace).items
+        return sorted((e for e in events if e["reason"] == "WaveHealthy"), key=lambda e: str(e["note"]))
+
+    canary, eu = ours()
+    # The first repeat is written at once, the rest wait for the heartbeat or a flush.
+    assert canary["note"] == "canary: healthy"
+    assert canary["series"]["count"] == 2
+    assert "series" not in eu
+    recorder.flush()
+    canary, eu = ours()
+    assert canary["series"]["count"] == 30
+    assert canary["series"]["lastObservedTime"] >= canary["eventTime"]
+    assert recorder.written == 4
+    # An Event that expired (or was deleted) is created again on the next occurrence.
+    kube.delete("events.k8s.io/v1", "Event", canary["metadata"]["name"], namespace)
+    assert recorder.emit(Regarding.of(configmap), "WaveHealthy", "canary: healthy")
+    again = [e for e in ours() if e["note"] == "canary: healthy"]
+    assert len(again) == 1
+    assert "series" not in again[0]
