@@ -14,6 +14,7 @@ later poll either, and the base with its checkouts stays usable.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -25,6 +26,14 @@ from git.refs.symbolic import SymbolicReference
 from git.repo import Repo
 
 from syncer.errors import SourceError
+from syncer.source.cache import (
+    CacheGuard,
+    CacheOptions,
+    old_checkouts,
+    remove_stale_locks,
+    remove_tree,
+    touch,
+)
 from syncer.source.gitenv import GitRunner
 from syncer.source.model import PollResult, Snapshot, SourceOptions
 
@@ -32,6 +41,9 @@ _FETCHED = "refs/syncer/fetched"
 _ACCEPTED = "refs/syncer/accepted"
 _SYNCED = "refs/syncer/synced"
 _FULL_SHA = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
+KEEP_CHECKOUTS = 4
+
+log = logging.getLogger("syncer.source")
 
 
 class GitSource:
@@ -43,11 +55,29 @@ class GitSource:
         self.checkouts_dir = options.cache_dir / "checkouts"
         self.fetch_count = 0
         self._git = GitRunner(options.credentials, timeout=options.timeout, url=options.url)
+        cache = CacheOptions(wait=options.timeout, stale_after=options.timeout, keep_checkouts=KEEP_CHECKOUTS)
+        self._guard = CacheGuard(options.cache_dir, cache)
 
     # -- polling -------------------------------------------------------------------------------
 
     def poll(self) -> PollResult:
         """Check the remote tip, fetch only when it is new to the cache, and accept it if allowed."""
+        with self._guard.held():
+            self._recover()
+            return self._poll()
+
+    def _recover(self) -> None:
+        """Remove what git processes killed mid-way left behind (see ``syncer.source.cache``)."""
+        for leftover in self.options.cache_dir.glob(".clone-*"):  # no clone runs while we hold the cache
+            shutil.rmtree(leftover, ignore_errors=True)
+        if not self._cloned():
+            return
+        guard = self._guard
+        removed = remove_stale_locks(self.git_dir, stale_after=guard.options.stale_after, since=guard.since)
+        for path in removed:
+            log.warning("removed a stale git lock file left by an interrupted git process: %s", path)
+
+    def _poll(self) -> PollResult:
         tip = self.remote_tip()
         fetched = False
         if not self._cloned():
@@ -93,7 +123,9 @@ class GitSource:
 
     def mark_synced(self, revision: str) -> None:
         """Record that ``revision`` went through the pipeline; later tips must descend from it."""
-        self._update_ref(_SYNCED, self.resolve(revision))
+        with self._guard.held():
+            self._recover()
+            self._update_ref(_SYNCED, self.resolve(revision))
 
     # -- checkouts -----------------------------------------------------------------------------
 
@@ -107,27 +139,41 @@ class GitSource:
         return out.strip()
 
     def checkout(self, revision: str) -> Snapshot:
-        """The files of exactly ``revision`` in a read-only folder of its own (reused if it exists)."""
+        """The files of exactly ``revision`` in a read-only folder of its own (reused if it exists).
+        Only the most recently used checkouts are kept; older ones are removed."""
         sha = revision if _FULL_SHA.match(revision) else self.resolve(revision)
         target = self.checkouts_dir / sha
-        if not (target / ".git").exists():
-            if target.exists():
-                _remove_tree(target)
-            self.checkouts_dir.mkdir(parents=True, exist_ok=True)
-            self._git.run(["worktree", "prune"], cwd=self.git_dir, action="pruning stale checkouts")
-            self._git.run(
-                ["worktree", "add", "--detach", str(target), sha],
-                cwd=self.git_dir,
-                action=f"checking out {sha}",
-            )
-            _make_read_only(target)
+        with self._guard.held():
+            if (target / ".git").exists():
+                touch(target)
+            else:
+                self._recover()
+                if target.exists():
+                    remove_tree(target)
+                self.checkouts_dir.mkdir(parents=True, exist_ok=True)
+                self._git.run(["worktree", "prune"], cwd=self.git_dir, action="pruning stale checkouts")
+                self._git.run(
+                    ["worktree", "add", "--detach", str(target), sha],
+                    cwd=self.git_dir,
+                    action=f"checking out {sha}",
+                )
+                _make_read_only(target)
+                self._prune_checkouts(sha)
         return Snapshot(revision=sha, tree_path=target, git_dir=self.git_dir, branch=self.options.branch)
 
     def remove_checkout(self, revision: str) -> None:
-        target = self.checkouts_dir / revision
-        if target.exists():
-            _remove_tree(target)
-        if self._cloned():
+        with self._guard.held():
+            target = self.checkouts_dir / revision
+            if target.exists():
+                remove_tree(target)
+            if self._cloned():
+                self._git.run(["worktree", "prune"], cwd=self.git_dir, action="pruning checkouts")
+
+    def _prune_checkouts(self, protect: str) -> None:
+        old = old_checkouts(self.checkouts_dir, self._guard.options.keep_checkouts, protect)
+        for path in old:
+            remove_tree(path)
+        if old:
             self._git.run(["worktree", "prune"], cwd=self.git_dir, action="pruning checkouts")
 
     # -- internals -----------------------------------------------------------------------------
@@ -197,9 +243,3 @@ def _make_read_only(root: Path) -> None:
             if not path.is_symlink():
                 path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
     root.chmod(root.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
-
-
-def _remove_tree(root: Path) -> None:
-    for dirpath, _dirnames, _filenames in os.walk(root):
-        Path(dirpath).chmod(stat.S_IRWXU)
-    shutil.rmtree(root)
