@@ -37,19 +37,23 @@ def start_controllers(agent: Agent, settings: AgentSettings, stop: threading.Eve
     if not chosen.enabled:
         return []
     if chosen.every_cluster:
-        accesses = [agent.access(name) for name in agent.config.clusters]
-        targets = [(str(a.kubeconfig) if a.kubeconfig else settings.kubeconfig, a.context) for a in accesses]
+        accesses = {name: agent.access(name) for name in agent.config.clusters}
+        targets = [
+            (str(a.kubeconfig) if a.kubeconfig else settings.kubeconfig, a.context, name)
+            for name, a in accesses.items()
+        ]
         elect = False
     else:
-        targets = [(settings.lease.kubeconfig or settings.kubeconfig, settings.lease.context)]
+        targets = [(settings.lease.kubeconfig or settings.kubeconfig, settings.lease.context, "")]
         elect = True
     threads = []
     # One metrics registry holds one controller's collectors; on a local fleet only the first reports.
     registries = [agent.metrics.registry] + [None] * (len(targets) - 1)
-    for (kubeconfig, context), registry in zip(targets, registries, strict=True):
+    for (kubeconfig, context, cluster), registry in zip(targets, registries, strict=True):
         options = ControllerOptions(
             kubeconfig=kubeconfig,
             context=context,
+            cluster=cluster,
             watch_namespace=chosen.watch_namespace,
             workers=chosen.workers,
             topology=chosen.topology,
@@ -62,7 +66,7 @@ def start_controllers(agent: Agent, settings: AgentSettings, stop: threading.Eve
             target=run_controller,
             args=(options, stop, registry),
             daemon=True,
-            name=f"controller-{context or 'home'}",
+            name=f"controller-{cluster or context or 'home'}",
         )
         thread.start()
         threads.append(thread)

@@ -230,7 +230,9 @@ class Agent:
     def _rejected(self, advance: Advance) -> None:
         rejection = advance.rejection
         assert rejection is not None
-        self.metrics.sync_total.labels(result="rejected").inc()
+        # A revision judged bad is rejected; git that could not be asked is an error, not a verdict.
+        result = "error" if rejection.stage is Stage.SOURCE else "rejected"
+        self.metrics.sync_total.labels(result=result).inc()
         if rejection.stage is Stage.VERIFY:
             verdict = rejection.error.verdict if isinstance(rejection.error, VerificationError) else ""
             self.metrics.signature_verification.labels(result=verdict or "untrusted").inc()

@@ -205,6 +205,7 @@ class ControllerOptions:
 
     kubeconfig: str = ""
     context: str = ""
+    cluster: str = ""  # the cluster's name in every log line (default: the context)
     watch_namespace: str = ""
     workers: int = 2
     resync_seconds: float = 300.0

@@ -68,6 +68,8 @@ class Controller:
         self.metrics = Metrics(registry) if registry is not None else None
         self._secret_users: dict[str, set[str]] = {}
         self._lock = threading.Lock()
+        self._cluster = options.cluster or options.context or kube.cluster
+        self._log = ContextLogger(log, {"cluster": self._cluster})
 
     # -- event to key ----------------------------------------------------------------------------
 
@@ -104,7 +106,7 @@ class Controller:
         threads = [
             threading.Thread(target=fn, args=(stop,), name=f"controller-{n}", daemon=True) for n, fn in loops
         ]
-        log.info("controller starting", extra={"watch_namespace": self._options.watch_namespace or "*"})
+        self._log.info("controller starting", extra={"watch_namespace": self._options.watch_namespace or "*"})
         for thread in threads:
             thread.start()
         stop.wait()
@@ -115,7 +117,7 @@ class Controller:
         for name, thread in zip((n for n, _ in loops), threads, strict=True):
             if not name.startswith("watch-"):
                 thread.join(max(deadline - time.monotonic(), 0.1))
-        log.info("controller stopped")
+        self._log.info("controller stopped")
 
     def _child_watch(self, api_version: str, kind: str) -> Callable[[threading.Event], None]:
         def loop(stop: threading.Event) -> None:
@@ -147,7 +149,7 @@ class Controller:
                         if stop.is_set():
                             break
             except KubeError as err:
-                log.warning("watch of %s ended: %s; listing again", kind, err)
+                self._log.warning("watch of %s ended: %s; listing again", kind, err)
                 stop.wait(1.0)
 
     def _resync(self, stop: threading.Event) -> None:
@@ -155,7 +157,7 @@ class Controller:
             try:
                 listed = self._kube.list(API_VERSION, KIND, namespace=self._options.watch_namespace)
             except KubeError as err:
-                log.warning("resync failed: %s", err)
+                self._log.warning("resync failed: %s", err)
                 continue
             for item in listed.items:
                 for key in self._cluster_keys(item):
@@ -177,9 +179,8 @@ class Controller:
         """Reconcile one key, record metrics, and requeue it as the outcome (or failure) says."""
         namespace, _, name = key.partition("/")
         reconcile_id = uuid.uuid4().hex[:12]
-        adapter = ContextLogger(
-            log, {"reconcile_id": reconcile_id, "namespace": namespace, "rediscluster": name}
-        )
+        fields = {"reconcile_id": reconcile_id, "namespace": namespace, "rediscluster": name}
+        adapter = ContextLogger(log, {"cluster": self._cluster, **fields})
         started = time.monotonic()
         try:
             outcome = self.reconciler.reconcile(namespace, name, adapter)
