@@ -149,3 +149,8 @@ class ServerError(KubeError):
 
 class RolloutError(SyncerError):
     """A wave could not be rolled out or did not become healthy in time."""
+
+
+class FencedOut(SyncerError):
+    """This replica may no longer write to clusters: it lost the leader Lease (or was frozen past it),
+    or a cluster's state was written by a newer leader (a higher fencing token)."""

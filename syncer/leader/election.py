@@ -18,6 +18,7 @@ from typing import Any
 
 from syncer.errors import Conflict, KubeError, NotFound
 from syncer.kube import KubeApi
+from syncer.leader.fence import LeaseFence
 
 log = logging.getLogger(__name__)
 LEASE_API = "coordination.k8s.io/v1"
@@ -92,10 +93,30 @@ class LeaderElector:
         self._seen: tuple[str, str, str] | None = None
         self._seen_at = 0.0
         self._holding = False
+        self._renewed_at = float("-inf")
+        self._token = 0
 
     @property
     def is_leader(self) -> bool:
         return self._holding
+
+    @property
+    def token(self) -> int:
+        """The fencing token: one more than the Lease's transition count when this replica acquired
+        it (so never 0, and higher for every later holder)."""
+        return self._token
+
+    def held_for(self) -> float:
+        """Seconds the Lease is surely still ours, by this process's monotonic clock counted from the
+        start of its last successful acquire or renewal (no other candidate takes it over sooner);
+        0 or less when it may not be."""
+        if not self._holding:
+            return 0.0
+        return self._renewed_at + self.options.lease_duration - self._clock()
+
+    def fence(self, margin: float) -> LeaseFence:
+        """A fence that lets writes out while the Lease is held for ``margin`` more seconds."""
+        return LeaseFence(self, margin)
 
     def _read(self) -> LeaseRecord | None:
         try:
@@ -128,7 +149,8 @@ class LeaderElector:
     def try_acquire_or_renew(self) -> bool:
         """One round: True when this identity holds the Lease afterwards."""
         record = self._read()
-        verdict = judge(record, self.options.identity, self._seen_at, self._clock())
+        started = self._clock()
+        verdict = judge(record, self.options.identity, self._seen_at, started)
         if verdict == Verdict.WAIT:
             self._holding = False
             return False
@@ -141,6 +163,8 @@ class LeaderElector:
         except Conflict:
             self._holding = False
             return False
+        self._renewed_at = started
+        self._token = int(body["spec"]["leaseTransitions"]) + 1  # above 0 even for the first holder
         if not self._holding:
             log.info(
                 "acquired lease %s/%s as %s", self.options.namespace, self.options.name, self.options.identity
@@ -153,12 +177,13 @@ class LeaderElector:
         if not self._holding:
             return
         self._holding = False
-        record = self._read()
-        if record is None or record.holder != self.options.identity:
-            return
         try:
+            record = self._read()
+            if record is None or record.holder != self.options.identity:
+                return
             self._kube.replace(self._body(record, "", 1))
-        except (Conflict, NotFound):
+        except KubeError as err:  # gone, taken, or its cluster unreachable: it expires by itself
+            log.warning("could not release lease %s/%s: %s", self.options.namespace, self.options.name, err)
             return
         log.info("released lease %s/%s", self.options.namespace, self.options.name)
 

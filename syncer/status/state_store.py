@@ -15,14 +15,16 @@ from typing import Any
 
 from syncer.domain.applied import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from syncer.domain.sync_state import ClusterSyncState, InventoryEntry, SyncPhase
-from syncer.errors import NotFound
+from syncer.errors import Conflict, FencedOut, NotFound
 from syncer.kube import ApplyOptions, KubeApi
+from syncer.leader.fence import UNFENCED, Fence
 
 STATE_CONFIGMAP = "syncer-sync-state"
 STATE_KEY = "state.json"
 FORMAT_VERSION = 1
 DEFAULT_NAMESPACE = "syncer-system"
 STATE_FIELD_MANAGER = "syncer-state"
+FENCING_TOKEN = "syncer.dev/fencing-token"
 
 
 class StateFormatError(ValueError):
@@ -118,12 +120,25 @@ class LoadedState:
     problem: str = ""
 
 
-class StateStore:
-    """Reads and writes one cluster's sync state through the KubeApi seam."""
+def stored_token(configmap: Mapping[str, Any]) -> int:
+    """The fencing token of the leader that last wrote a state ConfigMap (0: none recorded)."""
+    raw = ((configmap.get("metadata") or {}).get("annotations") or {}).get(FENCING_TOKEN, "0")
+    return int(raw) if str(raw).isdigit() else 0
 
-    def __init__(self, kube: KubeApi, namespace: str = DEFAULT_NAMESPACE) -> None:
+
+class StateStore:
+    """Reads and writes one cluster's sync state through the KubeApi seam.
+
+    With a ``fence`` whose token is above 0, every write records the token in the ConfigMap and is
+    refused (``FencedOut``) when the ConfigMap already records a higher one: a deposed leader cannot
+    overwrite what a newer leader wrote. The read and the write are tied by the resourceVersion, so
+    a write in between makes ours fail and be judged again.
+    """
+
+    def __init__(self, kube: KubeApi, namespace: str = DEFAULT_NAMESPACE, fence: Fence = UNFENCED) -> None:
         self.kube = kube
         self.namespace = namespace
+        self.fence = fence
         self._namespace_ready = False
 
     def load(self, managed_kinds: Iterable[tuple[str, str]] = ()) -> LoadedState:
@@ -156,10 +171,11 @@ class StateStore:
         return ClusterSyncState(self.kube.cluster, inventory=inventory_of(objects), rebuilt=True)
 
     def save(self, state: ClusterSyncState, now: float | None = None) -> ClusterSyncState:
-        """Write ``state`` (stamped with ``updated_at``), creating the namespace if needed."""
+        """Write ``state`` (stamped with ``updated_at``), creating the namespace if needed; FencedOut
+        when a newer leader's token is recorded."""
         stamped = replace(state, updated_at=now if now is not None else time.time())
         self._ensure_namespace()
-        body = {
+        body: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {
@@ -169,7 +185,31 @@ class StateStore:
             },
             "data": {STATE_KEY: encode(stamped)},
         }
-        self.kube.apply(body, ApplyOptions(field_manager=STATE_FIELD_MANAGER, force=True))
+        token = self.fence.token
+        if not token:
+            self.kube.apply(body, ApplyOptions(field_manager=STATE_FIELD_MANAGER, force=True))
+            return stamped
+        body["metadata"]["annotations"] = {FENCING_TOKEN: str(token)}
+        for attempt in range(2):
+            try:
+                current = self.kube.get("v1", "ConfigMap", STATE_CONFIGMAP, self.namespace)
+            except NotFound:
+                current = {}
+            recorded = stored_token(current)
+            if recorded > token:
+                raise FencedOut(
+                    f"not writing the sync state of {self.kube.cluster}: a newer leader wrote it "
+                    f"(fencing token {recorded} > ours, {token})"
+                )
+            version = (current.get("metadata") or {}).get("resourceVersion")
+            if version:
+                body["metadata"]["resourceVersion"] = version
+            try:
+                self.kube.apply(body, ApplyOptions(field_manager=STATE_FIELD_MANAGER, force=True))
+                return stamped
+            except Conflict:
+                if attempt:
+                    raise
         return stamped
 
     def _ensure_namespace(self) -> None:

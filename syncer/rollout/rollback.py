@@ -1,0 +1,54 @@
+"""Per-cluster rollback targets and the line between a failed rollout and a later degradation. [pure]
+
+A cluster is rolled back to the last revision *it* ran healthy, as its own recorded state says:
+never a revision voted by the rest of the fleet, never the revision being rolled back, never one
+that failed on it since. A cluster with no such revision is not rolled back (the wave halts there,
+with the reason). A wave whose clusters all recorded the revision healthy has passed: whatever
+happens to them later is degradation, reported and repaired, never a failed rollout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from syncer.domain.sync_state import ClusterSyncState, SyncPhase
+
+
+@dataclass(frozen=True)
+class RollbackTarget:
+    """Where one cluster goes back to: ``revision`` (empty: nowhere, ``reason`` says why)."""
+
+    cluster: str
+    revision: str
+    reason: str
+
+
+def rollback_target(state: ClusterSyncState, failing: str) -> RollbackTarget:
+    """The revision ``state``'s cluster last ran healthy, unless that is ``failing`` or failed there."""
+    good = state.last_good
+    if not good:
+        return RollbackTarget(state.cluster, "", "it never ran a revision healthy")
+    if good == failing:
+        return RollbackTarget(state.cluster, "", f"the last revision it ran healthy is {failing[:12]} itself")
+    if good in state.bad_revisions:
+        return RollbackTarget(
+            state.cluster, "", f"{good[:12]}, the last revision it ran healthy, failed there since"
+        )
+    return RollbackTarget(state.cluster, good, f"last healthy on {good[:12]}")
+
+
+def rollback_targets(
+    clusters: Sequence[str], states: Mapping[str, ClusterSyncState], failing: str
+) -> dict[str, RollbackTarget]:
+    """``rollback_target`` of each of ``clusters`` (a cluster without a state has no target)."""
+    return {name: rollback_target(states.get(name) or ClusterSyncState(name), failing) for name in clusters}
+
+
+def wave_passed(clusters: Sequence[str], states: Mapping[str, ClusterSyncState], revision: str) -> bool:
+    """True when every cluster of the wave recorded ``revision`` as applied and judged healthy: the
+    wave's rollout is over, its gate is not judged again for this revision."""
+    return bool(clusters) and all(
+        (s := states.get(name)) is not None and s.revision == revision and s.phase is SyncPhase.HEALTHY
+        for name in clusters
+    )
