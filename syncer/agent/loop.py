@@ -23,7 +23,7 @@ from syncer.agent.service import Agent, read_secret
 from syncer.agent.settings import AgentSettings
 from syncer.controller.model import ControllerOptions
 from syncer.controller.runner import run_controller
-from syncer.errors import Conflict, NotFound
+from syncer.errors import Conflict, KubeError, NotFound
 from syncer.kube import ClusterClient
 from syncer.leader.election import LeaderElector, LeaseOptions
 
@@ -197,10 +197,16 @@ class AgentProcess:
                 lease.retry_period,
             )
             try:
-                ensure_lease_namespace(client, lease.namespace)
                 elector = LeaderElector(client, options)
                 while not self.stop.is_set():
-                    elector.run(self.stop, self._lead)
+                    # Losing the Lease, or its cluster, returns this replica to standby; it keeps
+                    # serving HTTP and trying again, it never exits for it.
+                    try:
+                        ensure_lease_namespace(client, lease.namespace)
+                        elector.run(self.stop, self._lead)
+                    except KubeError as err:
+                        log.warning("the Lease's cluster does not answer: %s; trying again", err)
+                        self.stop.wait(lease.retry_period)
             finally:
                 client.close()
         finally:

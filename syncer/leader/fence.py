@@ -3,9 +3,9 @@
 A ``Fence`` answers two things: ``check()`` raises ``FencedOut`` unless the Lease is held for at
 least ``margin`` more seconds as this process's own monotonic clock measures from the start of its
 last successful renewal (a process frozen with SIGSTOP past its lease finds it expired the moment
-it runs again), and ``token`` is the Lease's transition count when this replica acquired it, which
-grows with every new holder: a cluster's state records the token of the leader that wrote it, and a
-write carrying an older token is refused (see ``syncer.status.state_store``).
+it runs again), and ``token`` is one more than the Lease's transition count when this replica
+acquired it, which grows with every new holder: a cluster's state records the token of the leader
+that wrote it, and a write carrying an older token is refused (see ``syncer.status.state_store``).
 
 ``FencedKube`` puts the check in front of every write through the ``KubeApi`` seam (apply, create,
 replace, delete); reads pass through. A replica without leader election uses ``UNFENCED``.
