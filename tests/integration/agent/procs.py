@@ -173,5 +173,9 @@ class Agents:
         """Kill whatever is still running; fail if any agent process (or child) survives."""
         for proc in self.procs:
             proc.kill()
+        # Children killed with the group (git, ssh-keygen) may take a moment to be reaped.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not all(p.gone() for p in self.procs):
+            time.sleep(0.1)
         left = [p.name for p in self.procs if not p.gone()]
         assert not left, f"agent processes left running: {left}"
