@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import click
 
 from devfleet import access, build, fleet
+from devfleet import memory as fleet_memory
 
 
 def _say(msg: str) -> None:
@@ -48,18 +51,64 @@ def build_cmd() -> None:
 
 @cli.command()
 @_state_option
-@click.option("--cluster", "clusters", multiple=True, help="Cluster names [default: canary, eu-1, us-1].")
+@click.option("--cluster", "names", multiple=True, help="Cluster names [default: canary, eu-1, us-1].")
+@click.option(
+    "--clusters",
+    "count",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Start this many clusters named <prefix>-01, <prefix>-02, ... (instead of --cluster).",
+)
+@click.option("--prefix", default="c", show_default=True, help="Name prefix for --clusters.")
+@click.option(
+    "--profile",
+    type=click.Choice([str(p) for p in fleet.Profile]),
+    default=str(fleet.Profile.FULL),
+    show_default=True,
+    help="full: apiserver, controller manager, scheduler, kwok nodes; light: a trimmed apiserver only.",
+)
 @click.option("--nodes", default=fleet.NODES_PER_CLUSTER, show_default=True, help="kwok nodes per cluster.")
-@click.option("--timeout", default=180.0, show_default=True, help="Seconds to wait for the fleet.")
+@click.option(
+    "--timeout",
+    type=float,
+    default=None,
+    help="Seconds to wait for the fleet [default: 180 + 15 a cluster].",
+)
+@click.option(
+    "--start-window", default=4, show_default=True, help="kube-apiservers starting at the same time."
+)
+@click.option("--audit", is_flag=True, help="Log every write request to <cluster>/logs/audit.jsonl.")
 @click.option("--loopback-pods", is_flag=True, help="Give pods loopback IPs from a /16 no other fleet uses.")
 def up(
-    state_dir: Path | None, clusters: tuple[str, ...], nodes: int, timeout: float, loopback_pods: bool
+    *,
+    state_dir: Path | None,
+    names: tuple[str, ...],
+    count: int | None,
+    prefix: str,
+    profile: str,
+    nodes: int,
+    timeout: float | None,
+    start_window: int,
+    audit: bool,
+    loopback_pods: bool,
 ) -> None:
     """Start the fleet and print the path of its kubeconfig (one context per cluster)."""
+    if names and count:
+        raise click.UsageError("give either --cluster NAME (repeatable) or --clusters N, not both")
+    clusters = fleet.cluster_names(count, prefix) if count else names or fleet.DEFAULT_CLUSTERS
     options = fleet.UpOptions(
-        clusters=clusters or fleet.DEFAULT_CLUSTERS, nodes=nodes, timeout=timeout, loopback_pods=loopback_pods
+        clusters=clusters,
+        nodes=nodes,
+        timeout=timeout,
+        profile=fleet.Profile(profile),
+        start_window=start_window,
+        audit=audit,
+        loopback_pods=loopback_pods,
     )
-    started = fleet.up(_root(state_dir), options, _say)
+    try:
+        started = fleet.up(_root(state_dir), options, _say)
+    except ValueError as err:
+        raise click.UsageError(str(err)) from err
     click.echo(started.kubeconfig)
 
 
@@ -83,6 +132,27 @@ def status(state_dir: Path | None) -> None:
         click.echo(f"{cluster:<12} {name:<24} {pid:>8}  {'running' if alive else 'STOPPED'}")
     if not all(alive for *_, alive in rows):
         sys.exit(1)
+
+
+@cli.command()
+@_state_option
+def memory(state_dir: Path | None) -> None:
+    """Resident memory of each cluster's processes (RSS, and PSS sharing the binaries' pages), with the
+    mean per cluster of each profile."""
+    rows = fleet_memory.per_cluster(_loaded(state_dir))
+    click.echo(f"{'cluster':<16} {'profile':<8} {'procs':>5} {'RSS MiB':>9} {'PSS MiB':>9}")
+    for row in rows:
+        click.echo(
+            f"{row.cluster:<16} {row.profile:<8} {row.processes:>5} "
+            f"{row.rss_kib / 1024:>9.1f} {row.pss_kib / 1024:>9.1f}"
+        )
+    for summary in fleet_memory.summarize(rows):
+        click.echo(
+            f"{summary.profile}: {summary.clusters} cluster(s), mean RSS {summary.mean_rss:.1f} MiB "
+            f"(max {summary.max_rss:.1f}), mean PSS {summary.mean_pss:.1f} MiB per cluster"
+        )
+    total = sum(r.pss_kib for r in rows) / 1024
+    click.echo(f"whole fleet with etcd: PSS {total:.1f} MiB")
 
 
 def _why(err: Exception) -> str:
@@ -140,6 +210,36 @@ def apply_cmd(state_dir: Path | None, files: tuple[Path, ...], clusters: tuple[s
     """Server-side apply YAML files to the fleet's clusters as the admin (e.g. the RedisCluster CRD)."""
     for line in access.apply_files(_loaded(state_dir), list(files), clusters):
         click.echo(line)
+
+
+@cli.command("stand-in")
+@_state_option
+@click.option("--cluster", "clusters", multiple=True, help="Only these clusters [default: the light ones].")
+def stand_in_cmd(state_dir: Path | None, clusters: tuple[str, ...]) -> None:
+    """Run the status stand-in of light clusters until interrupted: it marks every RedisCluster Ready
+    for its generation (reason StatusStandIn) since no controller runs there. Not a controller."""
+    from devfleet.standin import ReadyStatusStandIn
+
+    loaded = _loaded(state_dir)
+    names = clusters or tuple(c.name for c in loaded.clusters if c.profile is fleet.Profile.LIGHT)
+    if not names:
+        raise click.ClickException("the fleet has no light clusters; name clusters with --cluster")
+    for name in names:
+        try:
+            loaded.cluster(name)
+        except KeyError as err:
+            raise click.ClickException(_why(err)) from err
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    signal.signal(signal.SIGINT, lambda *_: done.set())
+    stand_in = ReadyStatusStandIn(loaded.kubeconfig, names).start()
+    _say(f"status stand-in marking RedisClusters Ready on {len(names)} cluster(s); Ctrl-C stops it")
+    try:
+        while not done.wait(1.0):
+            pass
+    finally:
+        stand_in.stop()
+        _say(f"status stand-in stopped after {stand_in.total} status write(s)")
 
 
 @cli.command("kubeconfig")

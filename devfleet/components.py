@@ -3,9 +3,73 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 SERVICE_CIDR = "10.96.0.0/16"
+
+
+class Profile(StrEnum):
+    """What a cluster runs. ``full``: kube-apiserver, controller manager, scheduler and kwok nodes, so
+    pods run and turn Ready. ``light``: only a kube-apiserver (own CA, TLS, RBAC) trimmed for memory;
+    objects are stored and served, but nothing reconciles them."""
+
+    FULL = "full"
+    LIGHT = "light"
+
+
+# The API groups a light cluster serves: what syncer writes there (core, events, leases, CRDs), what
+# RBAC and the identity requests need, and what the apiserver's own controllers use (service IP
+# allocation in networking, the kubernetes Service's EndpointSlices in discovery, its identity leases
+# in coordination).
+LIGHT_API_GROUPS = (
+    "api/v1",
+    "events.k8s.io/v1",
+    "coordination.k8s.io/v1",
+    "apiextensions.k8s.io/v1",
+    "apiregistration.k8s.io/v1",
+    "rbac.authorization.k8s.io/v1",
+    "authentication.k8s.io/v1",
+    "authorization.k8s.io/v1",
+    "networking.k8s.io/v1",
+    "discovery.k8s.io/v1",
+)
+
+LIGHT_ADMISSION_OFF = (
+    "MutatingAdmissionWebhook",
+    "ValidatingAdmissionWebhook",
+    "ValidatingAdmissionPolicy",
+    "MutatingAdmissionPolicy",
+    "DefaultStorageClass",
+    "StorageObjectInUseProtection",
+    "PersistentVolumeClaimResize",
+    "RuntimeClass",
+    "Priority",
+    "CertificateApproval",
+    "CertificateSigning",
+    "CertificateSubjectRestriction",
+    "ClusterTrustBundleAttest",
+)
+
+# The Go runtime of a light apiserver collects garbage sooner (GOGC) and aims to stay under a soft
+# memory limit (GOMEMLIMIT): an idle apiserver holds little live data, the rest is collector slack.
+LIGHT_ENV = {"GOGC": "50", "GOMEMLIMIT": "64MiB"}
+
+
+def light_apiserver_flags() -> list[str]:
+    """Flags added to a light cluster's kube-apiserver: only ``LIGHT_API_GROUPS`` served, no watch
+    cache (lists and watches are served from etcd; every resource would otherwise keep a cache of its
+    own), and small request limits."""
+    return [
+        "--runtime-config=" + ",".join(["api/all=false", *(f"{g}=true" for g in LIGHT_API_GROUPS)]),
+        "--watch-cache=false",
+        # Admission plugins whose informers watch groups a light cluster does not serve would wait for
+        # them forever and keep the apiserver from becoming ready.
+        "--disable-admission-plugins=" + ",".join(LIGHT_ADMISSION_OFF),
+        "--max-requests-inflight=100",
+        "--max-mutating-requests-inflight=50",
+        "--event-ttl=15m",
+    ]
 
 
 @dataclass(frozen=True)
@@ -23,6 +87,36 @@ class ClusterFiles:
 
     def log(self, component: str) -> Path:
         return self.root / "logs" / f"{component}.log"
+
+    @property
+    def audit_policy(self) -> Path:
+        return self.root / "audit-policy.yaml"
+
+    @property
+    def audit_log(self) -> Path:
+        return self.root / "logs" / "audit.jsonl"
+
+
+# Every write request (who, which object, when, the answer), none of the reads.
+AUDIT_POLICY = """\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+  - level: Metadata
+    verbs: ["create", "update", "patch", "delete", "deletecollection"]
+"""
+
+
+def audit_flags(files: ClusterFiles) -> list[str]:
+    """Flags that make kube-apiserver log every write as one JSON line (``files.audit_log``)."""
+    return [
+        f"--audit-policy-file={files.audit_policy}",
+        f"--audit-log-path={files.audit_log}",
+        "--audit-log-format=json",
+        "--audit-log-mode=blocking",
+        "--audit-log-maxsize=200",
+    ]
 
 
 def etcd_argv(bin_dir: Path, data_dir: Path, client_port: int, peer_port: int) -> list[str]:
@@ -45,8 +139,19 @@ def etcd_argv(bin_dir: Path, data_dir: Path, client_port: int, peer_port: int) -
     ]
 
 
-def apiserver_argv(bin_dir: Path, files: ClusterFiles, port: int, etcd_port: int, cluster: str) -> list[str]:
+def apiserver_argv(
+    bin_dir: Path,
+    files: ClusterFiles,
+    port: int,
+    etcd_port: int,
+    cluster: str,
+    *,
+    light: bool = False,
+    audit: bool = False,
+) -> list[str]:
+    """kube-apiserver of one cluster; ``light`` trims it for memory, ``audit`` logs every write."""
     pki = files.pki
+    extra = (light_apiserver_flags() if light else []) + (audit_flags(files) if audit else [])
     return [
         str(bin_dir / "kube-apiserver"),
         f"--etcd-servers=http://127.0.0.1:{etcd_port}",
@@ -67,6 +172,7 @@ def apiserver_argv(bin_dir: Path, files: ClusterFiles, port: int, etcd_port: int
         "--enable-priority-and-fairness=false",
         "--profiling=false",
         "--v=1",
+        *extra,
     ]
 
 

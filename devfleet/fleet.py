@@ -1,221 +1,137 @@
 """Bring a local fleet of clusters up and down, and describe what runs.
 
-A fleet lives in one state directory: ``fleet.json`` (clusters, ports and the processes started, by PID
-and start time), ``kubeconfig`` (one admin context per cluster), each cluster's PKI and component logs.
+A fleet lives in one state directory (see ``devfleet.state``). Its clusters are ``full`` (apiserver,
+controller manager, scheduler, kwok nodes) or ``light`` (a kube-apiserver trimmed for memory, nothing
+else): see ``devfleet.components.Profile``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
-import json
 import shutil
-import socket
-import ssl
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
-from devfleet import components, kubeconfig, pki, podrange, procs
+from devfleet import components, kubeconfig, pki, podrange, probe, procs
 from devfleet.build import cache_root, ensure_binaries
+from devfleet.components import Profile
+from devfleet.probe import tail
+from devfleet.state import ADMIN_USER, CLUSTER_COMPONENTS, STOP_GRACE, Cluster, Fleet, Say
+
+__all__ = [
+    "CLUSTER_COMPONENTS",
+    "DEFAULT_CLUSTERS",
+    "NODES_PER_CLUSTER",
+    "STOP_GRACE",
+    "Cluster",
+    "Fleet",
+    "Profile",
+    "UpOptions",
+    "cluster_names",
+    "default_state_dir",
+    "down",
+    "start_component",
+    "status",
+    "stop_component",
+    "tail",
+    "up",
+]
 
 DEFAULT_CLUSTERS = ("canary", "eu-1", "us-1")
-# The processes each cluster runs of its own (etcd is shared by the fleet).
-CLUSTER_COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
-# Seconds a component stopped alone gets to exit after SIGTERM before it is killed.
-STOP_GRACE = 2.0
-ADMIN_USER = "fleet-admin"
 NODES_PER_CLUSTER = 2
-
-Say = Callable[[str], None]
+# How often a component is started again on a new port when another process took its port first.
+PORT_ATTEMPTS = 3
 
 
 def default_state_dir(name: str = "default") -> Path:
     return cache_root() / "fleet" / name
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+def cluster_names(count: int, prefix: str = "c") -> tuple[str, ...]:
+    """``count`` cluster names ``<prefix>-01`` ... (zero-padded to the width of ``count``, at least 2)."""
+    if count < 1:
+        raise ValueError(f"a fleet needs at least one cluster, not {count}")
+    width = max(2, len(str(count)))
+    return tuple(f"{prefix}-{index:0{width}d}" for index in range(1, count + 1))
 
 
 @dataclass(frozen=True)
-class Cluster:
-    """One running cluster of the fleet."""
+class UpOptions:
+    """How a fleet is started.
 
-    name: str
-    port: int
-    root: Path
+    ``profile`` applies to every cluster. ``pod_cidr`` is where kwok takes pod IPs from (full
+    clusters). ``loopback_pods`` instead claims a loopback /16 for this fleet alone
+    (``devfleet.podrange``), so every pod IP is a loopback address of this machine that no other fleet
+    hands out, and a test can run a real server "in" a pod by listening there; the claim is held by
+    the fleet's etcd and released by ``down``. ``start_window`` bounds the kube-apiservers starting
+    at once (their start-up is CPU-heavy). ``timeout`` is for the whole fleet; ``None`` allows 180
+    seconds plus 15 per cluster (start-up is slow on a busy machine). ``audit`` makes every apiserver
+    log each write request (user, user agent, object, time) to ``<cluster>/logs/audit.jsonl``."""
 
-    @property
-    def files(self) -> components.ClusterFiles:
-        return components.ClusterFiles(self.root)
+    clusters: tuple[str, ...] = DEFAULT_CLUSTERS
+    nodes: int = NODES_PER_CLUSTER
+    timeout: float | None = None
+    pod_cidr: str = components.POD_CIDR
+    profile: Profile = Profile.FULL
+    start_window: int = 4
+    audit: bool = False
+    loopback_pods: bool = False
 
-    @property
-    def server(self) -> str:
-        return f"https://127.0.0.1:{self.port}"
-
-    @property
-    def endpoint(self) -> kubeconfig.Endpoint:
-        return kubeconfig.Endpoint(self.name, self.server, self.files.pki / "ca.crt")
-
-    @property
-    def ca(self) -> pki.CertificateAuthority:
-        return pki.CertificateAuthority(self.files.pki)
-
-    def admin_credentials(self) -> kubeconfig.Credentials:
-        return kubeconfig.Credentials(cert=self.files.pki / "admin.crt", key=self.files.pki / "admin.key")
+    def seconds(self) -> float:
+        return self.timeout if self.timeout is not None else 180.0 + 15.0 * len(self.clusters)
 
 
-@dataclass
-class Fleet:
-    """The state of a fleet as recorded in its state directory."""
-
-    root: Path
-    clusters: list[Cluster] = field(default_factory=list)
-    processes: list[procs.Proc] = field(default_factory=list)
-    etcd_port: int = 0
-    pod_range: podrange.PodRange | None = None
-
-    @property
-    def state_file(self) -> Path:
-        return self.root / "fleet.json"
-
-    @property
-    def kubeconfig(self) -> Path:
-        return self.root / "kubeconfig"
-
-    def cluster(self, name: str) -> Cluster:
-        for c in self.clusters:
-            if c.name == name:
-                return c
-        raise KeyError(f"no cluster {name!r} in the fleet at {self.root}")
-
-    def save(self) -> None:
-        data: dict[str, Any] = {
-            "etcdPort": self.etcd_port,
-            "clusters": [{"name": c.name, "port": c.port} for c in self.clusters],
-            "processes": [p.to_json() for p in self.processes],
-        }
-        if self.pod_range is not None:
-            data["podRange"] = self.pod_range.to_json()
-        # Write aside and rename, so a reader never sees half a file.
-        partial = self.state_file.with_name(self.state_file.name + ".new")
-        partial.write_text(json.dumps(data, indent=2) + "\n")
-        partial.replace(self.state_file)
-
-    @staticmethod
-    def load(root: Path) -> Fleet | None:
-        state = root / "fleet.json"
-        if not state.is_file():
-            return None
-        data: dict[str, Any] = json.loads(state.read_text())
-        clusters = [Cluster(c["name"], int(c["port"]), root / c["name"]) for c in data["clusters"]]
-        processes = [procs.Proc.from_json(p) for p in data["processes"]]
-        claimed = data.get("podRange")
-        pod_range = podrange.PodRange.from_json(claimed) if isinstance(claimed, dict) else None
-        return Fleet(root, clusters, processes, int(data["etcdPort"]), pod_range)
-
-    def live(self) -> list[procs.Proc]:
-        return [p for p in self.processes if p.alive()]
-
-    def cluster_of(self, proc: procs.Proc) -> str:
-        """The cluster ``proc`` belongs to (its log lives in the cluster's directory), or '-' for etcd."""
-        by_dir = {str(c.root): c.name for c in self.clusters}
-        return by_dir.get(str(Path(proc.log).parent.parent), "-")
-
-    def component(self, cluster: str, name: str) -> procs.Proc:
-        """The recorded process of component ``name`` of ``cluster``."""
-        self.cluster(cluster)
-        if name not in CLUSTER_COMPONENTS:
-            raise KeyError(
-                f"{name!r} is not a component of a cluster (one of {', '.join(CLUSTER_COMPONENTS)})"
-            )
-        for p in self.processes:
-            if p.name == name and self.cluster_of(p) == cluster:
-                return p
-        raise KeyError(f"no {name} recorded for cluster {cluster!r} in the fleet at {self.root}")
-
-    def stop_component(
-        self, cluster: str, name: str, say: Say = print, grace: float = STOP_GRACE
-    ) -> procs.Proc:
-        """Stop exactly the recorded process of one cluster's component (PID and start time must match);
-        the record stays, so ``status`` shows it stopped and ``start_component`` can start it again.
-
-        A kube-apiserver stops listening at once on SIGTERM but then waits for the watches the cluster's
-        other components still hold; it keeps nothing of its own (etcd does), so after ``grace``
-        seconds it is killed rather than waited for."""
-        proc = self.component(cluster, name)
-        if not proc.alive():
-            say(f"{cluster} {name} is not running")
-            return proc
-        survivors = procs.stop([proc], grace=grace)
-        if survivors:
-            raise RuntimeError(f"could not stop {cluster} {name} (pid {proc.pid})")
-        say(f"stopped {cluster} {name} (pid {proc.pid})")
-        return proc
-
-    def start_component(self, cluster: str, name: str, say: Say = print, timeout: float = 60.0) -> procs.Proc:
-        """Start a stopped component of one cluster again with its recorded command line (same port,
-        certificates and etcd prefix, so the cluster keeps its data), record the new process and, for
-        kube-apiserver, wait until it answers ``/readyz``. A running component is left as it is."""
-        old = self.component(cluster, name)
-        if old.alive():
-            say(f"{cluster} {name} is already running (pid {old.pid})")
-            return old
-        new = procs.respawn(old)
-        self.processes[self.processes.index(old)] = new
-        self.save()
-        say(f"started {cluster} {name} (pid {new.pid})")
-        if name == "kube-apiserver":
-            c = self.cluster(cluster)
-            ready = functools.partial(_answers_ok, f"{c.server}/readyz", _ssl_context(c))
-            _wait(f"{cluster} kube-apiserver /readyz", ready, time.monotonic() + timeout, new)
-        return new
+@contextlib.contextmanager
+def _locked(root: Path) -> Iterator[None]:
+    """Holds a lock beside ``root`` so that two commands never start or stop the same fleet at once."""
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with (root.parent / f".{root.name}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _ssl_context(cluster: Cluster) -> ssl.SSLContext:
-    ctx = ssl.create_default_context(cafile=str(cluster.files.pki / "ca.crt"))
-    ctx.load_cert_chain(str(cluster.files.pki / "admin.crt"), str(cluster.files.pki / "admin.key"))
-    return ctx
-
-
-def _get(url: str, ctx: ssl.SSLContext | None, timeout: float = 2.0) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, context=ctx, timeout=timeout) as resp:
-            return int(resp.status), resp.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode(errors="replace")
-    except (urllib.error.URLError, OSError) as err:
-        return 0, str(err)
-
-
-def _answers_ok(url: str, ctx: ssl.SSLContext | None) -> bool:
-    return _get(url, ctx)[0] == 200
-
-
-def _wait(what: str, check: Callable[[], bool], deadline: float, proc: procs.Proc | None) -> None:
-    while time.monotonic() < deadline:
-        if check():
-            return
-        if proc is not None and not proc.alive():
-            raise RuntimeError(f"{what}: {proc.name} exited; last log lines:\n{tail(Path(proc.log))}")
-        time.sleep(0.2)
-    log = f"; last log lines:\n{tail(Path(proc.log))}" if proc else ""
-    raise TimeoutError(f"timed out waiting for {what}{log}")
-
-
-def tail(path: Path, lines: int = 30) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except FileNotFoundError:
-        return "(no log)"
+def up(root: Path, options: UpOptions = UpOptions(), say: Say = print) -> Fleet:
+    """Start a fleet in ``root``; if one already runs there whole, return it as it is."""
+    if len(set(options.clusters)) != len(options.clusters) or not options.clusters:
+        raise ValueError(f"cluster names must be given and unique: {', '.join(options.clusters)}")
+    with _locked(root):
+        existing = Fleet.load(root)
+        if existing is not None:
+            if len(existing.live()) == len(existing.processes):
+                say(f"fleet at {root} is already up")
+                return existing
+            say(f"fleet at {root} is partly down: stopping what remains and starting afresh")
+            _down(root, say)
+        bin_dir = ensure_binaries(say)
+        started = time.monotonic()
+        deadline = started + options.seconds()
+        if root.exists():
+            shutil.rmtree(root)
+        root.mkdir(parents=True)
+        ports: set[int] = set()
+        fleet = Fleet(
+            root,
+            [Cluster(n, probe.free_port(ports), root / n, options.profile) for n in options.clusters],
+            [],
+            probe.free_port(ports),
+        )
+        try:
+            _start(fleet, bin_dir, options, deadline, say)
+        except BaseException:
+            fleet.save()
+            _down(root, say)
+            raise
+    names = ", ".join(c.name for c in fleet.clusters)
+    say(f"fleet up in {time.monotonic() - started:.1f}s ({options.profile}): {names}")
+    return fleet
 
 
 def _issue_pki(cluster: Cluster) -> None:
@@ -230,108 +146,126 @@ def _issue_pki(cluster: Cluster) -> None:
         server_names=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"),
     )
     ca.issue(files.pki / "admin", ADMIN_USER, organizations=("system:masters",))
-    identities = {
-        "kube-controller-manager": ("system:kube-controller-manager", ()),
-        "kube-scheduler": ("system:kube-scheduler", ()),
-        # kwok stands in for every kubelet and needs node and pod status rights across the cluster.
-        "kwok": ("kwok-controller", ("system:masters",)),
-    }
-    for component, (user, groups) in identities.items():
-        pair = ca.issue(files.pki / component, user, organizations=groups)
+    pki.write_service_account_keys(files.pki)
+    files.audit_policy.write_text(components.AUDIT_POLICY)
+
+
+# The identity each component of a full cluster authenticates as; kwok stands in for every kubelet and
+# needs node and pod status rights across the cluster.
+_IDENTITIES = {
+    "kube-controller-manager": ("system:kube-controller-manager", ()),
+    "kube-scheduler": ("system:kube-scheduler", ()),
+    "kwok": ("kwok-controller", ("system:masters",)),
+}
+
+
+def _component_kubeconfigs(cluster: Cluster) -> None:
+    """Kubeconfigs of a full cluster's own components (written once the apiserver's port is final)."""
+    files = cluster.files
+    for component, (user, groups) in _IDENTITIES.items():
+        pair = cluster.ca.issue(files.pki / component, user, organizations=groups)
         doc = kubeconfig.render(
             [(cluster.endpoint, user, kubeconfig.Credentials(cert=pair.cert, key=pair.key))], cluster.name
         )
         kubeconfig.write(files.kubeconfig(component), doc)
-    pki.write_service_account_keys(files.pki)
 
 
-def write_fleet_kubeconfig(fleet: Fleet) -> Path:
-    entries = [(c.endpoint, ADMIN_USER, c.admin_credentials()) for c in fleet.clusters]
-    return kubeconfig.write(fleet.kubeconfig, kubeconfig.render(entries, fleet.clusters[0].name))
-
-
-@dataclass(frozen=True)
-class UpOptions:
-    """``pod_cidr`` is where kwok takes pod IPs from. ``loopback_pods`` instead claims a loopback /16
-    for this fleet alone (``devfleet.podrange``), so every pod IP is a loopback address of this machine
-    that no other fleet hands out, and a test can run a real server "in" a pod by listening there.
-    The claim is held by the fleet's etcd and released by ``down``."""
-
-    clusters: tuple[str, ...] = DEFAULT_CLUSTERS
-    nodes: int = NODES_PER_CLUSTER
-    timeout: float = 180.0
-    pod_cidr: str = components.POD_CIDR
-    loopback_pods: bool = False
-
-
-def up(root: Path, options: UpOptions = UpOptions(), say: Say = print) -> Fleet:
-    """Start a fleet in ``root``; if one already runs there whole, return it as it is."""
-    existing = Fleet.load(root)
-    if existing is not None:
-        if len(existing.live()) == len(existing.processes):
-            say(f"fleet at {root} is already up")
-            return existing
-        say(f"fleet at {root} is partly down: stopping what remains and starting afresh")
-        down(root, say)
-    bin_dir = ensure_binaries(say)
-    started = time.monotonic()
-    deadline = started + options.timeout
-    if root.exists():
-        shutil.rmtree(root)
-    root.mkdir(parents=True)
-    fleet = Fleet(root, [Cluster(n, free_port(), root / n) for n in options.clusters], [], free_port())
-    try:
-        _start(fleet, bin_dir, options, deadline, say)
-    except BaseException:
+def _start_etcd(fleet: Fleet, bin_dir: Path, deadline: float, say: Say) -> None:
+    say("starting etcd")
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        argv = components.etcd_argv(bin_dir, fleet.root / "etcd-data", fleet.etcd_port, probe.free_port())
+        etcd = procs.spawn("etcd", argv, fleet.root / "etcd.log", fleet.root)
+        fleet.processes.append(etcd)
         fleet.save()
-        down(root, say)
-        raise
-    say(f"fleet up in {time.monotonic() - started:.1f}s: {', '.join(c.name for c in fleet.clusters)}")
-    return fleet
+        url = f"http://127.0.0.1:{fleet.etcd_port}/health"
+        try:
+            probe.wait("etcd health", functools.partial(probe.answers_ok, url, None), deadline, etcd)
+            return
+        except probe.Exited as exited:
+            if attempt == PORT_ATTEMPTS or not probe.port_taken(exited.log):
+                raise
+            fleet.processes.remove(etcd)
+            shutil.rmtree(fleet.root / "etcd-data", ignore_errors=True)
+            fleet.etcd_port = probe.free_port({c.port for c in fleet.clusters})
+
+
+def _spawn_apiserver(fleet: Fleet, bin_dir: Path, cluster: Cluster, audit: bool) -> procs.Proc:
+    argv = components.apiserver_argv(
+        bin_dir,
+        cluster.files,
+        cluster.port,
+        fleet.etcd_port,
+        cluster.name,
+        light=cluster.profile is Profile.LIGHT,
+        audit=audit,
+    )
+    env = components.LIGHT_ENV if cluster.profile is Profile.LIGHT else None
+    proc = procs.spawn("kube-apiserver", argv, cluster.files.log("kube-apiserver"), cluster.root, env)
+    fleet.processes.append(proc)
+    fleet.save()
+    return proc
+
+
+def _start_apiservers(fleet: Fleet, bin_dir: Path, options: UpOptions, deadline: float, say: Say) -> None:
+    """Start every cluster's kube-apiserver, at most ``start_window`` of them starting at once, and wait
+    until each answers /readyz. One that finds its port taken meanwhile is started on another."""
+    say(f"starting {len(fleet.clusters)} kube-apiservers, {options.start_window} at a time")
+    pending = list(range(len(fleet.clusters)))
+    starting: dict[int, tuple[procs.Proc, int]] = {}
+    checks = {}
+    while pending or starting:
+        while pending and len(starting) < max(1, options.start_window):
+            index = pending.pop(0)
+            starting[index] = (_spawn_apiserver(fleet, bin_dir, fleet.clusters[index], options.audit), 1)
+            checks[index] = fleet.clusters[index].readyz()
+        for index, (proc, attempt) in list(starting.items()):
+            cluster = fleet.clusters[index]
+            if checks[index]():
+                del starting[index]
+            elif not proc.alive():
+                log = probe.tail(Path(proc.log))
+                if attempt == PORT_ATTEMPTS or not probe.port_taken(log):
+                    raise probe.Exited(f"{cluster.name} kube-apiserver /readyz", proc, log)
+                fleet.processes.remove(proc)
+                taken = {c.port for c in fleet.clusters} | {fleet.etcd_port}
+                fleet.clusters[index] = cluster = replace(cluster, port=probe.free_port(taken))
+                starting[index] = (_spawn_apiserver(fleet, bin_dir, cluster, options.audit), attempt + 1)
+                checks[index] = cluster.readyz()
+        if time.monotonic() > deadline:
+            names = ", ".join(fleet.clusters[i].name for i in [*starting, *pending])
+            raise TimeoutError(f"timed out waiting for the kube-apiservers of {names}")
+        if starting:
+            time.sleep(0.2)
+    fleet.save()
+    fleet.write_kubeconfig()
 
 
 def _start(fleet: Fleet, bin_dir: Path, options: UpOptions, deadline: float, say: Say) -> None:
-    from devfleet import kwok_stages, nodes
-
     for cluster in fleet.clusters:
         _issue_pki(cluster)
-    etcd_log = fleet.root / "etcd.log"
-    etcd = procs.spawn(
-        "etcd",
-        components.etcd_argv(bin_dir, fleet.root / "etcd-data", fleet.etcd_port, free_port()),
-        etcd_log,
-        fleet.root,
-    )
-    fleet.processes.append(etcd)
-    fleet.save()
-    say("starting etcd")
-    url = f"http://127.0.0.1:{fleet.etcd_port}/health"
-    _wait("etcd health", functools.partial(_answers_ok, url, None), deadline, etcd)
-    pod_cidr = options.pod_cidr
+    _start_etcd(fleet, bin_dir, deadline, say)
     if options.loopback_pods:
+        etcd = next(p for p in fleet.processes if p.name == "etcd")
         fleet.pod_range = podrange.claim(owner=etcd.pid)
         fleet.save()
-        pod_cidr = fleet.pod_range.cidr
         say(f"pods get loopback IPs from {fleet.pod_range.network}")
-    apiservers = {}
-    for c in fleet.clusters:
-        argv = components.apiserver_argv(bin_dir, c.files, c.port, fleet.etcd_port, c.name)
-        apiservers[c.name] = procs.spawn("kube-apiserver", argv, c.files.log("kube-apiserver"), c.root)
-        fleet.processes.append(apiservers[c.name])
-    fleet.save()
-    write_fleet_kubeconfig(fleet)
-    say(f"starting {len(fleet.clusters)} kube-apiservers")
-    for c in fleet.clusters:
-        readyz = f"{c.server}/readyz"
-        ctx = _ssl_context(c)
-        _wait(
-            f"{c.name} kube-apiserver /readyz",
-            functools.partial(_answers_ok, readyz, ctx),
-            deadline,
-            apiservers[c.name],
-        )
+    _start_apiservers(fleet, bin_dir, options, deadline, say)
+    _start_full_components(fleet, bin_dir, options, deadline, say)
+
+
+def _start_full_components(
+    fleet: Fleet, bin_dir: Path, options: UpOptions, deadline: float, say: Say
+) -> None:
+    """The controller manager, scheduler and kwok of every full cluster; then its kwok nodes."""
+    from devfleet import kwok_stages, nodes
+
+    full = [c for c in fleet.clusters if c.profile is Profile.FULL]
+    if not full:
+        return
+    pod_cidr = fleet.pod_range.cidr if fleet.pod_range is not None else options.pod_cidr
     say("starting controller managers, schedulers and kwok")
-    for c in fleet.clusters:
+    for c in full:
+        _component_kubeconfigs(c)
         for name, argv in (
             ("kube-controller-manager", components.controller_manager_argv(bin_dir, c.files)),
             ("kube-scheduler", components.scheduler_argv(bin_dir, c.files)),
@@ -345,17 +279,19 @@ def _start(fleet: Fleet, bin_dir: Path, options: UpOptions, deadline: float, say
             fleet.processes.append(procs.spawn(name, argv, c.files.log(name), c.root))
     fleet.save()
     say(f"registering {options.nodes} kwok nodes per cluster and waiting for them to be Ready")
-    with ThreadPoolExecutor(max_workers=len(fleet.clusters)) as pool:
-        waits = [
-            pool.submit(nodes.prepare, fleet.kubeconfig, c.name, options.nodes, deadline)
-            for c in fleet.clusters
-        ]
+    with ThreadPoolExecutor(max_workers=min(len(full), 8)) as pool:
+        waits = [pool.submit(nodes.prepare, fleet.kubeconfig, c.name, options.nodes, deadline) for c in full]
         for w in waits:
             w.result()
 
 
 def down(root: Path, say: Say = print) -> list[procs.Proc]:
     """Stop exactly the processes the fleet in ``root`` started and remove its state; return survivors."""
+    with _locked(root):
+        return _down(root, say)
+
+
+def _down(root: Path, say: Say) -> list[procs.Proc]:
     fleet = Fleet.load(root)
     if fleet is None:
         if root.exists():

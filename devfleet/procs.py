@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,8 @@ class Proc:
     # How it was started, so that it can be started again the same way (empty in older state files).
     argv: tuple[str, ...] = ()
     cwd: str = ""
+    # Environment variables set on top of the starting process's own (sorted name, value pairs).
+    env: tuple[tuple[str, str], ...] = ()
 
     def alive(self) -> bool:
         owned = _CHILDREN.get(self.pid)
@@ -51,6 +54,7 @@ class Proc:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["argv"] = list(self.argv)
+        data["env"] = dict(self.env)
         return data
 
     @staticmethod
@@ -62,6 +66,7 @@ class Proc:
             str(data["log"]),
             tuple(str(arg) for arg in data.get("argv", ())),
             str(data.get("cwd", "")),
+            tuple(sorted((str(k), str(v)) for k, v in (data.get("env") or {}).items())),
         )
 
 
@@ -69,12 +74,14 @@ class Proc:
 _CHILDREN: dict[int, tuple[subprocess.Popen[bytes], int]] = {}
 
 
-def spawn(name: str, argv: list[str], log: Path, cwd: Path) -> Proc:
-    """Start ``argv`` in its own session with output to ``log``; it outlives the caller until stopped."""
+def spawn(name: str, argv: list[str], log: Path, cwd: Path, env: Mapping[str, str] | None = None) -> Proc:
+    """Start ``argv`` in its own session with output to ``log`` and ``env`` added to this process's
+    environment; it outlives the caller until stopped."""
     with log.open("ab") as out:
         child = subprocess.Popen(
             argv,
             cwd=cwd,
+            env={**os.environ, **env} if env else None,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -85,14 +92,14 @@ def spawn(name: str, argv: list[str], log: Path, cwd: Path) -> Proc:
         child.wait()
         raise RuntimeError(f"{name} exited at once; see {log}")
     _CHILDREN[child.pid] = (child, ticks)
-    return Proc(name, child.pid, ticks, str(log), tuple(argv), str(cwd))
+    return Proc(name, child.pid, ticks, str(log), tuple(argv), str(cwd), tuple(sorted((env or {}).items())))
 
 
 def respawn(proc: Proc) -> Proc:
     """Start ``proc`` again with the command line, log and working directory it was started with."""
     if not proc.argv or not proc.cwd:
         raise RuntimeError(f"{proc.name} (pid {proc.pid}) was recorded without its command line")
-    return spawn(proc.name, list(proc.argv), Path(proc.log), Path(proc.cwd))
+    return spawn(proc.name, list(proc.argv), Path(proc.log), Path(proc.cwd), dict(proc.env))
 
 
 def _reap(pid: int) -> None:

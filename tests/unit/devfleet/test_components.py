@@ -44,3 +44,21 @@ def test_kwok_manages_only_nodes_annotated_as_fake() -> None:
     got = flags(components.kwok_argv(Path("bin"), components.ClusterFiles(Path("c"))))
     assert got["manage-all-nodes"] == "false"
     assert got["manage-nodes-with-annotation-selector"] == "kwok.x-k8s.io/node=fake"
+
+
+def test_a_light_apiserver_serves_only_the_groups_syncer_needs_and_keeps_no_watch_cache() -> None:
+    files = components.ClusterFiles(Path("state/c-01"))
+    full = flags(components.apiserver_argv(Path("bin"), files, 6443, 2379, "c-01"))
+    light = flags(components.apiserver_argv(Path("bin"), files, 6443, 2379, "c-01", light=True))
+    assert "runtime-config" not in full
+    assert "watch-cache" not in full
+    groups = light["runtime-config"].split(",")
+    assert groups[0] == "api/all=false"
+    served = {g.removesuffix("=true") for g in groups[1:]}
+    assert {"api/v1", "events.k8s.io/v1", "apiextensions.k8s.io/v1", "coordination.k8s.io/v1"} <= served
+    assert "batch/v1" not in served
+    assert "apps/v1" not in served
+    assert light["watch-cache"] == "false"
+    # Everything that makes it a real, secured cluster stays.
+    for kept in ("authorization-mode", "anonymous-auth", "client-ca-file", "tls-cert-file", "etcd-prefix"):
+        assert light[kept] == full[kept]
