@@ -5,10 +5,9 @@ with ``git fast-import`` in a temporary folder, then measures (median of ``--run
 
 * a no-change poll of a warm cache (``git ls-remote``, no fetch);
 * a poll that fetches one new commit incrementally;
-* a fresh partial clone of the same repository (a new cache each run).
-
-The remote is reached through ``file://`` so git uses its transport like for a real remote (a plain
-path would take the local-clone shortcut of hard-linking objects).
+* a fresh clone of the same repository (a new cache each run). A repository on this machine is
+  always cloned whole through git's transport (never partially, never by hard-linking objects), so
+  this is an upper bound of the partial clone a network remote gets.
 """
 
 from __future__ import annotations
@@ -115,7 +114,7 @@ def main() -> None:
     print(f"repository: {args.commits} commits, {args.files} files; median of {args.runs} runs")
     print(f"{'no-change poll (ls-remote, no fetch)':<40}{poll * 1000:>10.1f} ms")
     print(f"{'poll with incremental fetch (1 commit)':<40}{fetch * 1000:>10.1f} ms")
-    print(f"{'fresh partial clone':<40}{clone * 1000:>10.1f} ms")
+    print(f"{'fresh clone (whole)':<40}{clone * 1000:>10.1f} ms")
     print(
         f"fresh clone / no-change poll: {clone / poll:.1f}x; "
         f"fresh clone / incremental fetch: {clone / fetch:.1f}x"

@@ -34,6 +34,19 @@ class VerificationError(SyncerError):
         super().__init__(message)
 
 
+class HistoryRewritten(VerificationError):
+    """A new tip does not descend from a revision already taken (by this replica or recorded as
+    applied by a cluster): taking it would roll the fleet back or drop trusted history.
+
+    ``revision`` is the refused tip and ``base`` the revision it does not descend from.
+    """
+
+    def __init__(self, message: str, *, revision: str, base: str) -> None:
+        self.revision = revision
+        self.base = base
+        super().__init__(message, verdict="history-rewritten")
+
+
 @dataclass(frozen=True)
 class Location:
     """A place in a file of the fleet repository; line and column count from 1, 0 when unknown."""

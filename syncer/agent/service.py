@@ -23,12 +23,12 @@ from syncer.domain.objects import DesiredFleet
 from syncer.engine.heal import heal_fleet
 from syncer.engine.revision import Advance, Outcome, Rejection, RevisionGate, RevisionOptions, Stage, prepare
 from syncer.engine.sync import FleetRollout, Progress, SyncOptions, SyncOutcome, SyncReport
-from syncer.errors import SyncerError, VerificationError
+from syncer.errors import ConfigError, KubeError, SourceError, SyncerError, VerificationError
 from syncer.kube import ClusterClient
 from syncer.source import GitSource, SourceOptions
 from syncer.status.events import EventRecorder, Regarding
 from syncer.status.metrics import SyncerMetrics
-from syncer.status.state_store import STATE_CONFIGMAP
+from syncer.status.state_store import STATE_CONFIGMAP, StateStore
 
 log = logging.getLogger("syncer.agent")
 
@@ -89,7 +89,12 @@ class Agent:
             config.source, allow_history_rewrite=config.trust.allow_history_rewrite
         )
         self.source = GitSource(source_options)
-        self.gate = RevisionGate(self.source, config.trust, RevisionOptions(timeout=config.source.timeout))
+        self.gate = RevisionGate(
+            self.source,
+            config.trust,
+            RevisionOptions(timeout=config.source.timeout),
+            recorded=self.recorded_revisions,
+        )
         self.clients: dict[str, ClusterClient] = {}
         self.recorders: dict[str, EventRecorder] = {}
         self._lock = threading.Lock()
@@ -116,6 +121,25 @@ class Agent:
         for client in self.clients.values():
             client.close()
         self.clients.clear()
+
+    def recorded_revisions(self) -> dict[str, str]:
+        """The revisions the clusters record as applied or last good, each with the clusters recording
+        it: the config's clusters and those of the revision in force. A cluster whose record cannot
+        be read is an error (a tip is never judged against part of the fleet's memory)."""
+        current = self.gate.current.fleet.clusters if self.gate.current else {}
+        found: dict[str, list[str]] = {}
+        for name in sorted(set(self.config.clusters) | set(current)):
+            try:
+                state = StateStore(self.client(name), self.settings.state_namespace).load().state
+            except (KubeError, ConfigError) as err:
+                raise SourceError(f"cannot read the revision cluster {name} records: {err}") from err
+            for revision in dict.fromkeys((state.revision, state.last_good)):
+                if revision:
+                    found.setdefault(revision, []).append(name)
+        return {
+            revision: f"the revision {', '.join(names)} record(s) as applied"
+            for revision, names in found.items()
+        }
 
     # -- reporting --------------------------------------------------------------------------------
 

@@ -25,9 +25,11 @@ _STYLE = {Verdict.TRUSTED: "green"}
 
 @click.command()
 @click.option(
-    "--repo", required=True, help="A local git repository, or a URL to clone into a temporary cache."
+    "--repo",
+    required=True,
+    help="A git repository (a folder or a URL); it is cloned into a temporary cache and the clone judged.",
 )
-@click.option("--rev", default="", help="Revision to verify [default: HEAD, or the branch tip of a URL].")
+@click.option("--rev", default="", help="Revision to verify [default: the tip of --branch].")
 @click.option(
     "--since", default="", help="The last verified revision; strict mode checks every commit after it."
 )
@@ -44,7 +46,7 @@ _STYLE = {Verdict.TRUSTED: "green"}
     default=None,
     help="Override the policy's mode.",
 )
-@click.option("--branch", default="main", show_default=True, help="Branch to clone when --repo is a URL.")
+@click.option("--branch", default="main", show_default=True, help="Branch to clone and verify.")
 def verify(*, repo: str, rev: str, since: str, policy: Path, mode: str | None, branch: str) -> None:
     """Verify who signed a revision of a fleet repository, commit by commit."""
     out, err = Console(width=_width()), Console(stderr=True, width=_width())
@@ -69,14 +71,15 @@ def verify(*, repo: str, rev: str, since: str, policy: Path, mode: str | None, b
 
 
 def _verify(repo: str, branch: str, trust: TrustPolicy, options: VerifyOptions) -> VerificationResult:
+    """Verify a clone syncer makes of ``repo`` (a URL, or a repository on this machine, which git is
+    never run inside of: its config, hooks, replace refs and info files take no part)."""
+    if repo.startswith("-"):
+        raise SourceError(f"the repository {repo!r} starts with '-': refusing it (it would be an option)")
     if not looks_like_url(repo):
         path = Path(repo)
         if not path.exists():
             raise SourceError(f"{repo} is neither an existing folder nor a URL")
-        revision = options.revision or "HEAD"
-        return verify_revision(
-            path, trust, VerifyOptions(revision, options.since, options.mode, options.timeout)
-        )
+        repo = str(path.resolve())
     with tempfile.TemporaryDirectory(prefix="syncer-verify-cache-") as cache:
         source = GitSource(
             SourceOptions(url=repo, cache_dir=Path(cache), branch=branch, timeout=options.timeout)

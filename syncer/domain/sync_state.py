@@ -56,15 +56,23 @@ class ClusterSyncState:
     health_detail: str = ""
     last_good: str = ""
     bad_revisions: tuple[str, ...] = ()
+    bad_contents: tuple[str, ...] = ()
     last_error: str = ""
     applied_at: float = 0.0
     healthy_since: float = 0.0
     updated_at: float = 0.0
     rebuilt: bool = field(default=False, compare=False)
 
-    def with_bad(self, revision: str) -> ClusterSyncState:
+    def with_bad(self, revision: str, content: str = "") -> ClusterSyncState:
         kept = tuple(r for r in self.bad_revisions if r != revision)[-(BAD_REVISIONS_KEPT - 1) :]
-        return replace(self, bad_revisions=(*kept, revision))
+        contents = self.bad_contents
+        if content:
+            contents = (*tuple(c for c in contents if c != content)[-(BAD_REVISIONS_KEPT - 1) :], content)
+        return replace(self, bad_revisions=(*kept, revision), bad_contents=contents)
+
+    def refuses(self, revision: str, content: str) -> bool:
+        """Whether ``revision`` (or, by its content hash, the same objects under another id) failed here."""
+        return revision in self.bad_revisions or (bool(content) and content in self.bad_contents)
 
     def inventory_keys(self) -> frozenset[ObjectKey]:
         return frozenset(entry.key(self.cluster) for entry in self.inventory)

@@ -9,13 +9,14 @@ tried again until the branch moves.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
 from syncer.config import TrustPolicy, VerifyMode
 from syncer.domain import DesiredFleet
-from syncer.errors import ManifestError, SourceError, SyncerError, VerificationError
+from syncer.errors import HistoryRewritten, ManifestError, SourceError, SyncerError, VerificationError
 from syncer.manifests import LoadOptions, load_fleet
 from syncer.source import GitSource, Snapshot, SourceOptions
 from syncer.verify import VerificationResult, VerifyOptions, verify_revision
@@ -100,34 +101,63 @@ def _stage_of(error: SyncerError) -> Stage:
 class RevisionGate:
     """Holds the revision in force and lets a new tip replace it only when it passes every check."""
 
-    def __init__(self, source: GitSource, policy: TrustPolicy, options: RevisionOptions = RevisionOptions()):
+    def __init__(
+        self,
+        source: GitSource,
+        policy: TrustPolicy,
+        options: RevisionOptions = RevisionOptions(),
+        recorded: Callable[[], Mapping[str, str]] | None = None,
+    ):
+        """``recorded`` returns the revisions the fleet's clusters record as applied (each with who
+        records it): every new tip must descend from them, and the newest is the base of the checks
+        when this gate has none of its own (a restart, a new replica, an empty cache)."""
         self.source = source
         self.policy = policy
         self.options = options
+        self.recorded = recorded
         self.current: PreparedRevision | None = None
         self.last_rejection: Rejection | None = None
 
     def advance(self) -> Advance:
         """Poll the branch; take a new tip through verify and manifests; never lose the revision in force."""
         try:
-            tip = self.source.poll().tip
-        except SourceError as err:
+            recorded = dict(self.recorded()) if self.recorded else {}
+            poll = self.source.poll(recorded)
+        except HistoryRewritten as err:
+            return self._reject(err.revision, err)
+        except SyncerError as err:
             return self._reject("", err)
+        tip = poll.tip
         if self.current is not None and tip == self.current.revision:
             return Advance(Outcome.UNCHANGED, self.current)
         if self.last_rejection is not None and tip == self.last_rejection.revision:
             return Advance(Outcome.REJECTED, self.current, self.last_rejection)
-        since = self.current.revision if self.current else self.source.last_synced
+        if poll.rewritten:
+            since = poll.fork_point
+        else:
+            known = [self.current.revision] if self.current else [self.source.last_synced]
+            since = self._newest([*known, *recorded])
         try:
             prepared = prepare(self.source, tip, self.policy, self.options, since)
-        except (SourceError, VerificationError, ManifestError) as err:
+        except SyncerError as err:
             return self._reject(tip, err)
         previous, self.current, self.last_rejection = self.current, prepared, None
         if previous is not None and previous.revision != prepared.revision:
             self.source.remove_checkout(previous.revision)
         return Advance(Outcome.ACCEPTED, prepared)
 
+    def _newest(self, revisions: list[str]) -> str:
+        """Of revisions on one line of history (all ancestors of the tip), the newest."""
+        newest = ""
+        for revision in dict.fromkeys(r for r in revisions if r):
+            if not newest or self.source.is_ancestor(newest, revision):
+                newest = revision
+        return newest
+
     def _reject(self, revision: str, error: SyncerError) -> Advance:
+        last = self.last_rejection
+        if last is not None and revision and last.revision == revision and str(last.error) == str(error):
+            return Advance(Outcome.REJECTED, self.current, last)
         self.last_rejection = Rejection(revision, _stage_of(error), error)
         return Advance(Outcome.REJECTED, self.current, self.last_rejection)
 
@@ -160,6 +190,10 @@ def load_desired(request: RenderRequest, cache_dir: Path) -> DesiredFleet:
 
     Raises SourceError when the repository or revision cannot be read and ManifestError for a bad tree.
     """
+    if request.repo.startswith("-"):
+        raise SourceError(
+            f"the repository {request.repo!r} starts with '-': refusing it (it would be an option)"
+        )
     local = Path(request.repo)
     bare = (local / "HEAD").is_file() and (local / "objects").is_dir()
     if not request.rev and local.is_dir() and not bare and not looks_like_url(request.repo):

@@ -192,9 +192,16 @@ class FleetRollout:
                 return SyncReport(
                     fleet.revision, SyncOutcome.INTERRUPTED, tuple(reports), "stopped between waves"
                 )
-            refused = [c for c in wave.clusters if fleet.revision in self.states[c].bad_revisions]
+            refused = [
+                c
+                for c in wave.clusters
+                if self.states[c].refuses(fleet.revision, fleet.clusters[c].content_hash)
+            ]
             if refused:
-                reason = f"revision failed before on {', '.join(refused)}; not retried until a newer revision"
+                reason = (
+                    f"revision (or the same objects under another commit) failed before on "
+                    f"{', '.join(refused)}; not retried until they change"
+                )
                 reports.append(WaveReport(wave.name, wave.clusters, Decision.HALT, reason))
                 return SyncReport(fleet.revision, SyncOutcome.HALTED, tuple(reports), reason)
             change_sets = self._apply_wave(wave, fleet)
@@ -320,7 +327,12 @@ class FleetRollout:
         for name in wave.clusters:
             state = self.states[name]
             self._save(
-                name, replace(state.with_bad(fleet.revision), phase=SyncPhase.FAILED, last_error=reason)
+                name,
+                replace(
+                    state.with_bad(fleet.revision, fleet.clusters[name].content_hash),
+                    phase=SyncPhase.FAILED,
+                    last_error=reason,
+                ),
             )
         if decision is not Decision.ROLLBACK or last_good is None:
             return SyncReport(fleet.revision, SyncOutcome.HALTED, reports, reason)

@@ -13,7 +13,7 @@ from jsonschema.protocols import Validator
 from syncer.domain.objects import api_group
 from syncer.errors import Problem
 from syncer.manifests.fleet_config import DNS_LABEL, LABEL_KEY, LABEL_VALUE
-from syncer.manifests.options import LoadOptions, ResourceKind
+from syncer.manifests.options import EventBudget, LoadOptions, ResourceKind
 from syncer.manifests.problems import ProblemKind
 from syncer.manifests.repo_layout import RepoFile
 from syncer.manifests.schema import crd_validators, json_schema_validator, schema_problems
@@ -132,10 +132,10 @@ def _to_object(
 
 
 def load_objects(
-    file: RepoFile, default_namespace: str, options: LoadOptions
+    file: RepoFile, default_namespace: str, options: LoadOptions, budget: EventBudget | None = None
 ) -> tuple[list[SourceObject], list[Problem]]:
     """The objects a manifest file declares, and every problem with them. Empty documents are skipped."""
-    loaded = load_yaml(file.text, file.path, options)
+    loaded = load_yaml(file.text, file.path, options, budget)
     objects: list[SourceObject] = []
     problems = list(loaded.problems)
     for document in loaded.documents:

@@ -8,7 +8,7 @@ from typing import Any
 
 from syncer.domain.selectors import LabelSelector
 from syncer.errors import Location, Problem
-from syncer.manifests.options import LoadOptions
+from syncer.manifests.options import EventBudget, LoadOptions
 from syncer.manifests.problems import ProblemKind, problem
 from syncer.manifests.repo_layout import FLEET_FILE, SHARED_DIR, RepoFile, RepoLayout
 from syncer.manifests.schema import json_schema_validator, schema_problems
@@ -128,12 +128,12 @@ def _shared_file_exists(path: str, layout: RepoLayout) -> bool:
 
 
 def parse_fleet(
-    file: RepoFile | None, layout: RepoLayout, options: LoadOptions
+    file: RepoFile | None, layout: RepoLayout, options: LoadOptions, budget: EventBudget | None = None
 ) -> tuple[FleetConfig | None, list[Problem]]:
     """The fleet configuration, or None with the problems that make it unusable."""
     if file is None:
         return None, []
-    loaded = load_yaml(file.text, file.path, options)
+    loaded = load_yaml(file.text, file.path, options, budget)
     problems = list(loaded.problems)
     documents = [d for d in loaded.documents if d.data is not None]
     if problems:

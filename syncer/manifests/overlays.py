@@ -17,7 +17,7 @@ import jsonpatch
 
 from syncer.errors import Problem
 from syncer.manifests.documents import Identity, SourceObject, revalidate
-from syncer.manifests.options import LoadOptions
+from syncer.manifests.options import EventBudget, LoadOptions
 from syncer.manifests.problems import ProblemKind, problem
 from syncer.manifests.repo_layout import RepoFile
 from syncer.manifests.schema import MAX_MESSAGE, json_schema_validator, schema_problems
@@ -83,9 +83,11 @@ class Overlay:
         return self.kind, namespace, self.name
 
 
-def parse_overlays(file: RepoFile, options: LoadOptions) -> tuple[list[Overlay], list[Problem]]:
+def parse_overlays(
+    file: RepoFile, options: LoadOptions, budget: EventBudget | None = None
+) -> tuple[list[Overlay], list[Problem]]:
     """The overlay entries of one patches file, or the problems with it."""
-    loaded = load_yaml(file.text, file.path, options)
+    loaded = load_yaml(file.text, file.path, options, budget)
     documents = [d for d in loaded.documents if d.data is not None]
     if loaded.problems:
         return [], list(loaded.problems)

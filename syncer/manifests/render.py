@@ -10,7 +10,7 @@ from syncer.domain.objects import ClusterManifests, DesiredFleet, Manifest, Obje
 from syncer.errors import Location, ManifestError, Problem
 from syncer.manifests.documents import Identity, SourceObject, load_objects
 from syncer.manifests.fleet_config import FleetCluster, FleetConfig, parse_fleet
-from syncer.manifests.options import LoadOptions
+from syncer.manifests.options import EventBudget, LoadOptions
 from syncer.manifests.overlays import Overlay, apply_overlays, parse_overlays
 from syncer.manifests.problems import ProblemKind, problem, sort_problems
 from syncer.manifests.repo_layout import CLUSTERS_DIR, RepoLayout, read_layout
@@ -83,23 +83,24 @@ def load_fleet(root: Path, revision: str, options: LoadOptions | None = None) ->
             [Problem(ProblemKind.LAYOUT, "the repository root is not a directory", Location("."))]
         )
     layout, problems = read_layout(root, options)
-    fleet, fleet_problems = parse_fleet(layout.fleet, layout, options)
+    budget = EventBudget(options.max_events)
+    fleet, fleet_problems = parse_fleet(layout.fleet, layout, options, budget)
     problems.extend(fleet_problems)
     namespace = fleet.default_namespace if fleet else "default"
     shared: dict[str, list[SourceObject]] = {}
     for file in layout.shared:
-        shared[file.path], found = load_objects(file, namespace, options)
+        shared[file.path], found = load_objects(file, namespace, options, budget)
         problems.extend(found)
     own: dict[str, list[SourceObject]] = {}
     for name, files in layout.clusters.items():
         own[name] = []
         for file in files:
-            objects, found = load_objects(file, namespace, options)
+            objects, found = load_objects(file, namespace, options, budget)
             own[name].extend(objects)
             problems.extend(found)
     overlays: dict[str, list[Overlay]] = {}
     for name, file in layout.patches.items():
-        overlays[name], found = parse_overlays(file, options)
+        overlays[name], found = parse_overlays(file, options, budget)
         problems.extend(found)
     if fleet is None:
         raise ManifestError(sort_problems(problems))

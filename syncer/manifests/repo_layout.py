@@ -114,8 +114,12 @@ class _TreeReader:
         target = None if self.exhausted else self.resolve(path, rel)
         if target is None or not self._fits(target, rel):
             return None
-        with target.open("rb") as stream:
-            data = stream.read(self.options.max_file_bytes + 1)
+        try:
+            with target.open("rb") as stream:
+                data = stream.read(self.options.max_file_bytes + 1)
+        except OSError as err:
+            self.problems.append(problem(ProblemKind.FILE_TYPE, f"cannot be read: {err.strerror}", rel))
+            return None
         if not self._within_budget(data, rel):
             return None
         text = decode(data, rel)
@@ -125,8 +129,17 @@ class _TreeReader:
         return RepoFile(rel, text)
 
     def entries(self, directory: Path, rel: str) -> list[tuple[Path, str]]:
-        """Visible entries of a directory, sorted by name, with their repo-relative paths."""
-        names = sorted(name for name in os.listdir(directory) if not name.startswith("."))
+        """Visible entries of a directory, sorted by name, with their repo-relative paths; a directory
+        that cannot be listed (not a directory, no permission) is a problem."""
+        if not directory.is_dir():
+            self.problems.append(problem(ProblemKind.LAYOUT, "must be a directory", rel))
+            return []
+        try:
+            listed = os.listdir(directory)
+        except OSError as err:
+            self.problems.append(problem(ProblemKind.LAYOUT, f"cannot be listed: {err.strerror}", rel))
+            return []
+        names = sorted(name for name in listed if not name.startswith("."))
         return [(directory / name, f"{rel}/{name}" if rel else name) for name in names]
 
     def yaml_files(self, directory: Path, rel: str) -> list[RepoFile]:

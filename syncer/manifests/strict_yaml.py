@@ -21,7 +21,8 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.reader import ReaderError
 
 from syncer.errors import Location, Problem
-from syncer.manifests.options import LoadOptions
+from syncer.manifests.invisible import escaped_problems, text_problems
+from syncer.manifests.options import EventBudget, LoadOptions
 from syncer.manifests.problems import ProblemKind, problem
 
 JsonPath = tuple[str | int, ...]
@@ -91,12 +92,20 @@ class _StrictLoader(yaml.SafeLoader):
     on; a disallowed tag or an exceeded limit stops the file.
     """
 
-    def __init__(self, text: str, options: LoadOptions) -> None:
+    def __init__(self, text: str, options: LoadOptions, budget: EventBudget) -> None:
         super().__init__(text)
         self.found: list[tuple[ProblemKind, str, _Mark]] = []
         self._options = options
+        self._budget = budget
         self._aliases = 0
         self._depth = 0
+
+    def get_event(self) -> Any:
+        event = super().get_event()  # type: ignore[no-untyped-call]
+        if not self._budget.spend():
+            message = f"more than {self._budget.limit} YAML events in this revision; stopped reading here"
+            raise _Rejected(ProblemKind.YAML_EVENT_LIMIT, message, event.start_mark)
+        return event
 
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         event: yaml.Event = self.peek_event()  # type: ignore[no-untyped-call]
@@ -251,18 +260,23 @@ def _text_position(text: str, index: int) -> tuple[int, int]:
     return line, index - (text.rfind("\n", 0, index) + 1) + 1
 
 
-def load_yaml(text: str, path: str, options: LoadOptions) -> YamlFile:
-    """Every document of one file, or the problems that make it unusable."""
+def load_yaml(text: str, path: str, options: LoadOptions, budget: EventBudget | None = None) -> YamlFile:
+    """Every document of one file, or the problems that make it unusable. ``budget`` counts the
+    events of the whole revision (a fresh one per call when not given)."""
     documents: list[YamlDocument] = []
-    problems: list[Problem] = []
+    problems: list[Problem] = text_problems(text, path)
     loader: _StrictLoader | None = None
     try:
-        loader = _StrictLoader(text, options)
+        loader = _StrictLoader(text, options, budget or EventBudget(options.max_events))
         while loader.check_node():
             node = loader.get_node()
             if node is None:
                 continue
+            if len(documents) >= options.max_documents:
+                message = f"more than {options.max_documents} documents in one file"
+                raise _Rejected(ProblemKind.YAML_DOCUMENT_LIMIT, message, node.start_mark)
             _check_expansion(node, options)
+            problems.extend(escaped_problems(node, text, path))
             data = loader.construct_document(node)
             documents.append(YamlDocument(path, len(documents), data, _marks(node, options)))
     except _Rejected as e:

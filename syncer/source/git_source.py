@@ -7,9 +7,15 @@ Refs kept in the cache repository (all under ``refs/syncer/``):
 * ``synced``   the revision the caller last synced (``mark_synced``), the base of the rewrite check.
 
 A poll runs ``git ls-remote`` and fetches only when the remote tip is not already in the cache. A tip
-that does not descend from the base (``synced``, else ``accepted``) is refused with a ``SourceError``
-naming both revisions unless the options allow history rewrites; a refused tip is never accepted by a
-later poll either, and the base with its checkouts stays usable.
+that does not descend from the base (``synced``, else ``accepted``) or from any revision the caller
+says the fleet records as applied is refused with ``HistoryRewritten`` naming both revisions unless
+the options allow history rewrites; a refused tip is never accepted by a later poll either, and the
+base with its checkouts stays usable. A revision the clone does not hold at all (a fresh cache after
+a force-push) is not an ancestor of anything.
+
+A local repository (a path or ``file://``) is cloned through git's transport (``--no-local``), whole
+and without lazy fetches: nothing of it but the objects of its branch (no config, hooks, replace refs,
+grafts, alternates or promisor remote) takes part in what the clone holds.
 """
 
 from __future__ import annotations
@@ -20,12 +26,13 @@ import re
 import shutil
 import stat
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from git.refs.symbolic import SymbolicReference
 from git.repo import Repo
 
-from syncer.errors import SourceError
+from syncer.errors import HistoryRewritten, SourceError
 from syncer.source.cache import (
     CacheGuard,
     CacheOptions,
@@ -34,7 +41,7 @@ from syncer.source.cache import (
     remove_tree,
     touch,
 )
-from syncer.source.gitenv import GitRunner
+from syncer.source.gitenv import GitRunner, check_argument
 from syncer.source.model import PollResult, Snapshot, SourceOptions
 
 _FETCHED = "refs/syncer/fetched"
@@ -46,6 +53,23 @@ KEEP_CHECKOUTS = 4
 log = logging.getLogger("syncer.source")
 
 
+_REMOTE_URL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://|[^/\s]+@[^/\s]+:)")
+_BAD_BRANCH = re.compile(r"(?:^[-/.]|\.\.|[\x00-\x20\x7f~^:?*\[\\]|@\{|/$|\.lock$|\.$|//)")
+
+
+def is_local(url: str) -> bool:
+    """True for a path on this machine or a ``file://`` URL."""
+    return url.lower().startswith("file://") or not _REMOTE_URL.match(url)
+
+
+def check_branch(branch: str) -> str:
+    """``branch`` when it is a valid branch name that cannot pass for an option; else ``SourceError``."""
+    check_argument(branch, "branch")
+    if _BAD_BRANCH.search(branch):
+        raise SourceError(f"{branch!r} is not a valid branch name")
+    return branch
+
+
 class GitSource:
     """A remote branch mirrored into ``options.cache_dir``; not safe for concurrent use of one cache."""
 
@@ -54,17 +78,25 @@ class GitSource:
         self.git_dir = options.cache_dir / "repo.git"
         self.checkouts_dir = options.cache_dir / "checkouts"
         self.fetch_count = 0
-        self._git = GitRunner(options.credentials, timeout=options.timeout, url=options.url)
+        check_argument(options.url, "repository URL or path")
+        check_branch(options.branch)
+        self.local = is_local(options.url)
+        self._git = GitRunner(options.credentials, timeout=options.timeout, url=options.url, local=self.local)
         cache = CacheOptions(wait=options.timeout, stale_after=options.timeout, keep_checkouts=KEEP_CHECKOUTS)
         self._guard = CacheGuard(options.cache_dir, cache)
 
     # -- polling -------------------------------------------------------------------------------
 
-    def poll(self) -> PollResult:
-        """Check the remote tip, fetch only when it is new to the cache, and accept it if allowed."""
+    def poll(self, recorded: Mapping[str, str] | None = None) -> PollResult:
+        """Check the remote tip, fetch only when it is new to the cache, and accept it if allowed.
+
+        ``recorded`` maps revisions the fleet records as applied to who records them (for messages):
+        the tip must descend from each of them as well as from this cache's base, even when it did
+        not move since the last poll.
+        """
         with self._guard.held():
             self._recover()
-            return self._poll()
+            return self._poll(recorded or {})
 
     def _recover(self) -> None:
         """Remove what git processes killed mid-way left behind (see ``syncer.source.cache``)."""
@@ -77,7 +109,7 @@ class GitSource:
         for path in removed:
             log.warning("removed a stale git lock file left by an interrupted git process: %s", path)
 
-    def _poll(self) -> PollResult:
+    def _poll(self, recorded: Mapping[str, str]) -> PollResult:
         tip = self.remote_tip()
         fetched = False
         if not self._cloned():
@@ -88,29 +120,87 @@ class GitSource:
             fetched = True
             tip = self._ref(_FETCHED)
         previous = self._ref(_ACCEPTED)
-        if tip == previous:
-            return PollResult(tip=tip, changed=False, fetched=fetched, previous=previous)
-        base = self.last_synced or previous
-        rewritten = bool(base) and base != tip and not self._is_ancestor(base, tip)
-        if rewritten and not self.options.allow_history_rewrite:
-            which = "synced" if self.last_synced else "accepted"
-            raise SourceError(
+        bases = dict(recorded)
+        if tip != previous:
+            own = self.last_synced or previous
+            if own:
+                bases.setdefault(own, f"the last {'synced' if self.last_synced else 'accepted'} revision")
+        base, origin = next(((b, o) for b, o in bases.items() if not self._descends(tip, b)), ("", ""))
+        if base and not self.options.allow_history_rewrite:
+            raise HistoryRewritten(
                 f"history of branch {self.options.branch!r} on {self._git.safe_url} was rewritten: the new "
-                f"tip {tip} does not descend from the last {which} revision {base}; refusing it "
-                "(allowHistoryRewrite is off)"
+                f"tip {tip} does not descend from {origin} {base}; refusing it (allowHistoryRewrite is off)",
+                revision=tip,
+                base=base,
             )
+        if tip == previous and not base:
+            return PollResult(tip=tip, changed=False, fetched=fetched, previous=previous)
         self._update_ref(_ACCEPTED, tip)
-        return PollResult(tip=tip, changed=True, fetched=fetched, previous=previous, rewritten=rewritten)
+        return PollResult(
+            tip=tip,
+            changed=tip != previous,
+            fetched=fetched,
+            previous=previous,
+            rewritten=bool(base),
+            fork_point=self.fork_point(base, tip) if base else "",
+        )
 
     def remote_tip(self) -> str:
         """The commit the remote branch points at now, by ``git ls-remote`` (no objects are fetched)."""
         ref = f"refs/heads/{self.options.branch}"
-        out = self._git.run(["ls-remote", self.options.url, ref], cwd=None, action="ls-remote")
+        out = self._git.run(["ls-remote", "--", self.options.url, ref], cwd=None, action="ls-remote")
         for line in out.splitlines():
             sha, _, name = line.partition("\t")
-            if name.strip() == ref:
+            if name.strip() == ref and _FULL_SHA.match(sha.strip()):
                 return sha.strip()
         raise SourceError(f"branch {self.options.branch!r} does not exist on {self._git.safe_url}")
+
+    def contains(self, revision: str) -> bool:
+        """Whether the clone holds the commit ``revision`` (a full id)."""
+        if not self._cloned() or not _FULL_SHA.match(revision):
+            return False
+        code, _ = self._git.run_status(
+            ["cat-file", "-e", f"{revision}^{{commit}}"],
+            cwd=self.git_dir,
+            action=f"looking up {revision}",
+            accept=range(256),
+            lazy=False,
+        )
+        return code == 0
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """Whether ``ancestor`` is ``descendant`` or one of its ancestors; a revision the clone does not
+        hold is no ancestor. A git failure is a ``SourceError``, never an answer."""
+        if ancestor == descendant:
+            return True
+        if not self.contains(ancestor):
+            return False
+        code, _ = self._git.run_status(
+            ["merge-base", "--is-ancestor", ancestor, descendant],
+            cwd=self.git_dir,
+            action="checking ancestry",
+            accept=(0, 1),
+        )
+        if code == 1:
+            # git answers "not an ancestor" too when an object on the way is missing.
+            self._git.run(
+                ["rev-list", "--count", descendant],
+                cwd=self.git_dir,
+                action=f"walking the history of {descendant}",
+            )
+        return code == 0
+
+    def fork_point(self, old: str, new: str) -> str:
+        """The newest common ancestor of ``old`` and ``new`` (``""`` when none, or ``old`` is unknown)."""
+        if not self.contains(old):
+            return ""
+        code, out = self._git.run_status(
+            ["merge-base", old, new], cwd=self.git_dir, action="finding the fork point", accept=(0, 1)
+        )
+        return out.strip() if code == 0 else ""
+
+    def is_shallow(self) -> bool:
+        return (self.git_dir / "shallow").is_file()
 
     @property
     def last_synced(self) -> str:
@@ -185,7 +275,9 @@ class GitSource:
         self.options.cache_dir.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".clone-", dir=self.options.cache_dir))
         args = ["clone", "--bare", "--no-tags", "--single-branch", "--branch", self.options.branch]
-        if self.options.clone_filter:
+        if self.local:
+            args += ["--no-local", "--no-hardlinks"]
+        elif self.options.clone_filter:
             args.append(f"--filter={self.options.clone_filter}")
         try:
             self.fetch_count += 1
@@ -202,7 +294,7 @@ class GitSource:
         refspec = f"+refs/heads/{self.options.branch}:{_FETCHED}"
         if self._origin_url() != self.options.url:
             self._git.run(
-                ["remote", "set-url", "origin", self.options.url], cwd=self.git_dir, action="set-url"
+                ["remote", "set-url", "--", "origin", self.options.url], cwd=self.git_dir, action="set-url"
             )
         self._git.run(["fetch", "--no-tags", "origin", refspec], cwd=self.git_dir, action="fetch")
 
@@ -220,16 +312,8 @@ class GitSource:
     def _update_ref(self, name: str, target: str) -> None:
         self._git.run(["update-ref", name, target], cwd=self.git_dir, action=f"updating {name}")
 
-    def _is_ancestor(self, ancestor: str, descendant: str) -> bool:
-        try:
-            self._git.run(
-                ["merge-base", "--is-ancestor", ancestor, descendant],
-                cwd=self.git_dir,
-                action="checking ancestry",
-            )
-        except SourceError:
-            return False
-        return True
+    def _descends(self, tip: str, base: str) -> bool:
+        return self.is_ancestor(base, tip)
 
 
 def _make_read_only(root: Path) -> None:

@@ -1,67 +1,167 @@
 """Running git for the source: a pinned environment, credentials from files, deadlines, redaction.
 
+Every git process gets an environment built here, not the caller's: no ``GIT_*`` variable of the
+process (tracing, config parameters, object directories, replace refs) reaches it, nor a TLS key log.
 Secrets reach git only through the environment of the one git process that needs them
 (``GIT_SSH_COMMAND`` for the key file, ``GIT_CONFIG_*`` for the HTTPS header), never through argv,
-and every message built from git's output goes through ``redact`` first.
+and every message built from git's output goes through ``redact`` first. Git's exit status is part of
+every answer: a non-zero exit is a ``SourceError``, whatever git printed before failing.
 """
 
 from __future__ import annotations
 
 import base64
+import os
 import re
 import shlex
-from collections.abc import Sequence
+import subprocess
+from collections.abc import Collection, Sequence
 from pathlib import Path
-
-from git import Git
-from git.exc import GitCommandError
+from urllib.parse import unquote, urlsplit
 
 from syncer.config import GitCredentials
 from syncer.errors import SourceError
 
-_URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
+_URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#]*@")
+_URL_QUERY = re.compile(r"(?P<url>[A-Za-z][A-Za-z0-9+.-]*://[^\s?#]*)[?#][^\s'\"]*")
+# Well-known access token shapes (GitHub, GitLab), wherever they appear (a path, a header).
+_TOKENS = re.compile(
+    r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{16,})"
+)
 _STDERR_LINES = 6
+# Variables that make a TLS library or git write secrets somewhere, besides every GIT_* variable.
+_DROPPED = frozenset({"SSLKEYLOGFILE", "GCM_TRACE", "GCM_TRACE_SECRETS", "CURL_HOME"})
+ALLOWED_PROTOCOLS = "file:git:ssh:http:https"
 
 
 def redact(text: str, secrets: Sequence[str] = ()) -> str:
-    """``text`` without the given secrets and without credentials embedded in URLs."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return _URL_USERINFO.sub(r"\g<scheme>***@", text)
+    """``text`` without the given secrets, without credentials or query strings of URLs, and without
+    well-known access token shapes."""
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    text = _URL_USERINFO.sub(r"\g<scheme>***@", text)
+    text = _URL_QUERY.sub(r"\g<url>?***", text)
+    return _TOKENS.sub("***", text)
+
+
+def url_secrets(url: str) -> tuple[str, ...]:
+    """The parts of ``url`` that may be secret: its user info (raw and decoded, whole and the
+    password alone) and its query string. ``user:pa@ss@host`` takes everything up to the last ``@``."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or not scheme:
+        return ()
+    found: list[str] = []
+    if "@" in rest:
+        userinfo = rest.rsplit("@", 1)[0]
+        password = userinfo.partition(":")[2]
+        found += [userinfo, unquote(userinfo), password, unquote(password)]
+    try:
+        query = urlsplit(url).query
+    except ValueError:
+        query = ""
+    if query:
+        found += [query, unquote(query)]
+    return tuple(s for s in found if len(s) >= 3)
+
+
+def check_argument(value: str, what: str) -> str:
+    """``value`` when it cannot be taken for an option by git; a ``SourceError`` otherwise."""
+    if not value.strip():
+        raise SourceError(f"the {what} is empty")
+    if value.lstrip().startswith("-"):
+        raise SourceError(
+            f"the {what} {redact(value)!r} starts with '-': refusing it (it would be an option)"
+        )
+    if any(ch in value for ch in "\0\r\n"):
+        raise SourceError(f"the {what} holds a control character")
+    return value
+
+
+def git_environment(
+    extra_config: Sequence[tuple[str, str]] = (), *, no_lazy_fetch: bool = False
+) -> dict[str, str]:
+    """The environment of a git process: the caller's without any ``GIT_*`` variable, plus the pinned
+    settings (no system or global config, no replace objects, no prompts, no hooks, no fsmonitor,
+    only the file, git, ssh and http(s) transports) and ``extra_config`` as ``GIT_CONFIG_*``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") and k not in _DROPPED}
+    config = [("core.hooksPath", os.devnull), ("core.fsmonitor", "false"), *extra_config]
+    env.update(
+        {
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_ASKPASS": "",
+            "SSH_ASKPASS": "",
+            "GIT_NO_REPLACE_OBJECTS": "1",
+            "GIT_ALLOW_PROTOCOL": ALLOWED_PROTOCOLS,
+            "GIT_CONFIG_COUNT": str(len(config)),
+            "LC_ALL": "C",
+            "LANGUAGE": "C",
+        }
+    )
+    if no_lazy_fetch:
+        env["GIT_NO_LAZY_FETCH"] = "1"
+    for index, (key, value) in enumerate(config):
+        env[f"GIT_CONFIG_KEY_{index}"] = key
+        env[f"GIT_CONFIG_VALUE_{index}"] = value
+    return env
 
 
 class GitRunner:
-    """Runs git commands with the source's credentials and a deadline; failures become ``SourceError``."""
+    """Runs git commands with the source's credentials and a deadline; failures become ``SourceError``.
 
-    def __init__(self, credentials: GitCredentials, *, timeout: float, url: str) -> None:
+    ``local`` sources (a path or ``file://``) never fetch lazily: a repository on this machine is
+    cloned whole, so nothing of it (a promisor remote of its own) is ever asked for objects later.
+    """
+
+    def __init__(self, credentials: GitCredentials, *, timeout: float, url: str, local: bool = False) -> None:
         self._credentials = credentials
         self._timeout = timeout
         self._url = url
+        self._local = local
 
     @property
     def safe_url(self) -> str:
-        return redact(self._url)
+        return redact(self._url, url_secrets(self._url))
 
     def run(self, args: Sequence[str], *, cwd: Path | None, action: str) -> str:
         """stdout of ``git <args>``; ``action`` says what was being done, for the error message."""
-        env, secrets = self._environment()
-        try:
-            output = Git(cwd).execute(
-                ["git", *args],
-                env=env,
-                kill_after_timeout=self._timeout,
-                strip_newline_in_stdout=False,
-            )
-        except GitCommandError as exc:
-            detail = redact(_tail(exc.stderr), secrets)
-            if "did not complete in" in detail or "timed out" in detail:
-                detail = f"no answer within {self._timeout:g}s"
-            message = redact(f"{action} ({self._url}) failed: {detail}", secrets)
-            raise SourceError(message) from _redacted_cause(exc, secrets)
-        return str(output)
+        return self.run_status(args, cwd=cwd, action=action)[1]
 
-    def _environment(self) -> tuple[dict[str, str], tuple[str, ...]]:
+    def run_status(
+        self,
+        args: Sequence[str],
+        *,
+        cwd: Path | None,
+        action: str,
+        accept: Collection[int] = (0,),
+        lazy: bool = True,
+    ) -> tuple[int, str]:
+        """The exit status and stdout of ``git <args>``; a status outside ``accept`` is a ``SourceError``.
+        With ``lazy`` off, git may not fetch missing objects of a partial clone on demand."""
+        env, secrets = self._environment(lazy=lazy)
+        secrets = (*secrets, *url_secrets(self._url))
+        try:
+            done = subprocess.run(
+                ["git", *args],
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=self._timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            detail = f"no answer within {self._timeout:g}s"
+            raise SourceError(redact(f"{action} ({self._url}) failed: {detail}", secrets)) from None
+        except OSError as exc:
+            raise SourceError(f"{action} failed: cannot run git: {exc.strerror or exc}") from None
+        if done.returncode not in accept:
+            detail = redact(_tail(done.stderr), secrets)
+            raise SourceError(redact(f"{action} ({self._url}) failed: {detail}", secrets)) from None
+        return done.returncode, done.stdout.decode(errors="surrogateescape")
+
+    def _environment(self, *, lazy: bool = True) -> tuple[dict[str, str], tuple[str, ...]]:
         creds = self._credentials
         connect = max(1, round(self._timeout))
         ssh = ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={connect}"]
@@ -69,31 +169,19 @@ class GitRunner:
             ssh += ["-i", str(creds.ssh_key_file), "-o", "IdentitiesOnly=yes"]
         if creds.known_hosts_file is not None:
             ssh += ["-o", f"UserKnownHostsFile={creds.known_hosts_file}", "-o", "StrictHostKeyChecking=yes"]
-        config = [("http.lowSpeedLimit", "1000"), ("http.lowSpeedTime", str(connect))]
+        config = [
+            ("http.lowSpeedLimit", "1000"),
+            ("http.lowSpeedTime", str(connect)),
+            ("transfer.fsckObjects", "true"),
+        ]
         secrets: tuple[str, ...] = ()
         if creds.token_file is not None:
             token = _read_token(creds.token_file)
             basic = base64.b64encode(f"{creds.token_user}:{token}".encode()).decode()
             config.append(("http.extraHeader", f"Authorization: Basic {basic}"))
             secrets = (token, basic)
-        env = {
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": "/dev/null",
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_ASKPASS": "",
-            "SSH_ASKPASS": "",
-            "GIT_SSH_COMMAND": shlex.join(ssh),
-            "GIT_TRACE_REDACT": "1",
-            "GIT_CURL_VERBOSE": "0",
-            "GIT_TRACE_CURL": "0",
-            "GIT_TRACE_PACKET": "0",
-            "GIT_TRACE": "0",
-            "GIT_CONFIG_PARAMETERS": "",
-            "GIT_CONFIG_COUNT": str(len(config)),
-        }
-        for index, (key, value) in enumerate(config):
-            env[f"GIT_CONFIG_KEY_{index}"] = key
-            env[f"GIT_CONFIG_VALUE_{index}"] = value
+        env = git_environment(config, no_lazy_fetch=self._local or not lazy)
+        env["GIT_SSH_COMMAND"] = shlex.join(ssh)
         return env, secrets
 
 
@@ -107,13 +195,7 @@ def _read_token(path: Path) -> str:
     return token
 
 
-def _tail(stderr: object) -> str:
-    text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else str(stderr or "")
-    text = text.strip().removeprefix("stderr:").strip().strip("'")
+def _tail(stderr: bytes) -> str:
+    text = stderr.decode(errors="replace").strip()
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return " | ".join(lines[-_STDERR_LINES:]) or "no message from git"
-
-
-def _redacted_cause(exc: GitCommandError, secrets: Sequence[str]) -> SourceError:
-    """The cause kept for tracebacks, as text with the secrets removed (git's error holds argv and stderr)."""
-    return SourceError(redact(str(exc), secrets))

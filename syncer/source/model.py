@@ -13,7 +13,8 @@ class SourceOptions:
     """Where the fleet repository is and how to keep a local copy of it.
 
     ``clone_filter`` is the partial-clone filter of the one clone (``""`` for a full clone); the
-    commit and tree history is always complete so every new commit can be verified. ``timeout`` is the
+    commit and tree history is always complete so every new commit can be verified; a repository on
+    this machine (a path or ``file://``) is always cloned whole. ``timeout`` is the
     deadline in seconds of each git operation. A tip that does not descend from the last synced (or
     last accepted) revision is refused unless ``allow_history_rewrite``.
     """
@@ -42,13 +43,15 @@ class SourceOptions:
 class PollResult:
     """One poll: the accepted tip, whether it moved since the previous accepted tip (``previous``,
     empty on the first poll), whether objects were fetched, and whether the move rewrote history
-    (only ever true when the options allow it)."""
+    (only ever true when the options allow it). For a rewrite, ``fork_point`` is the newest revision
+    the tip shares with the base it left (``""`` when none): what is new starts after it."""
 
     tip: str
     changed: bool
     fetched: bool
     previous: str = ""
     rewritten: bool = False
+    fork_point: str = ""
 
 
 @dataclass(frozen=True)

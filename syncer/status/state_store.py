@@ -76,6 +76,9 @@ def decode(cluster: str, text: str) -> ClusterSyncState:
     bad = raw.get("bad_revisions", [])
     if not isinstance(bad, list) or not all(isinstance(r, str) for r in bad):
         raise StateFormatError("bad_revisions must be a list of strings")
+    bad_contents = raw.get("bad_contents", [])
+    if not isinstance(bad_contents, list) or not all(isinstance(r, str) for r in bad_contents):
+        raise StateFormatError("bad_contents must be a list of strings")
     return ClusterSyncState(
         cluster=cluster,
         revision=_text(raw, "revision"),
@@ -86,6 +89,7 @@ def decode(cluster: str, text: str) -> ClusterSyncState:
         health_detail=_text(raw, "health_detail"),
         last_good=_text(raw, "last_good"),
         bad_revisions=tuple(bad),
+        bad_contents=tuple(bad_contents),
         last_error=_text(raw, "last_error"),
         applied_at=_number(raw, "applied_at"),
         healthy_since=_number(raw, "healthy_since"),

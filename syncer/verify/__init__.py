@@ -4,8 +4,9 @@ Owns: deciding whether a revision is trusted under the agent's trust policy, per
 path-scoped signers (``verify_revision`` returns a ``VerificationResult``; ``require_trusted`` turns
 a failure into a ``VerificationError`` naming the commit and the reason). Git's exit codes are never
 the answer: GnuPG status lines and git's signature placeholders are parsed and the key fingerprint is
-matched against the policy here. Must not: take any trust from the repository it verifies (its git
-config, keys or files), nor fetch, check out or parse manifests.
+matched against the policy here; a git process that fails is an error, never a verdict. Must not:
+take any trust from the repository it verifies (its git config, keys, files, replace refs or grafts),
+nor fetch (not even lazily), check out or parse manifests.
 """
 
 from syncer.verify.model import CommitVerdict, Verdict, VerificationResult, VerifyOptions

@@ -2,7 +2,8 @@
 
 Nothing of the user's or the machine's git configuration applies: ``GIT_CONFIG_NOSYSTEM``, empty
 global and system config files, a private ``HOME``, and ``-c`` overrides (which win over the
-repository's own config too) for every setting that changes how signatures are checked. The keyring
+repository's own config too) for every setting that changes how signatures are checked. Replace refs,
+grafts and lazy fetches are off, so what git reports is what the object store holds. The keyring
 is a fresh ``GNUPGHOME`` holding only the policy's OpenPGP keys, and the SSH allowed-signers file is
 written from the policy's SSH signers. The folder is removed when the context ends.
 """
@@ -13,7 +14,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -85,6 +86,10 @@ class PinnedGit:
             "GIT_CONFIG_GLOBAL": str(empty),
             "GIT_CONFIG_SYSTEM": str(empty),
             "GIT_TERMINAL_PROMPT": "0",
+            "GIT_NO_REPLACE_OBJECTS": "1",
+            "GIT_GRAFT_FILE": str(empty),
+            "GIT_NO_LAZY_FETCH": "1",
+            "GIT_ALLOW_PROTOCOL": "none",
             "LC_ALL": "C",
             "LANG": "C",
             "TZ": "UTC",
@@ -131,14 +136,16 @@ class PinnedGit:
         return frozenset(fingerprints)
 
     def git(
-        self, args: Sequence[str], *, check: bool = True, stdin: bytes | None = None
+        self, args: Sequence[str], *, accept: Collection[int] = (0,), stdin: bytes | None = None
     ) -> subprocess.CompletedProcess[bytes]:
-        """``git <args>`` in the repository; with ``check``, a non-zero exit is a ``SourceError``."""
+        """``git <args>`` in the repository; an exit status outside ``accept`` is a ``SourceError``,
+        whatever git printed before it failed."""
         done = self._call([*self._overrides, "-C", str(self.repo), *args], stdin=stdin)
-        if check and done.returncode != 0:
+        if done.returncode not in accept:
             message = done.stderr.decode(errors="replace").strip().splitlines()
             raise SourceError(
-                f"git {args[0]} in {self.repo} failed: {message[-1] if message else done.returncode}"
+                f"git {args[0]} in {self.repo} failed (exit {done.returncode}): "
+                f"{message[-1] if message else 'no message'}"
             )
         return done
 

@@ -41,6 +41,40 @@ class SignatureCheck:
     detail: str = ""
 
 
+SIGNATURE_HEADERS = {"sha1": b"gpgsig", "sha256": b"gpgsig-sha256"}
+
+
+def signature_headers(raw_commit: bytes) -> tuple[str, ...]:
+    """The names of the signature headers of a raw commit object, in order (``gpgsig``,
+    ``gpgsig-sha256``); continuation lines of a header are not counted again."""
+    header, _, _ = raw_commit.partition(b"\n\n")
+    names = []
+    for line in header.split(b"\n"):
+        name = line.split(b" ", 1)[0]
+        if name in SIGNATURE_HEADERS.values():
+            names.append(name.decode())
+    return tuple(names)
+
+
+def signature_header_problem(raw_commit: bytes, object_format: str) -> str:
+    """Why the commit's signature headers cannot be judged (``""`` when they can): more than one
+    signature header, or a header of the other hash algorithm. Git checks only the header of the
+    repository's algorithm and leaves the others out of what is signed, so any other header would
+    let the same signature be wrapped into commits with new ids."""
+    names = signature_headers(raw_commit)
+    own = SIGNATURE_HEADERS.get(object_format, b"gpgsig").decode()
+    if len(names) > 1:
+        return (
+            f"the commit carries {len(names)} signature headers ({', '.join(names)}); exactly one is accepted"
+        )
+    if names and names[0] != own:
+        return (
+            f"the commit carries a {names[0]} signature header, which a {object_format} repository "
+            "does not check"
+        )
+    return ""
+
+
 def signature_kind(raw_commit: bytes) -> SignatureKind:
     """The kind of signature in a raw commit object (``git cat-file commit``), from its header."""
     header, _, _ = raw_commit.partition(b"\n\n")

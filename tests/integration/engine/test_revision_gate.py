@@ -4,17 +4,18 @@ good revision stays in force. Real git repositories, real ssh-keygen signatures.
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from syncer.cli import cli
-from syncer.config import load_trust_policy
+from syncer.config import TrustPolicy, load_trust_policy
 from syncer.engine.revision import Outcome, RevisionGate, RevisionOptions, Stage
-from syncer.errors import ManifestError
+from syncer.errors import HistoryRewritten, ManifestError
 from syncer.source import GitSource, SourceOptions
-from tests.integration.verify.kit import GitRepo, SshKey, bare_remote, write_policy
+from tests.integration.verify.kit import GitRepo, Keys, SshKey, bare_remote, write_policy
 
 pytestmark = pytest.mark.integration
 
@@ -35,9 +36,11 @@ class Fixture:
         self.source = GitSource(SourceOptions(url=str(self.remote), cache_dir=root / "cache"))
         self.gate = RevisionGate(self.source, self.policy, RevisionOptions(timeout=30))
 
-    def push(self, message: str, files: dict[str, str] | None = None, *, signed: bool = True) -> str:
+    def push(
+        self, message: str, files: dict[str, str] | None = None, *, signed: bool = True, force: bool = False
+    ) -> str:
         sha = self.work.commit(message, files or {}, sign=self.key if signed else None)
-        self.work.git("push", "-q", str(self.remote), "main")
+        self.work.git("push", "-q", *(["--force"] if force else []), str(self.remote), "main")
         return sha
 
 
@@ -155,3 +158,150 @@ def test_a_bare_repository_folder_is_rendered_at_its_branch_tip(repo: Fixture) -
     result = CliRunner().invoke(cli, ["render", "--repo", str(repo.remote), "--cluster", "eu-1"])
     assert result.exit_code == 0, result.output
     assert result.output.startswith("# cluster: eu-1\n")
+
+
+# -- the base comes from the fleet, not from a cache ------------------------------------------------------
+
+
+def fresh_gate(
+    fx: Fixture, cache: Path, recorded: dict[str, str] | None, policy: TrustPolicy | None = None
+) -> RevisionGate:
+    """A replica that never polled this remote (an empty cache) whose clusters record ``recorded``."""
+    source = GitSource(SourceOptions(url=str(fx.remote), cache_dir=cache))
+    return RevisionGate(
+        source, policy or fx.policy, RevisionOptions(timeout=30), lambda: dict(recorded or {})
+    )
+
+
+def force_push(fx: Fixture, revision: str) -> None:
+    fx.work.git("reset", "-q", "--hard", revision)
+    fx.work.git("push", "-q", "--force", str(fx.remote), "main")
+
+
+RECORDED_BY = "the revision canary, eu-1 record(s) as applied"
+
+
+def test_a_new_replica_with_an_empty_cache_refuses_a_force_push_back_to_what_the_fleet_left(
+    repo: Fixture, tmp_path: Path
+) -> None:
+    a = repo.work.git("rev-parse", "HEAD")
+    b = repo.push("newer signed revision", {"notes/b.txt": "b\n"})
+    force_push(repo, a)
+
+    gate = fresh_gate(repo, tmp_path / "fresh", {b: RECORDED_BY})
+    result = gate.advance()
+    assert (result.outcome, result.current) == (Outcome.REJECTED, None)
+    assert result.rejection is not None
+    assert result.rejection.stage is Stage.VERIFY
+    assert isinstance(result.rejection.error, HistoryRewritten)
+    assert result.rejection.error.verdict == "history-rewritten"
+    assert str(result.rejection.error) == (
+        f"history of branch 'main' on {repo.remote} was rewritten: the new tip {a} does not descend from "
+        f"{RECORDED_BY} {b}; refusing it (allowHistoryRewrite is off)"
+    )
+    assert gate.advance().rejection is result.rejection, "the same refusal is not reported twice"
+
+    # The record is what refuses it: the same replica without it takes the older signed revision.
+    forgetful = fresh_gate(repo, tmp_path / "forgetful", None)
+    taken = forgetful.advance()
+    assert taken.outcome is Outcome.ACCEPTED
+    assert taken.current is not None
+    assert taken.current.revision == a
+
+
+def test_a_replica_whose_own_cache_is_behind_still_refuses_what_the_fleet_moved_past(
+    repo: Fixture, tmp_path: Path
+) -> None:
+    recorded: dict[str, str] = {}
+    gate = fresh_gate(repo, tmp_path / "cache-a", recorded)
+    a = gate.advance().current
+    assert a is not None
+    b = repo.push("applied by another replica", {"notes/b.txt": "b\n"})
+    force_push(repo, a.revision)
+    recorded[b] = RECORDED_BY  # another replica rolled b out meanwhile
+    gate.recorded = lambda: dict(recorded)
+    result = gate.advance()
+    assert result.outcome is Outcome.REJECTED
+    assert isinstance(result.rejection and result.rejection.error, HistoryRewritten)
+
+
+def test_the_fleet_base_bounds_what_a_path_limited_tip_signer_vouches_for(
+    tmp_path: Path, ops_key: SshKey
+) -> None:
+    keys = Keys(tmp_path / "keys")
+    prod = keys.ssh("prod-operators")
+    fx = Fixture(tmp_path, ops_key)
+    policy = load_trust_policy(
+        write_policy(
+            tmp_path / "scoped.yaml",
+            signers=[
+                {"name": "ops", "ssh": ops_key.public_line},
+                {"name": "prod-operators", "ssh": prod.public_line, "paths": ["clusters/prod-*/**"]},
+            ],
+            keys=[],
+        )
+    )
+    b = fx.push("the example fleet")
+    fx.push("unsigned out-of-scope change", {"base/evil.yaml": "# unsigned\n"}, signed=False)
+    tip = fx.work.commit("prod change", {"clusters/prod-eu/notes.txt": "p\n"}, sign=prod)
+    fx.work.git("push", "-q", str(fx.remote), "main")
+
+    result = fresh_gate(fx, tmp_path / "fresh", {b: RECORDED_BY}, policy).advance()
+    assert result.outcome is Outcome.REJECTED
+    assert result.rejection is not None
+    assert result.rejection.stage is Stage.VERIFY
+    assert str(result.rejection.error) == (
+        f"revision {tip} is not trusted (head mode): commit {tip[:12]} ('prod change') is not trusted: "
+        "out-of-scope: signer 'prod-operators' may change only clusters/prod-*/**, but this changes "
+        "base/evil.yaml"
+    )
+    keys.close()
+
+
+def test_strict_mode_ranges_start_at_the_fleet_base(tmp_path: Path, ops_key: SshKey) -> None:
+    fx = Fixture(tmp_path, ops_key, mode="strict")
+    fx.push("unsigned before the base", {"notes/old.txt": "old\n"}, signed=False)
+    b = fx.push("signed base")
+    hidden = fx.push("unsigned after the base", {"notes/a.txt": "a\n"}, signed=False)
+    fx.push("signed tip", {"notes/b.txt": "b\n"})
+    result = fresh_gate(fx, tmp_path / "fresh", {b: RECORDED_BY}).advance()
+    assert result.rejection is not None
+    assert result.rejection.error.verdict == "unsigned"  # type: ignore[attr-defined]
+    assert f"commit {hidden[:12]} ('unsigned after the base')" in str(result.rejection.error)
+    fx.work.git("reset", "-q", "--hard", b)
+    fx.push("signed fix", {"notes/c.txt": "c\n"}, force=True)
+    taken = fresh_gate(fx, tmp_path / "fresh-2", {b: RECORDED_BY}).advance()
+    assert taken.outcome is Outcome.ACCEPTED, taken.rejection
+    assert taken.current is not None
+    assert taken.current.verification.since == b
+
+
+def test_allow_history_rewrite_takes_a_rewritten_tip_end_to_end_and_judges_it_from_the_fork_point(
+    tmp_path: Path, ops_key: SshKey
+) -> None:
+    fx = Fixture(tmp_path, ops_key, mode="strict")
+    policy = replace(fx.policy, allow_history_rewrite=True)
+    a = fx.push("signed base")
+    b = fx.push("signed, later dropped", {"notes/b.txt": "b\n"})
+    source = GitSource(
+        SourceOptions(url=str(fx.remote), cache_dir=tmp_path / "cache", allow_history_rewrite=True)
+    )
+    gate = RevisionGate(source, policy, RevisionOptions(timeout=30), lambda: {b: RECORDED_BY})
+    assert gate.advance().outcome is Outcome.ACCEPTED
+    fx.work.git("reset", "-q", "--hard", a)
+    c = fx.push("signed replacement", {"notes/c.txt": "c\n"}, force=True)
+
+    taken = gate.advance()
+    assert taken.outcome is Outcome.ACCEPTED, taken.rejection
+    assert taken.current is not None
+    assert (taken.current.revision, taken.current.verification.since) == (c, a)
+    assert [v.commit for v in taken.current.verification.commits] == [c]
+
+    fx.work.git("reset", "-q", "--hard", a)
+    unsigned = fx.push("unsigned replacement", {"notes/d.txt": "d\n"}, signed=False, force=True)
+    fx.push("signed on top", {"notes/e.txt": "e\n"})
+    refused = gate.advance()
+    assert refused.outcome is Outcome.REJECTED
+    assert f"commit {unsigned[:12]} ('unsigned replacement') is not trusted: unsigned" in str(
+        refused.rejection and refused.rejection.error
+    )

@@ -165,7 +165,13 @@ def test_a_canary_that_never_becomes_ready_halts_and_rolls_back(
 
     retry = rollout(clients, prefix, policy(bake=0, timeout=3), []).sync(bad, last_good=good)
     assert retry.outcome is SyncOutcome.HALTED
-    assert "not retried until a newer revision" in retry.message
+    assert "failed before on canary; not retried until they change" in retry.message
+    # The same objects under another commit id (a re-signed or re-wrapped commit) are refused too.
+    rewrapped = replace(bad, revision="rev-bad-rewrapped")
+    again = rollout(clients, prefix, policy(bake=0, timeout=3), []).sync(rewrapped, last_good=good)
+    assert again.outcome is SyncOutcome.HALTED
+    assert "failed before on canary; not retried until they change" in again.message
+    assert StateStore(clients["canary"], f"{prefix}-state").load().state.revision == "rev-good"
 
 
 def test_without_rollback_a_failed_wave_halts_and_stays(

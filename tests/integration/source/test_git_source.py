@@ -12,9 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from syncer.cli import cli
 from syncer.config import GitCredentials
-from syncer.errors import SourceError
+from syncer.errors import HistoryRewritten, SourceError
 from syncer.source import GitSource, SourceOptions
 from tests.integration.verify.kit import GitRepo, bare_remote, run
 
@@ -49,16 +51,16 @@ def _fetch_head_state(source: GitSource) -> tuple[int, tuple[str, ...]]:
     return (fetch_head.stat().st_mtime_ns if fetch_head.exists() else 0), packs
 
 
-def test_first_poll_clones_partially(remote: Remote, tmp_path: Path) -> None:
+def test_first_poll_clones_a_local_remote_whole_without_a_promisor(remote: Remote, tmp_path: Path) -> None:
     source = remote.source(tmp_path / "cache")
     result = source.poll()
     assert (result.changed, result.fetched, result.previous) == (True, True, "")
     assert result.tip == remote.work.git("rev-parse", "HEAD")
     assert source.fetch_count == 1
-    assert (
-        run(["git", "config", "remote.origin.promisor"], env=remote.work.env, cwd=source.git_dir).strip()
-        == "true"
-    )
+    config = run(["git", "config", "--list", "--local"], env=remote.work.env, cwd=source.git_dir)
+    assert "promisor" not in config
+    assert "partialclonefilter" not in config
+    assert not (source.git_dir / "objects" / "info" / "alternates").exists()
 
 
 def test_no_change_poll_does_not_fetch(remote: Remote, tmp_path: Path) -> None:
@@ -125,7 +127,7 @@ def test_history_rewrite_is_refused_and_stays_refused(remote: Remote, tmp_path: 
     source.mark_synced(source.poll().tip)
     old, new = _rewrite(remote)
     for _ in range(2):
-        with pytest.raises(SourceError) as raised:
+        with pytest.raises(HistoryRewritten) as raised:
             source.poll()
         assert f"the new tip {new} does not descend from the last synced revision {old}" in str(raised.value)
     assert source.last_accepted == old
@@ -225,3 +227,72 @@ def test_a_silent_remote_hits_the_deadline(tmp_path: Path) -> None:
             match=r"^ls-remote \(http://127\.0\.0\.1:\d+/fleet\.git\) failed: no answer within 1s$",
         ):
             source.poll()
+
+
+TRACE_VARIABLES = (
+    "GIT_TRACE",
+    "GIT_TRACE2",
+    "GIT_TRACE2_EVENT",
+    "GIT_TRACE2_PERF",
+    "GIT_TRACE_CURL",
+    "GIT_TRACE_PACKET",
+    "GIT_TRACE_SETUP",
+    "GIT_TRACE_PERFORMANCE",
+    "GIT_TRACE_PACK_ACCESS",
+    "GIT_TRACE_PACKFILE",
+    "GIT_TRACE_SHALLOW",
+    "SSLKEYLOGFILE",
+)
+PASSWORD = "p@ss:w0rd!"
+GITHUB_TOKEN = "ghp_0123456789abcdefghijABCDEFGHIJ"
+QUERY_TOKEN = "tok-9f8e7d6c5b4a3210"
+URL_SHAPES = {
+    "raw-password-with-at-and-colon": ("http://fleet:{p}@{host}/fleet.git", (PASSWORD, "ss:w0rd")),
+    "encoded-password": ("http://fleet:p%40ss%3Aw0rd%21@{host}/fleet.git", (PASSWORD, "p%40ss%3Aw0rd%21")),
+    "token-as-user": ("http://{t}@{host}/fleet.git", (GITHUB_TOKEN,)),
+    "token-in-path": ("http://{host}/org/{t}/fleet.git", (GITHUB_TOKEN,)),
+    "token-in-query": ("http://{host}/fleet.git?access_token={q}", (QUERY_TOKEN,)),
+}
+
+
+# git takes the host of a raw ``user:p@ss@host`` URL to be ``ss@host``: that one never reaches the server.
+REACHABLE = set(URL_SHAPES) - {"raw-password-with-at-and-colon"}
+
+
+@pytest.mark.parametrize("shape", sorted(URL_SHAPES))
+def test_credentials_never_leak_whatever_the_url_shape_or_tracing_variables(
+    shape: str, http_remote: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    template, secrets = URL_SHAPES[shape]
+    host = http_remote.removeprefix("http://").split("/", 1)[0]
+    url = template.format(p=PASSWORD, host=host, t=GITHUB_TOKEN, q=QUERY_TOKEN)
+    token = "tok-file-55aa11bb22cc"
+    token_file = tmp_path / "token"
+    token_file.write_text(token + "\n")
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    for name in TRACE_VARIABLES:
+        monkeypatch.setenv(name, str(traces / name))
+    monkeypatch.setenv("GIT_TRACE_REDACT", "0")
+    monkeypatch.setenv("GIT_CURL_VERBOSE", "1")
+    monkeypatch.setenv("GIT_TRACE2_CONFIG_PARAMS", "http.extraHeader,http.extraheader")
+    monkeypatch.setenv("GIT_TRACE2_ENV_VARS", "GIT_CONFIG_VALUE_0,GIT_CONFIG_VALUE_1,GIT_CONFIG_VALUE_2")
+    creds = GitCredentials(token_file=token_file)
+    source = GitSource(SourceOptions(url=url, cache_dir=tmp_path / "cache", credentials=creds, timeout=20))
+    with pytest.raises(SourceError) as raised:
+        source.poll()
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    text = "".join(traceback.format_exception(raised.value)) + repr(raised.value)
+    assert str(raised.value).startswith("ls-remote (http://")
+    if shape in REACHABLE:
+        assert f"Basic {basic}" in _Recorder.seen, "the token must reach the server through the header"
+        assert "500" in str(raised.value)
+    for secret in (*secrets, token, basic):
+        assert secret not in text, secret
+    assert sorted(p.name for p in traces.iterdir()) == [], "no trace may be written"
+
+    code_and_out = CliRunner().invoke(cli, ["render", "--repo", url], catch_exceptions=False)
+    assert code_and_out.exit_code == 2
+    for secret in secrets:
+        assert secret not in code_and_out.output, secret
+    assert sorted(p.name for p in traces.iterdir()) == []

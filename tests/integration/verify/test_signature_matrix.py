@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from syncer.config import load_trust_policy
-from syncer.errors import SourceError, VerificationError
+from syncer.errors import HistoryRewritten, VerificationError
 from syncer.source import GitSource, SourceOptions
 from syncer.verify import Verdict, VerifyOptions, verify_revision
 from tests.integration.verify.conftest import KeySet
@@ -205,7 +205,8 @@ def scoped_signer_out_of_scope(c: Ctx) -> Case:
     files = {"clusters/prod-eu/redis.yaml": "a\n", "clusters/staging/redis.yaml": "b\n"}
     tip = r.commit("prod and staging", files, sign=c.ks.prod_ssh)
     reason = (
-        f"signer 'prod-operators' may change only {PROD_SCOPE}, but this changes clusters/staging/redis.yaml"
+        f"signer 'prod-operators' may change only {PROD_SCOPE}, but with no verified base revision the "
+        "tree holds clusters/staging/redis.yaml, which no signer covering it signed"
     )
     fp = c.ks.prod_ssh.fingerprint
     return Case(r.path, c.policy(), Verdict.OUT_OF_SCOPE, tip, reason, "prod-operators", fp)
@@ -300,7 +301,7 @@ def force_push_rewrite_through_source(c: Ctx) -> Case:
         f"history of branch 'main' on {remote} was rewritten: the new tip {new} does not descend from the "
         f"last synced revision {old}; refusing it (allowHistoryRewrite is off)"
     )
-    return Case(remote, c.policy(), None, new, reason, error=SourceError, action=source.poll)
+    return Case(remote, c.policy(), None, new, reason, error=HistoryRewritten, action=source.poll)
 
 
 def rewrite_seen_by_verify(c: Ctx) -> Case:

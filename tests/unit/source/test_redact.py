@@ -8,6 +8,7 @@ import pytest
 
 from syncer.config import GitCredentials, SourceSettings
 from syncer.source import SourceOptions, redact
+from syncer.source.gitenv import url_secrets
 
 
 @pytest.mark.parametrize(
@@ -18,6 +19,10 @@ from syncer.source import SourceOptions, redact
         ("header was Basic dG9rMTIz and tok123", ("tok123", "dG9rMTIz"), "header was Basic *** and ***"),
         ("git@host:fleet.git (scp style has no secret)", (), "git@host:fleet.git (scp style has no secret)"),
         ("nothing to hide", ("",), "nothing to hide"),
+        ("'https://u:p@ss:w@h.example/f.git'", (), "'https://***@h.example/f.git'"),
+        ("https://h.example/f.git?access_token=tok9&x=1 failed", (), "https://h.example/f.git?*** failed"),
+        ("https://h/org/ghp_0123456789abcdefghijABCDEFGHIJ/f.git", (), "https://h/org/***/f.git"),
+        ("token glpat-abcdefghijklmnop1234 leaked", (), "token *** leaked"),
     ],
 )
 def test_redact(text: str, secrets: tuple[str, ...], expected: str) -> None:
@@ -39,3 +44,16 @@ def test_options_from_settings() -> None:
         allow_history_rewrite=True,
     )
     assert options.clone_filter == "blob:none"
+
+
+@pytest.mark.parametrize(
+    ("url", "secret"),
+    [
+        ("https://fleet:p@ss:w0rd@h.example/f.git", "p@ss:w0rd"),
+        ("https://fleet:p%40ss@h.example/f.git", "p@ss"),
+        ("https://h.example/f.git?token=abc123", "token=abc123"),
+    ],
+)
+def test_url_secrets_cover_what_a_message_may_echo(url: str, secret: str) -> None:
+    assert secret in url_secrets(url)
+    assert secret not in redact(f"fatal: cannot reach {url} ({secret})", url_secrets(url))
