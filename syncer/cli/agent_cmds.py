@@ -19,6 +19,7 @@ from rich.table import Table
 from syncer.agent.loop import AgentProcess, start_controllers
 from syncer.agent.service import Agent
 from syncer.agent.settings import AgentSettings, ControllerSettings, HttpSettings, LeaseSettings
+from syncer.cli.controller import admission_options, serve_admission, stop_admission
 from syncer.config import load_agent_config
 from syncer.config.rollout import parse_duration
 from syncer.controller.logs import configure as configure_logs
@@ -217,6 +218,7 @@ def _http_settings(opts: dict[str, Any]) -> HttpSettings:
     help="Form Redis Cluster topology (not on kwok nodes).",
 )
 @click.option("--workers", default=2, show_default=True, help="Reconcile workers of the embedded controller.")
+@admission_options
 def run(**opts: Any) -> None:
     """Run the agent: poll git, verify, roll out in waves, repair drift, serve metrics."""
     lease = _lease_settings(opts)
@@ -245,12 +247,16 @@ def run(**opts: Any) -> None:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    home = (settings.lease.kubeconfig or settings.kubeconfig, settings.lease.context)
+    admission = serve_admission(*home, opts["admission_port"], opts["admission_cert_dir"])
     try:
         agent = Agent(config, settings, SyncerMetrics(), stop)
         AgentProcess(agent, settings, stop).run()
     except SyncerError as err:
         logging.getLogger("syncer.agent").error("%s", err)
         sys.exit(EXIT_ERROR)
+    finally:
+        stop_admission(admission)
 
 
 def _printer(console: Console) -> Callable[[Progress], None]:

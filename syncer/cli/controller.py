@@ -5,18 +5,23 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import ssl
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import click
 import yaml
 from prometheus_client import CollectorRegistry, start_http_server
 
+from syncer.controller.admission_server import AdmissionOptions, AdmissionServer, start_admission_server
 from syncer.controller.logs import configure
 from syncer.controller.model import ControllerOptions
 from syncer.controller.runner import run_controller
 from syncer.errors import SyncerError
+from syncer.kube import ClusterClient
 
 
 def _current_context(kubeconfig: str) -> str:
@@ -28,6 +33,24 @@ def _current_context(kubeconfig: str) -> str:
     if not context:
         raise click.ClickException(f"{kubeconfig} has no current-context; pass --context")
     return str(context)
+
+
+def admission_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The options of the RedisCluster admission webhook, shared by ``syncer controller`` and ``run``."""
+    command = click.option(
+        "--admission-cert-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=Path("/etc/syncer/admission"),
+        show_default=True,
+        help="Folder holding the admission webhook's tls.crt and tls.key.",
+    )(command)
+    return click.option(
+        "--admission-port",
+        type=click.IntRange(0, 65535),
+        default=0,
+        show_default=True,
+        help="Serve the RedisCluster admission webhook (HTTPS) on this port; 0: do not.",
+    )(command)
 
 
 @click.command("controller")
@@ -51,6 +74,7 @@ def _current_context(kubeconfig: str) -> str:
     "--topology/--no-topology", default=False, show_default=True, help="Check and form the Redis cluster."
 )
 @click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True)
+@admission_options
 def controller(  # click passes every option by name
     *,
     kubeconfig: str,
@@ -61,6 +85,8 @@ def controller(  # click passes every option by name
     metrics_port: int,
     topology: bool,
     workers: int,
+    admission_port: int,
+    admission_cert_dir: Path,
 ) -> None:
     """Reconcile RedisCluster objects into StatefulSets, Services, ConfigMaps and PDBs.
 
@@ -86,6 +112,7 @@ def controller(  # click passes every option by name
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     registry = CollectorRegistry()
+    admission = serve_admission(kubeconfig, context, admission_port, admission_cert_dir)
     server = None
     if metrics_port:
         server, _ = start_http_server(metrics_port, registry=registry)
@@ -96,3 +123,29 @@ def controller(  # click passes every option by name
     finally:
         if server is not None:
             server.shutdown()
+        stop_admission(admission)
+
+
+def serve_admission(kubeconfig: str, context: str, port: int, cert_dir: Path) -> AdmissionServer | None:
+    """The admission webhook, served by every replica (leader or not) while the controller runs."""
+    if not port:
+        return None
+    try:
+        api = ClusterClient.from_kubeconfig(kubeconfig, context)
+    except SyncerError as err:
+        raise click.ClickException(str(err)) from err
+    try:
+        server, _ = start_admission_server(api, AdmissionOptions(cert_dir, port))
+    except (OSError, ssl.SSLError) as err:
+        api.close()
+        raise click.ClickException(
+            f"cannot serve the admission webhook from {cert_dir} on port {port}: {err}"
+        ) from err
+    return server
+
+
+def stop_admission(server: AdmissionServer | None) -> None:
+    if server is not None:
+        server.shutdown()
+        server.server_close()
+        server.close_api()

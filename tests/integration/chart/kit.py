@@ -179,8 +179,15 @@ def local_pod(
             data = only(objects, "ConfigMap", volume["configMap"]["name"])["data"]
             for name, text in data.items():
                 (folder / name).write_text(rewrite(text), encoding="utf-8")
+        elif "secret" in volume:
+            # Only Secrets the chart renders itself (the admission webhook's certificate).
+            secret = only(objects, "Secret", volume["secret"]["secretName"])
+            for name, encoded in secret["data"].items():
+                (folder / name).write_bytes(base64.b64decode(encoded))
         else:
-            assert "emptyDir" in volume, f"volume {mount['name']}: only ConfigMaps and emptyDirs here"
+            assert "emptyDir" in volume, (
+                f"volume {mount['name']}: only ConfigMaps, Secrets and emptyDirs here"
+            )
 
     fields = {"metadata.namespace": namespace, "metadata.name": f"{deployment['metadata']['name']}-0"}
     env: dict[str, str] = {}

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -284,7 +285,11 @@ def test_the_rendered_command_line_leads_syncs_and_reconciles_as_the_service_acc
     through Leases in the release namespace, then a full sync, all as the chart's ServiceAccount."""
     pod, admin, namespace, app = setup.pod, setup.admin, setup.namespace, setup.app
     revision = setup.repo.commit(app)
+    with socket.socket() as probe:  # a free port for the admission webhook the pod serves
+        probe.bind(("127.0.0.1", 0))
+        admission_port = probe.getsockname()[1]
     args = [re.sub(r"^--http-port=.*", "--http-port=0", a) for a in pod.args]
+    args = [re.sub(r"^--admission-port=.*", f"--admission-port={admission_port}", a) for a in args]
     assert args[0] == "run"
     assert "--controller" in args
     agent = start(pod, args, "agent.log")

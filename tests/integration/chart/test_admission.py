@@ -1,0 +1,268 @@
+"""RedisCluster admission on a real apiserver: the chart's ValidatingAdmissionPolicy and the
+controller's webhook refuse invalid objects whoever applies them (here: kubectl as the admin).
+
+The chart's admission objects are rendered with ``controller.watchNamespace`` set to the test's own
+namespace, so their bindings touch nothing else of the shared fleet. The local fleet has no pod
+network, so the apiserver cannot reach a webhook through a Service: the rendered
+ValidatingWebhookConfiguration is applied as the chart renders it (rules, failurePolicy, timeout,
+namespace selector) except that its clientConfig names the webhook server this test runs, by URL, with
+a certificate minted for 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import base64
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from devfleet.pki import CertificateAuthority
+from syncer.controller.admission_server import AdmissionOptions, AdmissionServer, start_admission_server
+from syncer.errors import Invalid
+from syncer.kube import ApplyOptions, ClusterClient
+from tests.integration.chart.kit import agent_values, only, render
+from tests.integration.conftest import FleetHandle
+from tests.integration.controller.kit import redis_cluster, wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("crd_installed")]
+
+VERSION_MESSAGE = (
+    "spec.version must be a Redis version 6.0 or newer, written MAJOR.MINOR or MAJOR.MINOR.PATCH without"
+    " leading zeros"
+)
+STORAGE_MESSAGE = (
+    "spec.persistence.size must not shrink or be dropped (a persistent volume cannot be made smaller)"
+)
+SHARDS_MESSAGE = (
+    "spec.shards may go down only when the remaining shards can hold the data: shards times"
+    " resources.limits.memory must not go down (and memory limits must be set on both versions)"
+)
+
+
+def kubectl(
+    fleet: FleetHandle, cluster: str, *args: str, stdin: str = ""
+) -> subprocess.CompletedProcess[str]:
+    argv = ["kubectl", "--kubeconfig", str(fleet.kubeconfig), "--context", cluster, *args]
+    return subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=60, check=False)
+
+
+def apply(fleet: FleetHandle, cluster: str, *objects: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    """``kubectl apply -f -`` of the objects, as a person would apply a file."""
+    return kubectl(fleet, cluster, "apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
+
+
+@dataclass
+class Admission:
+    """The chart's admission objects applied for one test namespace."""
+
+    objects: list[dict[str, Any]]
+    applied: list[dict[str, Any]]
+
+
+@pytest.fixture
+def chart_admission(fleet: FleetHandle, cluster: str, namespace: str, tmp_path: Path) -> Iterator[Any]:
+    """``chart_admission(kinds, **webhook_values)`` renders the chart for ``namespace`` and applies its
+    objects of ``kinds``; a ValidatingWebhookConfiguration gets ``url`` and ``ca`` as clientConfig."""
+    applied: list[dict[str, Any]] = []
+
+    def _apply(kinds: tuple[str, ...], url: str = "", ca: bytes = b"", **webhook: Any) -> Admission:
+        values = agent_values(
+            controller={"watchNamespace": namespace},
+            admission={"webhook": {"timeoutSeconds": 2, **webhook}},
+        )
+        objects = render(tmp_path, values, release=f"adm-{namespace[-8:]}", namespace=namespace)
+        chosen = [o for o in objects if o["kind"] in kinds]
+        for obj in chosen:
+            if obj["kind"] == "ValidatingWebhookConfiguration":
+                obj["webhooks"][0]["clientConfig"] = {"url": url, "caBundle": base64.b64encode(ca).decode()}
+        done = apply(fleet, cluster, *chosen)
+        assert done.returncode == 0, done.stderr
+        applied.extend(chosen)
+        return Admission(objects, chosen)
+
+    yield _apply
+    if applied:
+        done = kubectl(
+            fleet, cluster, "delete", "--ignore-not-found", "-f", "-", stdin=yaml.safe_dump_all(applied)
+        )
+        assert done.returncode == 0, done.stderr
+
+
+def refused_once_in_force(fleet: FleetHandle, cluster: str, obj: dict[str, Any], message: str) -> str:
+    """The refusal of ``kubectl apply`` of ``obj``, once a server-side dry-run create (which runs
+    admission and stores nothing) shows the new policy or webhook is loaded (that takes a moment)."""
+
+    def in_force() -> bool:
+        done = kubectl(fleet, cluster, "create", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump(obj))
+        return done.returncode != 0 and message in done.stderr
+
+    wait_for(in_force, 30, f"the apiserver to refuse with {message!r}", interval=0.5)
+    done = apply(fleet, cluster, obj)
+    assert done.returncode != 0, done.stdout
+    assert message in done.stderr
+    return done.stderr
+
+
+def test_the_policy_refuses_invalid_redis_clusters_with_its_message(
+    fleet: FleetHandle, cluster: str, namespace: str, chart_admission: Any
+) -> None:
+    admission = chart_admission(("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"))
+    policy = only(admission.objects, "ValidatingAdmissionPolicy")
+    binding = only(admission.objects, "ValidatingAdmissionPolicyBinding")
+    assert binding["spec"]["matchResources"]["namespaceSelector"]["matchLabels"] == {
+        "kubernetes.io/metadata.name": namespace
+    }
+
+    # An invalid version string (the CRD's pattern allows leading zeros and Redis 1.0).
+    stderr = refused_once_in_force(
+        fleet, cluster, redis_cluster("old", namespace, version="5.0"), VERSION_MESSAGE
+    )
+    assert f"ValidatingAdmissionPolicy '{policy['metadata']['name']}'" in stderr
+    assert apply(fleet, cluster, redis_cluster("zeros", namespace, version="07.2")).returncode != 0
+    assert apply(fleet, cluster, redis_cluster("fine", namespace, version="7.2")).returncode == 0
+
+    # Storage never shrinks; growing it is fine.
+    sized = redis_cluster("cache", namespace, version="7.2.5", persistence={"size": "10Gi"})
+    assert apply(fleet, cluster, sized).returncode == 0
+    shrunk = redis_cluster("cache", namespace, version="7.2.5", persistence={"size": "9Gi"})
+    done = apply(fleet, cluster, shrunk)
+    assert done.returncode != 0
+    assert STORAGE_MESSAGE in done.stderr
+    dropped = redis_cluster("cache", namespace, version="7.2.5", persistence={"enabled": True})
+    assert STORAGE_MESSAGE in apply(fleet, cluster, dropped).stderr
+    grown = redis_cluster("cache", namespace, version="7.2.5", persistence={"size": "10240Mi"})
+    assert apply(fleet, cluster, grown).returncode == 0
+
+    # Shards go down only when the remaining shards' memory holds what the old ones could.
+    limits = {"limits": {"memory": "1Gi"}}
+    big = redis_cluster("shop", namespace, version="7.2.5", shards=4, resources=limits)
+    assert apply(fleet, cluster, big).returncode == 0
+    fewer = redis_cluster("shop", namespace, version="7.2.5", shards=3, resources=limits)
+    done = apply(fleet, cluster, fewer)
+    assert done.returncode != 0
+    assert SHARDS_MESSAGE in done.stderr
+    no_limits = redis_cluster("shop", namespace, version="7.2.5", shards=3)
+    assert SHARDS_MESSAGE in apply(fleet, cluster, no_limits).stderr
+    roomier = redis_cluster(
+        "shop", namespace, version="7.2.5", shards=2, resources={"limits": {"memory": "2Gi"}}
+    )
+    assert apply(fleet, cluster, roomier).returncode == 0
+
+    # The policy is the cluster's, not kubectl's: a server-side apply through the API is refused too.
+    kube = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), cluster)
+    try:
+        with pytest.raises(Invalid) as caught:
+            kube.apply(redis_cluster("api", namespace, version="4.0"), ApplyOptions(field_manager="someone"))
+        assert VERSION_MESSAGE in str(caught.value)
+    finally:
+        kube.close()
+
+
+@pytest.fixture
+def webhook_server(
+    fleet: FleetHandle, cluster: str, tmp_path: Path
+) -> Iterator[tuple[AdmissionServer, bytes]]:
+    """The controller's admission server on a free loopback port, with a certificate for 127.0.0.1."""
+    ca = CertificateAuthority.create(tmp_path / "ca", "webhook-ca")
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    pair = ca.issue(certs / "tls", "webhook", server_ips=("127.0.0.1",))
+    assert (pair.cert, pair.key) == (certs / "tls.crt", certs / "tls.key")
+    kube = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), cluster)
+    server, thread = start_admission_server(kube, AdmissionOptions(certs, port=0, host="127.0.0.1"))
+    try:
+        yield server, ca.cert_path.read_bytes()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+        kube.close()
+
+
+def test_the_webhook_refuses_child_service_collisions(
+    fleet: FleetHandle,
+    cluster: str,
+    namespace: str,
+    chart_admission: Any,
+    webhook_server: tuple[AdmissionServer, bytes],
+) -> None:
+    server, ca = webhook_server
+    url = f"https://127.0.0.1:{server.port}/validate/redisclusters"
+    admission = chart_admission(("ValidatingWebhookConfiguration",), url=url, ca=ca)
+    hook = only(admission.applied, "ValidatingWebhookConfiguration")["webhooks"][0]
+    assert (hook["failurePolicy"], hook["timeoutSeconds"], hook["rules"][0]["operations"]) == (
+        "Fail",
+        2,
+        ["CREATE"],
+    )
+
+    # Someone else's Service named like the RedisCluster's client Service.
+    foreign = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "cache", "namespace": namespace}}
+    foreign["spec"] = {"ports": [{"port": 80}]}
+    assert apply(fleet, cluster, foreign).returncode == 0
+    message = (
+        f"RedisCluster {namespace}/cache would manage Services cache, cache-headless, but Service"
+        f" {namespace}/cache exists and is managed by no RedisCluster"
+    )
+    stderr = refused_once_in_force(
+        fleet, cluster, redis_cluster("cache", namespace, version="7.2.5"), message
+    )
+    assert 'admission webhook "redisclusters.redis.syncer.dev" denied the request' in stderr
+
+    # Another RedisCluster's headless Service name, before that Service even exists.
+    assert apply(fleet, cluster, redis_cluster("orders", namespace, version="7.2.5")).returncode == 0
+    done = apply(fleet, cluster, redis_cluster("orders-headless", namespace, version="7.2.5"))
+    assert done.returncode != 0
+    assert f"RedisCluster {namespace}/orders makes a Service named orders-headless too" in done.stderr
+
+    # Updates are not judged: the existing RedisCluster can still be changed.
+    assert apply(fleet, cluster, redis_cluster("orders", namespace, version="7.4.1")).returncode == 0
+
+
+def test_a_webhook_that_is_down_or_hangs_refuses_creates_under_fail_and_not_under_ignore(
+    fleet: FleetHandle, cluster: str, namespace: str, chart_admission: Any, tmp_path: Path
+) -> None:
+    # Down: nothing listens on the port.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    ca = CertificateAuthority.create(tmp_path / "ca", "webhook-ca")
+    url = f"https://127.0.0.1:{port}/validate/redisclusters"
+    chart_admission(("ValidatingWebhookConfiguration",), url=url, ca=ca.cert_path.read_bytes())
+    stderr = refused_once_in_force(
+        fleet, cluster, redis_cluster("down", namespace, version="7.2.5"), "failed calling webhook"
+    )
+    assert "connection refused" in stderr
+
+    # Hangs: a listener that never answers; the apiserver gives up after timeoutSeconds (2 s).
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        hang_url = f"https://127.0.0.1:{silent.getsockname()[1]}/validate/redisclusters"
+        chart_admission(("ValidatingWebhookConfiguration",), url=hang_url, ca=ca.cert_path.read_bytes())
+
+        def times_out() -> float | None:
+            started = time.monotonic()
+            done = apply(fleet, cluster, redis_cluster("slow", namespace, version="7.2.5"))
+            took = time.monotonic() - started
+            timed_out = "context deadline exceeded" in done.stderr or "timeout" in done.stderr.lower()
+            return took if done.returncode != 0 and timed_out else None
+
+        took = wait_for(times_out, 40, "a create to time out at the webhook", interval=0.5)
+        assert 1.5 <= took < 15
+
+    # Ignore: the same dead webhook lets creates through, unchecked.
+    ignore = ca.cert_path.read_bytes()
+    chart_admission(("ValidatingWebhookConfiguration",), url=url, ca=ignore, failurePolicy="Ignore")
+
+    def passes() -> bool:
+        return apply(fleet, cluster, redis_cluster("unchecked", namespace, version="7.2.5")).returncode == 0
+
+    wait_for(passes, 30, "a create to pass a dead webhook under failurePolicy Ignore", interval=0.5)
