@@ -16,6 +16,7 @@ import os
 import re
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -123,8 +124,12 @@ def whoami(kubeconfig: str) -> str:
 
 
 def _env(pod: LocalPod) -> dict[str, str]:
-    """The container's env and nothing else of this machine's but PATH: no credentials leak in."""
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C.UTF-8", **pod.env}
+    """The container's env and nothing else of this machine's but PATH (and PYTHONPATH, so that the
+    syncer under test is the one imported): no credentials leak in."""
+    found = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C.UTF-8", **pod.env}
+    if os.environ.get("PYTHONPATH"):
+        found["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return found
 
 
 def start(pod: LocalPod, args: list[str], log: str) -> subprocess.Popen[bytes]:
@@ -313,6 +318,16 @@ def test_the_rendered_command_line_leads_syncs_and_reconciles_as_the_service_acc
             assert held["spec"].get("holderIdentity") == acquired.group(1), held
         events = admin.list("events.k8s.io/v1", "Event", namespace=namespace).items
         assert any(e["reason"] == "Applied" for e in events), [e["reason"] for e in events]
+        # The pod serves the admission webhook with the certificate the chart made for its Service.
+        tls = pod.root / "volumes" / "admission-tls"
+        context = ssl.create_default_context(cafile=str(tls / "ca.crt"))
+        service = f"{pod.env['POD_NAME'].removesuffix('-0')}.{namespace}.svc"  # the Deployment's name
+        with (
+            socket.create_connection(("127.0.0.1", admission_port), timeout=10) as raw,
+            context.wrap_socket(raw, server_hostname=service) as conn,
+        ):
+            conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            assert conn.recv(64).startswith(b"HTTP/1.1 200")
     finally:
         remove_app(admin, app)
         code = stop(agent)

@@ -238,7 +238,10 @@ def test_the_rendered_agent_files_load_with_syncer_itself(tmp_path: Path) -> Non
         "git-credentials": "fleet-git",
         "clusters": "fleet-kubeconfigs",
         "webhook": "fleet-hook",
+        "admission-tls": "syncer-admission-tls",
     }
+    assert mounts["admission-tls"] == "/etc/syncer/admission"
+    assert "--admission-cert-dir=/etc/syncer/admission" in pod["containers"][0]["args"]
     assert mounts["git-credentials"] == "/etc/syncer/git"
     assert mounts["clusters"] == "/etc/syncer/clusters"
     assert mounts["config"] == "/etc/syncer/config"
