@@ -39,7 +39,7 @@ def admission_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """The options of the RedisCluster admission webhook, shared by ``syncer controller`` and ``run``."""
     command = click.option(
         "--admission-cert-dir",
-        type=click.Path(file_okay=False, path_type=Path),
+        type=click.Path(path_type=Path),
         default=Path("/etc/syncer/admission"),
         show_default=True,
         help="Folder holding the admission webhook's tls.crt and tls.key.",

@@ -1,0 +1,61 @@
+"""The admission webhook's command-line options: a missing certificate is a clear error, no traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from syncer.cli.controller import controller
+
+KUBECONFIG = {
+    "apiVersion": "v1",
+    "kind": "Config",
+    "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+    "users": [{"name": "u", "user": {"token": "t"}}],
+    "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+    "current-context": "c",
+}
+
+
+def test_a_missing_certificate_folder_stops_the_controller_with_the_reason(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(KUBECONFIG))
+    missing = tmp_path / "no-certs"
+    result = CliRunner().invoke(
+        controller,
+        [
+            f"--kubeconfig={kubeconfig}",
+            "--admission-port=1",
+            f"--admission-cert-dir={missing}",
+            "--metrics-port=0",
+        ],
+    )
+    assert result.exit_code == 1
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert (
+        f"cannot serve the admission webhook from {missing} on port 1: [Errno 2] No such file or directory"
+        in (result.output)
+    )
+
+
+def test_a_certificate_that_is_not_one_is_refused(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(KUBECONFIG))
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    (certs / "tls.crt").write_text("not a certificate\n")
+    (certs / "tls.key").write_text("not a key\n")
+    result = CliRunner().invoke(
+        controller,
+        [
+            f"--kubeconfig={kubeconfig}",
+            "--admission-port=1",
+            f"--admission-cert-dir={certs}",
+            "--metrics-port=0",
+        ],
+    )
+    assert result.exit_code == 1
+    assert f"cannot serve the admission webhook from {certs} on port 1:" in result.output
+    assert "Traceback" not in result.output
