@@ -224,6 +224,9 @@ def run(**opts: Any) -> None:
     lease = _lease_settings(opts)
     http = _http_settings(opts)
     config = _load(opts["config_path"])
+    # The webhook's certificate is one of the files to check before the process's logging is set up.
+    home = lease.kubeconfig or opts["kubeconfig"], lease.context
+    admission = serve_admission(*home, opts["admission_port"], opts["admission_cert_dir"])
     configure_logs()  # only once the arguments and files are known to be good
     settings = AgentSettings(
         config=opts["config_path"],
@@ -247,8 +250,6 @@ def run(**opts: Any) -> None:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    home = (settings.lease.kubeconfig or settings.kubeconfig, settings.lease.context)
-    admission = serve_admission(*home, opts["admission_port"], opts["admission_cert_dir"])
     try:
         agent = Agent(config, settings, SyncerMetrics(), stop)
         AgentProcess(agent, settings, stop).run()

@@ -93,6 +93,8 @@ def controller(  # click passes every option by name
     Runs until SIGINT or SIGTERM. Logs are JSON lines on stderr, each reconcile with its own id.
     """
     context = context or _current_context(kubeconfig)
+    # The webhook's certificate is one of the files to check before the process's logging is set up.
+    admission = serve_admission(kubeconfig, context, admission_port, admission_cert_dir)
     configure(logging.INFO)
     options = ControllerOptions(
         kubeconfig=kubeconfig,
@@ -112,7 +114,6 @@ def controller(  # click passes every option by name
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     registry = CollectorRegistry()
-    admission = serve_admission(kubeconfig, context, admission_port, admission_cert_dir)
     server = None
     if metrics_port:
         server, _ = start_http_server(metrics_port, registry=registry)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import yaml
@@ -34,6 +35,7 @@ def test_a_missing_certificate_folder_stops_the_controller_with_the_reason(tmp_p
     )
     assert result.exit_code == 1
     assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert logging.getLogger("syncer").propagate  # failed before touching the process's logging
     assert (
         f"cannot serve the admission webhook from {missing} on port 1: [Errno 2] No such file or directory"
         in (result.output)
