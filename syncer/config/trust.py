@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from syncer.config.loading import Fields, load_yaml_mapping
+from syncer.config.two_person import TwoPersonRule, parse_two_person_rules
 from syncer.errors import ConfigError
 
 ALL_PATHS = "**"
@@ -78,6 +79,7 @@ class TrustPolicy:
     signers: tuple[Signer, ...] = ()
     openpgp_keys: tuple[str, ...] = field(default=(), repr=False)
     origin: str = "<inline>"
+    two_person: tuple[TwoPersonRule, ...] = ()
 
     def signer_for(self, kind: KeyKind, fingerprint: str) -> Signer | None:
         """The signer holding this key, matched by fingerprint (OpenPGP fingerprints case-insensitively)."""
@@ -96,7 +98,7 @@ def load_trust_policy(path: Path) -> TrustPolicy:
 def parse_trust_policy(data: Mapping[str, Any], *, origin: str, base_dir: Path) -> TrustPolicy:
     """Validate an already-parsed policy mapping. Every problem is a ``ConfigError`` naming ``origin``."""
     top = Fields(data, origin=origin)
-    top.reject_unknown({"mode", "allowHistoryRewrite", "signers", "openpgpKeys"})
+    top.reject_unknown({"mode", "allowHistoryRewrite", "signers", "openpgpKeys", "twoPersonRules"})
     mode_text = top.string("mode", VerifyMode.HEAD.value)
     try:
         mode = VerifyMode(mode_text)
@@ -116,6 +118,7 @@ def parse_trust_policy(data: Mapping[str, Any], *, origin: str, base_dir: Path) 
         signers=signers,
         openpgp_keys=keys,
         origin=origin,
+        two_person=parse_two_person_rules(top),
     )
 
 

@@ -7,6 +7,7 @@ from enum import StrEnum
 
 from syncer.config import VerifyMode
 from syncer.errors import VerificationError
+from syncer.verify.two_person import ApprovalVerdict
 
 
 class Verdict(StrEnum):
@@ -17,6 +18,7 @@ class Verdict(StrEnum):
     EXPIRED_KEY = "expired-key"
     REVOKED_KEY = "revoked-key"
     OUT_OF_SCOPE = "out-of-scope"
+    NOT_APPROVED = "not-approved"
 
 
 @dataclass(frozen=True)
@@ -61,15 +63,24 @@ class VerificationResult:
     mode: VerifyMode
     since: str
     commits: tuple[CommitVerdict, ...]
+    approvals: tuple[ApprovalVerdict, ...] = ()
 
     @property
     def trusted(self) -> bool:
-        return bool(self.commits) and all(c.trusted for c in self.commits)
+        commits = bool(self.commits) and all(c.trusted for c in self.commits)
+        return commits and all(a.satisfied for a in self.approvals)
+
+    @property
+    def unapproved(self) -> ApprovalVerdict | None:
+        """The first two-person rule the revision does not satisfy."""
+        return next((a for a in self.approvals if not a.satisfied), None)
 
     @property
     def verdict(self) -> Verdict:
         failed = self.first_failure
-        return Verdict.TRUSTED if failed is None else failed.verdict
+        if failed is not None:
+            return failed.verdict
+        return Verdict.NOT_APPROVED if self.unapproved is not None else Verdict.TRUSTED
 
     @property
     def first_failure(self) -> CommitVerdict | None:
@@ -80,7 +91,8 @@ class VerificationResult:
         """``""`` when trusted, else the first failing commit and why."""
         failed = self.first_failure
         if failed is None:
-            return ""
+            unapproved = self.unapproved
+            return f"{Verdict.NOT_APPROVED}: {unapproved.reason}" if unapproved is not None else ""
         return f"commit {failed.short} ({failed.subject!r}) is not trusted: {failed.verdict}: {failed.reason}"
 
     def require_trusted(self) -> VerificationResult:

@@ -31,6 +31,7 @@ from syncer.verify.status import (
     signature_header_problem,
 )
 from syncer.verify.status import signature_kind as kind_of
+from syncer.verify.two_person import judge_two_person
 from syncer.verify.vouch import unvouched
 
 _LISTED_PATHS = 5
@@ -78,7 +79,8 @@ def verify_revision(
         shas = judge.strict_range(tip, since) if mode is VerifyMode.STRICT else [tip]
         commits = judge.read_commits(shas)
         verdicts = tuple(judge.commit(c, since=since) for c in commits)
-    return VerificationResult(revision=tip, mode=mode, since=since, commits=verdicts)
+        approvals = judge_two_person(judge, policy.two_person, tip, since)
+    return VerificationResult(revision=tip, mode=mode, since=since, commits=verdicts, approvals=approvals)
 
 
 class _Judge:
@@ -275,6 +277,10 @@ class _Judge:
         if not bases:
             return [self._files(p) for p in parents]
         return [frozenset().union(*(self._diff(b, p) for b in bases)) for p in parents]
+
+    def changed(self, since: str, tip: str) -> frozenset[str]:
+        """The paths ``tip`` changes since ``since`` (every path of its tree when there is none)."""
+        return self._diff(since, tip) if since else self._files(tip)
 
     def _diff(self, old: str, new: str) -> frozenset[str]:
         out = self.git.git(["diff-tree", "-r", "-z", "--no-renames", "--name-only", old, new]).stdout
