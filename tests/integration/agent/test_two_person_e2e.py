@@ -1,0 +1,103 @@
+"""The two-person rule end to end on the real fleet: a change to a guarded path signed by one person is
+rejected before any cluster changes; the same change approved by a second signer's merge commit rolls
+out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from syncer.agent.service import Agent
+from syncer.config import load_agent_config
+from syncer.engine.revision import Stage
+from syncer.engine.sync import SyncOutcome
+from tests.integration.agent.test_agent_e2e import Setup, redis_cluster, states
+from tests.integration.agent.test_agent_e2e import setup as e2e_setup
+from tests.integration.verify.kit import Keys, SshKey, write_policy
+
+pytestmark = pytest.mark.integration
+
+GUARDED = "base/prod/sessions.yaml"
+
+
+@pytest.fixture
+def approver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshKey]:
+    keys = Keys(tmp_path_factory.mktemp("approver-keys"))
+    try:
+        yield keys.ssh("approver")
+    finally:
+        keys.close()
+
+
+@pytest.fixture
+def guarded(setup: Setup, approver: SshKey, tmp_path: Path) -> Setup:
+    """The e2e setup with a trust policy of two signers and a two-person rule on ``base/prod/**``."""
+    signers: list[dict[str, object]] = [
+        {"name": "ops", "ssh": setup.key.public_line},
+        {"name": "approver", "ssh": approver.public_line},
+    ]
+    trust = write_policy(tmp_path / "trust.yaml", signers=signers, keys=[])
+    rule = {"twoPersonRules": [{"name": "prod", "paths": ["base/prod/**"]}]}
+    trust.write_text(trust.read_text() + yaml.safe_dump(rule))
+    setup.agent.close()
+    setup.agent = Agent(
+        load_agent_config(tmp_path / "agent.yaml"),
+        setup.settings,
+        setup.metrics,
+        setup.stop,
+        setup.steps.append,
+    )
+    return setup
+
+
+setup = e2e_setup
+
+
+def test_one_signer_is_refused_before_any_cluster_changes_and_two_signers_roll_out(
+    guarded: Setup, approver: SshKey
+) -> None:
+    work = guarded.work
+    start = guarded.commit("namespace", [])
+    first = guarded.agent.sync_once()
+    assert first.report is not None
+    assert first.report.outcome is SyncOutcome.APPLIED, first.report
+    before = states(guarded)
+
+    work.git("checkout", "-q", "-b", "change")
+    body = yaml.safe_dump(redis_cluster(guarded.namespace, "7.2.4"))
+    single = work.commit("sessions for prod", {GUARDED: body}, sign=guarded.key)
+    work.git("checkout", "-q", "main")
+    work.git("merge", "-q", "--ff-only", "change")
+    work.git("push", "-q", str(guarded.remote), "main")
+
+    result = guarded.agent.sync_once()
+    rejection = result.advance.rejection
+    assert rejection is not None
+    assert (rejection.stage, rejection.revision) == (Stage.VERIFY, single)
+    assert (
+        "not-approved: two-person rule prod: the revision changes base/prod/sessions.yaml"
+        in rejection.message
+    )
+    assert "found 1 (ops)" in rejection.message
+    assert {n: (s.revision, s.phase) for n, s in states(guarded).items()} == {
+        n: (s.revision, s.phase) for n, s in before.items()
+    }
+    for client in guarded.agent.clients.values():
+        assert (
+            client.list("redis.syncer.dev/v1alpha1", "RedisCluster", namespace=guarded.namespace).items == []
+        )
+
+    # A second person approves the same change with a signed merge commit.
+    work.git("reset", "-q", "--hard", start)
+    approved = work.merge("change", "approve sessions for prod", sign=approver)
+    work.git("push", "-q", str(guarded.remote), "main")
+    result = guarded.agent.sync_once()
+    assert result.advance.rejection is None, result.advance.rejection
+    assert result.report is not None
+    assert (result.report.outcome, result.report.revision) == (SyncOutcome.APPLIED, approved)
+    for client in guarded.agent.clients.values():
+        live = client.get("redis.syncer.dev/v1alpha1", "RedisCluster", "sessions", guarded.namespace)
+        assert live["spec"]["version"] == "7.2.4"
