@@ -223,7 +223,7 @@ class _Judge:
                 f" and {len(out) - _LISTED_PATHS} more" if len(out) > _LISTED_PATHS else ""
             )
             changes = (
-                f"with no verified base revision the tree holds {listed}, which no signer covering it signed"
+                f"with no verified base revision {listed} differ(s) from what a signer covering them signed"
                 if self.mode is VerifyMode.HEAD and not since
                 else f"this changes {listed}"
             )

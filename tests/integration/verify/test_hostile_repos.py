@@ -281,7 +281,7 @@ def test_a_shallow_boundary_does_not_let_a_scoped_signer_vouch_for_what_it_canno
     judged = result.commits[-1]
     assert (result.verdict, judged.commit) == (Verdict.OUT_OF_SCOPE, tip)
     assert "clusters/staging/redis.yaml" in judged.out_of_scope
-    assert "with no verified base revision the tree holds" in judged.reason
+    assert "with no verified base revision " in judged.reason
 
 
 # -- 5. partial-clone promisors and missing objects ------------------------------------------------------
@@ -448,9 +448,14 @@ def _unsigned_delete(repo: GitRepo, ks: KeySet) -> None:
     repo.commit("unsigned deletion", {})
 
 
+def _unsigned_delete_all(repo: GitRepo, ks: KeySet) -> None:
+    repo.git("rm", "-q", "clusters/staging/redis.yaml")
+    repo.commit("unsigned deletion of everything outside prod", {"clusters/prod-eu/a.yaml": "a\n"})
+
+
 NO_BASE = (
-    f"signer 'prod-operators' may change only {PROD_SCOPE}, but with no verified base revision the tree "
-    "holds clusters/staging/redis.yaml, which no signer covering it signed"
+    f"signer 'prod-operators' may change only {PROD_SCOPE}, but with no verified base revision "
+    "clusters/staging/redis.yaml differ(s) from what a signer covering them signed"
 )
 SCOPE_CASES = [
     ScopeCase("unsigned-out-of-scope-change", _unsigned_staging, Verdict.OUT_OF_SCOPE, NO_BASE),
@@ -459,7 +464,10 @@ SCOPE_CASES = [
         "unsigned-out-of-scope-deletion",
         _unsigned_delete,
         Verdict.OUT_OF_SCOPE,
-        NO_BASE.replace("redis.yaml,", "redis.yaml, notes/unsigned-deletion.txt,"),
+        NO_BASE.replace("redis.yaml differ", "redis.yaml, notes/unsigned-deletion.txt differ"),
+    ),
+    ScopeCase(
+        "unsigned-deletion-of-every-out-of-scope-path", _unsigned_delete_all, Verdict.OUT_OF_SCOPE, NO_BASE
     ),
 ]
 

@@ -205,8 +205,8 @@ def scoped_signer_out_of_scope(c: Ctx) -> Case:
     files = {"clusters/prod-eu/redis.yaml": "a\n", "clusters/staging/redis.yaml": "b\n"}
     tip = r.commit("prod and staging", files, sign=c.ks.prod_ssh)
     reason = (
-        f"signer 'prod-operators' may change only {PROD_SCOPE}, but with no verified base revision the "
-        "tree holds clusters/staging/redis.yaml, which no signer covering it signed"
+        f"signer 'prod-operators' may change only {PROD_SCOPE}, but with no verified base revision "
+        "clusters/staging/redis.yaml differ(s) from what a signer covering them signed"
     )
     fp = c.ks.prod_ssh.fingerprint
     return Case(r.path, c.policy(), Verdict.OUT_OF_SCOPE, tip, reason, "prod-operators", fp)
