@@ -1,9 +1,12 @@
 """Server-side apply of one cluster's plan, returning a change set.
 
 Order: Namespaces and CRDs first, then everything else, then prunes (only after every apply
-succeeded). Conflicts follow the policy: ``report`` stops the cluster before anything is written and
-names the other field managers; ``force`` takes the fields over. Drift (a field syncer owned that
-another manager took with force) is healed by re-applying with force when ``heal_drift`` is on.
+succeeded). The rules are those of ``syncer.domain.rules``, the very ones the plan (and so
+``syncer diff``) used: a blocked plan (conflicts under ``report``, drift with repair off, objects the
+server refused in the dry-run) writes nothing; ``force`` takes conflicting fields over; drift is
+healed by re-applying with force when ``heal_drift`` is on; adoptions are applied so that syncer owns
+what git says; each prune is checked again against the live object just before it is deleted. Secret
+values never appear in the messages of the change set.
 """
 
 from __future__ import annotations
@@ -11,32 +14,42 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from syncer.apply.retry import RetryPolicy, with_retries
-from syncer.domain.applied import MANAGED_BY_LABEL, MANAGED_BY_VALUE, applied_body
-from syncer.domain.changes import Action, Change, ClusterPlan
+from syncer.domain.applied import applied_body
+from syncer.domain.changes import WRITING_ACTIONS, Action, Change, ClusterPlan
 from syncer.domain.changeset import ChangeEntry, ChangeSet, Outcome
 from syncer.domain.objects import ClusterManifests, Manifest, ObjectKey
+from syncer.domain.rules import (
+    PRUNE_ANNOTATION,
+    PRUNE_DISABLED,
+    ConflictPolicy,
+    SyncRules,
+    blocked_reason,
+    forced,
+    prune_refusal,
+)
+from syncer.domain.secrets import redact, secret_values
 from syncer.errors import Conflict, KubeError, NotFound
 from syncer.kube import ApplyOptions, KubeApi
 
-PRUNE_ANNOTATION = "syncer.dev/prune"
-PRUNE_DISABLED = "disabled"
+__all__ = [
+    "PRUNE_ANNOTATION",
+    "PRUNE_DISABLED",
+    "ApplyPolicy",
+    "ClusterApplier",
+    "ConflictPolicy",
+    "apply_order",
+]
+
 _FIRST_KINDS = {("", "Namespace"): 0, ("apiextensions.k8s.io", "CustomResourceDefinition"): 1}
-_APPLY_ACTIONS = frozenset({Action.CREATE, Action.UPDATE, Action.DRIFT, Action.CONFLICT})
-
-
-class ConflictPolicy(StrEnum):
-    REPORT = "report"
-    FORCE = "force"
 
 
 @dataclass(frozen=True)
 class ApplyPolicy:
-    """How a cluster's plan is applied."""
+    """How a cluster's plan is applied; ``rules`` gives the part the plan shares."""
 
     conflicts: ConflictPolicy = ConflictPolicy.REPORT
     heal_drift: bool = True
@@ -44,6 +57,10 @@ class ApplyPolicy:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     field_manager: str = "syncer"
     workers: int = 8
+
+    @property
+    def rules(self) -> SyncRules:
+        return SyncRules(self.field_manager, self.conflicts, self.heal_drift, self.prune)
 
 
 def apply_order(key: ObjectKey) -> tuple[int, ObjectKey]:
@@ -63,12 +80,6 @@ def _groups(changes: list[Change]) -> list[list[Change]]:
     return groups
 
 
-def _conflict_message(change: Change) -> str:
-    managers = ", ".join(change.managers) or "another field manager"
-    fields = ", ".join(f.path for f in change.fields) or "some fields"
-    return f"{change.key.subject}: {fields} owned by {managers}"
-
-
 class ClusterApplier:
     """Applies one cluster's plan through the KubeApi seam."""
 
@@ -80,17 +91,28 @@ class ClusterApplier:
         self.stop = stop
 
     def apply(self, desired: ClusterManifests, plan: ClusterPlan, revision: str) -> ChangeSet:
+        secrets = secret_values(m.body for m in desired.manifests)
+        result = self._apply(desired, plan, revision)
+        return ChangeSet(
+            result.cluster,
+            result.revision,
+            tuple(replace(e, message=redact(e.message, secrets)) for e in result.entries),
+            redact(result.error, secrets),
+        )
+
+    def _apply(self, desired: ClusterManifests, plan: ClusterPlan, revision: str) -> ChangeSet:
         manifests = {m.key: m for m in desired.manifests}
         changes = sorted(plan.changes, key=lambda c: apply_order(c.key))
-        conflicts = [c for c in changes if c.action is Action.CONFLICT]
-        if conflicts and self.policy.conflicts is ConflictPolicy.REPORT:
-            blocked = tuple(
-                ChangeEntry(c.key, c.action, Outcome.SKIPPED, _conflict_message(c)) for c in conflicts
+        blocked = blocked_reason(changes, self.policy.rules)
+        if blocked:
+            stopped = tuple(
+                ChangeEntry(c.key, c.action, Outcome.SKIPPED, c.message)
+                for c in changes
+                if c.action in (Action.CONFLICT, Action.DRIFT, Action.ERROR)
             )
-            message = "; ".join(_conflict_message(c) for c in conflicts)
-            return ChangeSet(desired.cluster, revision, blocked, f"conflicts (policy report): {message}")
+            return ChangeSet(desired.cluster, revision, stopped, blocked)
         entries: list[ChangeEntry] = []
-        for group in _groups([c for c in changes if c.action in _APPLY_ACTIONS]):
+        for group in _groups([c for c in changes if c.action in WRITING_ACTIONS]):
             missing = [c for c in group if c.key not in manifests]
             if missing:
                 entries += [
@@ -108,21 +130,24 @@ class ClusterApplier:
                 return ChangeSet(
                     desired.cluster, revision, tuple(entries), f"{failed.subject}: {failed.message}"
                 )
-        if self.policy.prune:
-            for change in reversed([c for c in changes if c.action is Action.PRUNE]):
-                entry = self._prune_one(change)
-                entries.append(entry)
-                if entry.outcome is Outcome.FAILED:
-                    return ChangeSet(
-                        desired.cluster, revision, tuple(entries), f"{entry.subject}: {entry.message}"
-                    )
+        entries += [
+            ChangeEntry(c.key, c.action, Outcome.SKIPPED, c.message)
+            for c in changes
+            if c.action is Action.KEEP
+        ]
+        for change in reversed([c for c in changes if c.action is Action.PRUNE]):
+            entry = self._prune_one(change)
+            entries.append(entry)
+            if entry.outcome is Outcome.FAILED:
+                return ChangeSet(
+                    desired.cluster, revision, tuple(entries), f"{entry.subject}: {entry.message}"
+                )
         return ChangeSet(desired.cluster, revision, tuple(entries))
 
     def _apply_one(self, manifest: Manifest, change: Change) -> ChangeEntry:
-        force = self.policy.conflicts is ConflictPolicy.FORCE or (
-            change.action is Action.DRIFT and self.policy.heal_drift
+        options = ApplyOptions(
+            field_manager=self.policy.field_manager, force=forced(change, self.policy.rules)
         )
-        options = ApplyOptions(field_manager=self.policy.field_manager, force=force)
         body = applied_body(manifest)
         try:
             live = with_retries(lambda: self.kube.apply(body, options), self.policy.retry, self.stop)
@@ -143,7 +168,7 @@ class ClusterApplier:
                 self.policy.retry,
                 self.stop,
             )
-            reason = _kept_because(live)
+            reason = prune_refusal(live, self.policy.rules)
             if reason:
                 return ChangeEntry(key, Action.PRUNE, Outcome.SKIPPED, reason)
             with_retries(
@@ -156,16 +181,6 @@ class ClusterApplier:
         except KubeError as err:
             return ChangeEntry(key, Action.PRUNE, Outcome.FAILED, err.detail)
         return ChangeEntry(key, Action.PRUNE, Outcome.APPLIED, uid=_uid(live))
-
-
-def _kept_because(live: Mapping[str, Any]) -> str:
-    """Why a live object must not be pruned, or ``""`` when it may be."""
-    meta = live.get("metadata") or {}
-    if (meta.get("annotations") or {}).get(PRUNE_ANNOTATION) == PRUNE_DISABLED:
-        return f"pruning disabled by {PRUNE_ANNOTATION}"
-    if (meta.get("labels") or {}).get(MANAGED_BY_LABEL) != MANAGED_BY_VALUE:
-        return "no longer labelled as managed by syncer"
-    return ""
 
 
 def _uid(obj: Mapping[str, Any]) -> str:

@@ -2,17 +2,81 @@
 
 Owns: parsing arguments, exit codes and rendering. Must not: hold pipeline logic; each command calls
 into the stages or the engine and renders the value it gets back.
+
+Commands are imported only when they run (``syncer --version`` and ``syncer --help`` import click
+alone); each command imports what it needs when it is called, the Kubernetes client only when a
+cluster is contacted.
 """
 
 from __future__ import annotations
+
+import importlib
 
 import click
 
 from syncer import __version__
 
+COMMANDS: dict[str, tuple[str, str]] = {
+    "verify": (
+        "syncer.cli.verify:verify",
+        "Verify who signed a revision of a fleet repository, commit by commit.",
+    ),
+    "render": (
+        "syncer.cli.render:render",
+        "Print the desired objects of each cluster of a fleet repository as YAML.",
+    ),
+    "diff": (
+        "syncer.cli.diff:diff",
+        "Show what syncing a revision would create, update, prune or be blocked on, per wave and cluster.",
+    ),
+    "controller": (
+        "syncer.cli.controller:controller",
+        "Reconcile RedisCluster objects into StatefulSets, Services, ConfigMaps and PDBs.",
+    ),
+    "run": (
+        "syncer.cli.agent_cmds:run",
+        "Run the agent: poll git, verify, roll out in waves, repair drift, serve metrics.",
+    ),
+    "sync": (
+        "syncer.cli.agent_cmds:sync",
+        "Take the branch tip through verification and roll it out, showing each wave and cluster.",
+    ),
+    "status": (
+        "syncer.cli.agent_cmds:status",
+        "Each cluster's sync state: wave, applied revision, health, last good revision, last error.",
+    ),
+}
+"""Each command: where it lives, and the one-line help ``syncer --help`` lists without importing it
+(a unit test checks it is the command's own)."""
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="syncer")
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported when they are looked up to run."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module, _, attribute = entry[0].partition(":")
+        command = getattr(importlib.import_module(module), attribute)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{entry[0]} is not a click command")
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
+        rows = [
+            (name, click.utils.make_default_short_help(short, limit)) for name, (_, short) in COMMANDS.items()
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="syncer", package_name="syncer")
 def cli() -> None:
     """Keep fleets of Redis clusters on Kubernetes in step with a git repository.
 
@@ -23,30 +87,3 @@ def cli() -> None:
 
 def main() -> None:
     cli(prog_name="syncer")
-
-
-from syncer.cli.verify import verify  # noqa: E402
-
-cli.add_command(verify)
-
-
-from syncer.cli.render import render  # noqa: E402
-
-cli.add_command(render)
-
-
-from syncer.cli.diff import diff  # noqa: E402
-
-cli.add_command(diff)
-
-
-from syncer.cli.controller import controller  # noqa: E402
-
-cli.add_command(controller)
-
-
-from syncer.cli.agent_cmds import run, status, sync  # noqa: E402
-
-cli.add_command(run)
-cli.add_command(sync)
-cli.add_command(status)

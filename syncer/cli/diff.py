@@ -6,130 +6,31 @@ or manifests, unreachable cluster, a dry-run the server refused).
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
-import yaml
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
-from syncer.config import ClusterAccess, load_agent_config
-from syncer.config.rollout import RolloutPolicy, load_rollout_policy
-from syncer.domain.changes import Action, Change, ClusterPlan, FieldChange, FleetPlan
-from syncer.engine.diff import ClusterTarget, DiffOptions, diff_fleet, offline_plan
-from syncer.engine.revision import RenderRequest, load_desired
-from syncer.errors import ManifestError, SyncerError
-from syncer.kube import ClientOptions
-from syncer.plan import fleet_document
+from syncer.kube.api import ClientOptions
+from syncer.status.state_store import DEFAULT_NAMESPACE
+
+if TYPE_CHECKING:
+    from syncer.config import ClusterAccess
+    from syncer.domain.changes import FleetPlan
+    from syncer.engine.diff import ClusterTarget
 
 EXIT_SAME, EXIT_CHANGED, EXIT_ERROR = 0, 1, 2
-_STYLE = {
-    Action.CREATE: ("+", "green"),
-    Action.UPDATE: ("~", "yellow"),
-    Action.PRUNE: ("-", "red"),
-    Action.UNCHANGED: ("=", "dim"),
-    Action.CONFLICT: ("!", "bold red"),
-    Action.DRIFT: ("≠", "magenta"),
-}
-_COLUMNS = (Action.CREATE, Action.UPDATE, Action.PRUNE, Action.CONFLICT, Action.DRIFT, Action.UNCHANGED)
-
-
-def _field_name(pointer: str) -> str:
-    """``/metadata/labels/app.kubernetes.io~1name`` as ``metadata.labels["app.kubernetes.io/name"]``."""
-    out = ""
-    for raw in pointer.split("/")[1:]:
-        part = raw.replace("~1", "/").replace("~0", "~")
-        if part.isidentifier() or part.isdigit():
-            out += f".{part}" if out else part
-        else:
-            out += f"[{json.dumps(part)}]"
-    return out or "(object)"
-
-
-def _value(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False)
-
-
-def _field_line(change: FieldChange, field_manager: str) -> Text:
-    line = Text("      ")
-    name = _field_name(change.path)
-    if change.before is None:
-        line.append(f"+ {name}: {_value(change.after)}", style="green")
-    elif change.after is None:
-        line.append(f"- {name}: {_value(change.before)}", style="red")
-    else:
-        line.append(f"~ {name}: ", style="yellow")
-        line.append(_value(change.before), style="red")
-        line.append(" -> ")
-        line.append(_value(change.after), style="green")
-    if change.action in (Action.CONFLICT, Action.DRIFT):
-        line.append(f"  [{change.action}]", style=_STYLE[change.action][1])
-    if change.owners:
-        others = [o for o in change.owners if o != field_manager]
-        line.append(f"  (owner: {', '.join(change.owners)})", style="bold" if others else "dim")
-    return line
-
-
-def _object_lines(change: Change, field_manager: str) -> list[Text]:
-    mark, style = _STYLE[change.action]
-    head = Text(f"    {mark} ")
-    head.append(f"{change.action:<9} ", style=style)
-    head.append(change.key.subject, style="bold")
-    if change.message:
-        head.append(f"  {change.message}", style="dim")
-    return [head, *(_field_line(f, field_manager) for f in change.fields)]
-
-
-def _cluster_lines(plan: ClusterPlan, field_manager: str) -> list[Text]:
-    lines = [Text(f"  cluster {plan.cluster}", style="bold cyan")]
-    if plan.error:
-        lines.append(Text(f"    error: {plan.error}", style="bold red"))
-        return lines
-    changed = [c for c in plan.changes if c.changes_something]
-    for change in changed:
-        lines.extend(_object_lines(change, field_manager))
-    unchanged = plan.count(Action.UNCHANGED)
-    if not changed:
-        lines.append(Text(f"    no changes ({unchanged} objects unchanged)", style="dim"))
-    return lines
-
-
-def _summary(plan: FleetPlan) -> Table:
-    table = Table(title="summary", title_justify="left")
-    table.add_column("wave")
-    table.add_column("cluster")
-    for action in _COLUMNS:
-        table.add_column(f"{action}s" if action != Action.UNCHANGED else "unchanged", justify="right")
-    for wave in plan.waves:
-        for cluster in wave.clusters:
-            counts = cluster.counts()
-            cells = ["error"] * len(_COLUMNS) if cluster.error else [str(counts[a]) for a in _COLUMNS]
-            table.add_row(wave.name, cluster.cluster, *cells)
-    return table
-
-
-def render_text(plan: FleetPlan, console: Console, field_manager: str = "syncer") -> None:
-    """The plan for people: per wave, per cluster, the changed objects with their fields and owners."""
-    mode = " (offline: rendered and validated only; every object shown as a create)" if plan.offline else ""
-    console.print(Text(f"revision {plan.revision}{mode}", style="bold"))
-    for index, wave in enumerate(plan.waves, start=1):
-        console.print(Text(f"wave {index}: {wave.name}", style="bold underline"))
-        for cluster in wave.clusters:
-            for line in _cluster_lines(cluster, field_manager):
-                console.print(line)
-    for error in plan.errors:
-        console.print(Text(f"error: {error}", style="bold red"))
-    console.print(_summary(plan))
+FORMATS = ("text", "json", "yaml", "unified")
 
 
 def _targets(
     names: list[str], kubeconfig: str, access: dict[str, ClusterAccess]
 ) -> tuple[ClusterTarget, ...]:
+    from syncer.config import ClusterAccess
+    from syncer.engine.diff import ClusterTarget
+
     default = kubeconfig or os.environ.get("KUBECONFIG", "") or str(Path.home() / ".kube" / "config")
     targets = []
     for name in names:
@@ -140,11 +41,27 @@ def _targets(
 
 
 def _emit(plan: FleetPlan, output: str) -> None:
-    if output == "json":
-        click.echo(json.dumps(fleet_document(plan), indent=2, ensure_ascii=False))
-    elif output == "yaml":
-        click.echo(yaml.safe_dump(fleet_document(plan), sort_keys=False, allow_unicode=True), nl=False)
+    if output in ("json", "yaml"):
+        from syncer.plan.document import fleet_document
+
+        document = fleet_document(plan)
+        if output == "json":
+            import json
+
+            click.echo(json.dumps(document, indent=2, ensure_ascii=False))
+        else:
+            import yaml
+
+            click.echo(yaml.safe_dump(document, sort_keys=False, allow_unicode=True), nl=False)
+    elif output == "unified":
+        from syncer.cli.diff_view import render_unified
+
+        click.echo("\n".join(render_unified(plan)))
     else:
+        from rich.console import Console
+
+        from syncer.cli.diff_view import render_text
+
         render_text(plan, Console(highlight=False, soft_wrap=True))
 
 
@@ -168,7 +85,14 @@ def _emit(plan: FleetPlan, output: str) -> None:
     help="Rollout policy whose waves group the output [default: one wave].",
 )
 @click.option(
-    "-o", "--output", type=click.Choice(["text", "json", "yaml"]), default="text", show_default=True
+    "-o",
+    "--output",
+    "--format",
+    "output",
+    type=click.Choice(FORMATS),
+    default="text",
+    show_default=True,
+    help="text for people, json/yaml for tools (syncer.dev/diff/v2), unified for a review's diff block.",
 )
 @click.option("--offline", is_flag=True, help="Render and validate only; no cluster is contacted.")
 @click.option(
@@ -176,7 +100,7 @@ def _emit(plan: FleetPlan, output: str) -> None:
 )
 @click.option(
     "--state-namespace",
-    default=DiffOptions().state_namespace,
+    default=DEFAULT_NAMESPACE,
     show_default=True,
     help="Namespace of each cluster's sync state, whose inventory says what a sync would prune.",
 )
@@ -199,7 +123,12 @@ def diff(
     Every object's action is computed three ways (desired, last applied, live); updates are predicted
     by a server-side dry-run apply. Exit 0: no changes, 1: changes, 2: error.
     """
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    from syncer.config import load_agent_config
+    from syncer.config.rollout import RolloutPolicy, load_rollout_policy
+    from syncer.engine.diff import DiffOptions, diff_fleet, offline_plan
+    from syncer.engine.revision import RenderRequest, load_desired
+    from syncer.errors import ManifestError, SyncerError
+
     try:
         with tempfile.TemporaryDirectory(prefix="syncer-diff-") as cache:
             fleet = load_desired(RenderRequest(repo=repo, rev=rev, branch=branch), Path(cache))
@@ -220,11 +149,13 @@ def diff(
             plan = diff_fleet(fleet, _targets(names, kubeconfig, access), options)
     except ManifestError as exc:
         for problem in exc.problems:
-            err.print(Text(str(problem), style="red"))
-        err.print(Text(f"{len(exc.problems)} problem(s); the revision is rejected.", style="bold red"))
+            click.secho(str(problem), fg="red", err=True)
+        click.secho(
+            f"{len(exc.problems)} problem(s); the revision is rejected.", fg="red", bold=True, err=True
+        )
         raise SystemExit(EXIT_ERROR) from None
     except SyncerError as exc:
-        err.print(Text(f"error: {exc}", style="red"))
+        click.secho(f"error: {exc}", fg="red", err=True)
         raise SystemExit(EXIT_ERROR) from None
     _emit(plan, output)
     if plan.has_errors:

@@ -5,15 +5,15 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import yaml
-from rich.console import Console
-from rich.text import Text
 
-from syncer.domain.objects import ClusterManifests
-from syncer.engine.revision import RenderRequest, load_desired
 from syncer.errors import ManifestError, Problem, SourceError
+
+if TYPE_CHECKING:
+    from syncer.domain.objects import ClusterManifests
 
 EXIT_INVALID = 2
 
@@ -35,6 +35,9 @@ def cluster_yaml(cluster: ClusterManifests) -> str:
 
 def print_problems(problems: Iterable[Problem]) -> None:
     """Every problem on stderr as ``file:line:col: kind: message``, one per line."""
+    from rich.console import Console
+    from rich.text import Text
+
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     listed = list(problems)
     for found in listed:
@@ -68,6 +71,8 @@ def render(ctx: click.Context, repo: str, rev: str, branch: str, clusters: tuple
 
     Exits 2 and lists every problem as file:line:col: kind: message when the manifests are invalid.
     """
+    from syncer.engine.revision import RenderRequest, load_desired
+
     try:
         with tempfile.TemporaryDirectory(prefix="syncer-render-") as cache:
             fleet = load_desired(RenderRequest(repo=repo, rev=rev, branch=branch), Path(cache))
@@ -75,7 +80,7 @@ def render(ctx: click.Context, repo: str, rev: str, branch: str, clusters: tuple
         print_problems(e.problems)
         ctx.exit(EXIT_INVALID)
     except SourceError as e:
-        Console(stderr=True, highlight=False).print(f"[red]error:[/red] {e}")
+        click.secho(f"error: {e}", fg="red", err=True)
         ctx.exit(EXIT_INVALID)
     unknown = [name for name in clusters if name not in fleet.clusters]
     if unknown:

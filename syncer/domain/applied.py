@@ -15,6 +15,7 @@ import copy
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from jsonpatch import JsonPointer
@@ -88,17 +89,38 @@ def applied_body(manifest: Manifest) -> dict[str, Any]:
     return body
 
 
+class InventorySource(StrEnum):
+    """Where a cluster's inventory came from: its stored sync state (``recorded``), the objects that
+    carry syncer's label because the stored state was unreadable (``rebuilt``), or nowhere: the
+    cluster has no sync state (``missing``, nothing is pruned)."""
+
+    RECORDED = "recorded"
+    REBUILT = "rebuilt"
+    MISSING = "missing"
+
+
 @dataclass(frozen=True)
 class Inventory:
-    """The objects syncer applied to one cluster at ``revision`` (empty when unknown)."""
+    """The objects syncer applied to one cluster at ``revision`` (empty when unknown), and where
+    that list came from."""
 
     cluster: str
     keys: frozenset[ObjectKey]
     revision: str = ""
+    source: InventorySource = InventorySource.RECORDED
 
     @staticmethod
-    def of(cluster: str, keys: Iterable[ObjectKey], revision: str = "") -> Inventory:
-        return Inventory(cluster, frozenset(keys), revision)
+    def of(
+        cluster: str,
+        keys: Iterable[ObjectKey],
+        revision: str = "",
+        source: InventorySource = InventorySource.RECORDED,
+    ) -> Inventory:
+        return Inventory(cluster, frozenset(keys), revision, source)
+
+    @staticmethod
+    def missing(cluster: str) -> Inventory:
+        return Inventory(cluster, frozenset(), "", InventorySource.MISSING)
 
     def __contains__(self, key: object) -> bool:
         return key in self.keys

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -11,17 +12,45 @@ from syncer.domain.objects import ObjectKey
 
 
 class Action(StrEnum):
-    """What applying a revision does to one object (or, on a FieldChange, why a field is listed)."""
+    """What applying a revision does to one object (or, on a FieldChange, why a field is listed).
+
+    ``adopt``: the values already match but syncer does not own every desired field (a server
+    default, another manager's value, an object made by hand); applying makes syncer own them.
+    ``keep``: no longer desired but not pruned (opted out, no proof syncer applied it, no inventory).
+    ``error``: the server refused the dry-run of an object the sync would write. ``release`` only
+    marks a field syncer stops owning while its value stays (kept by its other owners).
+    """
 
     CREATE = "create"
     UPDATE = "update"
+    ADOPT = "adopt"
     PRUNE = "prune"
+    KEEP = "keep"
     UNCHANGED = "unchanged"
     CONFLICT = "conflict"
     DRIFT = "drift"
+    ERROR = "error"
+    RELEASE = "release"
 
 
-CHANGING_ACTIONS = frozenset({Action.CREATE, Action.UPDATE, Action.PRUNE, Action.CONFLICT, Action.DRIFT})
+OBJECT_ACTIONS = (
+    Action.CREATE,
+    Action.UPDATE,
+    Action.ADOPT,
+    Action.PRUNE,
+    Action.KEEP,
+    Action.CONFLICT,
+    Action.DRIFT,
+    Action.ERROR,
+    Action.UNCHANGED,
+)
+"""The actions an object may have, in the order summaries list them."""
+
+CHANGING_ACTIONS = frozenset(
+    {Action.CREATE, Action.UPDATE, Action.ADOPT, Action.PRUNE, Action.CONFLICT, Action.DRIFT}
+)
+WRITING_ACTIONS = frozenset({Action.CREATE, Action.UPDATE, Action.ADOPT, Action.DRIFT, Action.CONFLICT})
+"""Actions the apply stage sends a server-side apply for (conflicts only under the force policy)."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +78,8 @@ class Change:
     managers: tuple[str, ...] = ()
     message: str = ""
     predicted: bool = False
+    before: Mapping[str, Any] | None = field(default=None, compare=False)
+    after: Mapping[str, Any] | None = field(default=None, compare=False)
 
     @property
     def changes_something(self) -> bool:
@@ -57,23 +88,33 @@ class Change:
 
 @dataclass(frozen=True)
 class ClusterPlan:
-    """Every change of one cluster, in key order; ``error`` is set when the cluster could not be read."""
+    """Every change of one cluster, in key order; ``error`` is set when the cluster could not be read.
+
+    ``blocked`` says why a sync would write nothing at all to this cluster (conflicts under the
+    ``report`` policy, a dry-run the server refused); ``inventory`` where the inventory that decided
+    the prunes came from (``recorded``, ``rebuilt`` or ``missing``)."""
 
     cluster: str
     changes: tuple[Change, ...] = ()
     error: str = ""
     dry_runs: int = 0
+    blocked: str = ""
+    inventory: str = "recorded"
 
     def count(self, action: Action) -> int:
         return sum(1 for c in self.changes if c.action == action)
 
     def counts(self) -> dict[Action, int]:
         found = Counter(c.action for c in self.changes)
-        return {action: found.get(action, 0) for action in Action}
+        return {action: found.get(action, 0) for action in OBJECT_ACTIONS}
 
     @property
     def has_changes(self) -> bool:
         return any(c.changes_something for c in self.changes)
+
+    @property
+    def has_errors(self) -> bool:
+        return bool(self.error) or any(c.action is Action.ERROR for c in self.changes)
 
 
 @dataclass(frozen=True)
@@ -103,4 +144,4 @@ class FleetPlan:
 
     @property
     def has_errors(self) -> bool:
-        return bool(self.errors) or any(c.error for c in self.clusters)
+        return bool(self.errors) or any(c.has_errors for c in self.clusters)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from syncer.domain.applied import Inventory, InventorySource
 from syncer.domain.objects import ObjectKey
 
 # How many rejected revisions a cluster remembers (oldest forgotten first).
@@ -44,7 +45,9 @@ class ClusterSyncState:
 
     Times are seconds since the epoch (0 when never). ``revision`` is what was last applied (or being
     applied), ``last_good`` the last revision that was applied and healthy, ``bad_revisions`` those
-    that failed here and are not retried until a newer revision arrives.
+    that failed here and are not retried until a newer revision arrives. ``rebuilt`` and ``stored``
+    say how the state was read: rebuilt from labelled objects (the stored one was unreadable), or
+    not stored at all (``stored=False``: the cluster has no sync state).
     """
 
     cluster: str
@@ -62,6 +65,7 @@ class ClusterSyncState:
     healthy_since: float = 0.0
     updated_at: float = 0.0
     rebuilt: bool = field(default=False, compare=False)
+    stored: bool = field(default=True, compare=False)
 
     def with_bad(self, revision: str, content: str = "") -> ClusterSyncState:
         kept = tuple(r for r in self.bad_revisions if r != revision)[-(BAD_REVISIONS_KEPT - 1) :]
@@ -76,3 +80,10 @@ class ClusterSyncState:
 
     def inventory_keys(self) -> frozenset[ObjectKey]:
         return frozenset(entry.key(self.cluster) for entry in self.inventory)
+
+    def applied_inventory(self) -> Inventory:
+        """What syncer applied here, and how far that record can be trusted for pruning."""
+        if not self.stored:
+            return Inventory.missing(self.cluster)
+        source = InventorySource.REBUILT if self.rebuilt else InventorySource.RECORDED
+        return Inventory.of(self.cluster, self.inventory_keys(), self.revision, source)

@@ -1,23 +1,28 @@
 """The diff of a revision against a fleet: live state in, server predictions fetched, plan out.
 
 Per cluster: one list per kind of every syncer-managed object (label selector, all namespaces), the
-inventory derived from them, the local comparison, and a server-side dry-run apply only for the objects
-it cannot prove unchanged. Clusters are read in parallel; each client bounds its own concurrency.
+inventory from the cluster's sync state (read exactly as a sync reads it), the local comparison, and a
+server-side dry-run apply of every object the sync would write that is not provably unchanged
+(creates included). Clusters are read in parallel, and so are the kinds and the dry-runs of a cluster;
+each client bounds its own concurrency and rate.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from syncer.config.rollout import RolloutPolicy
 from syncer.domain.applied import MANAGED_BY_SELECTOR, Inventory
-from syncer.domain.changes import ClusterPlan, FleetPlan, WavePlan
+from syncer.domain.changes import Action, ClusterPlan, FleetPlan, WavePlan
 from syncer.domain.objects import ClusterManifests, DesiredFleet, ObjectKey, api_group
+from syncer.domain.rules import SyncRules
+from syncer.domain.secrets import SensitiveFields
 from syncer.errors import Conflict, KubeError, NotFound, SyncerError
-from syncer.kube import FIELD_MANAGER, ApplyOptions, ClientOptions, ClusterClient, KubeApi, KubeObject
+from syncer.kube import FIELD_MANAGER, ApplyOptions, ClientOptions, KubeApi, KubeObject
 from syncer.manifests import LoadOptions, ResourceKind
 from syncer.plan import (
     ClusterState,
@@ -28,7 +33,7 @@ from syncer.plan import (
     plan_cluster,
 )
 from syncer.rollout import plan_waves
-from syncer.status.state_store import DEFAULT_NAMESPACE, STATE_CONFIGMAP, STATE_KEY, StateFormatError, decode
+from syncer.status.state_store import DEFAULT_NAMESPACE, StateStore
 
 
 @dataclass(frozen=True)
@@ -44,14 +49,20 @@ class ClusterTarget:
 class DiffOptions:
     """``kinds`` are read live (every kind a fleet repository may hold, so removed kinds are pruned);
     ``workers`` bounds the dry-run applies in flight per cluster (the client bounds them too);
-    ``rollout`` groups the clusters into the waves a sync would roll out in."""
+    ``rules`` are the sync's rules (a sync passes its own); ``rollout`` groups the clusters into the
+    waves a sync would roll out in; ``sensitive`` marks schema fields to mask."""
 
     kinds: tuple[ResourceKind, ...] = LoadOptions().allowed_kinds
     client: ClientOptions = field(default_factory=ClientOptions)
     workers: int = 8
-    field_manager: str = FIELD_MANAGER
+    rules: SyncRules = field(default_factory=lambda: SyncRules(field_manager=FIELD_MANAGER))
     rollout: RolloutPolicy = field(default_factory=RolloutPolicy.single_wave)
     state_namespace: str = DEFAULT_NAMESPACE
+    sensitive: SensitiveFields = field(default_factory=SensitiveFields)
+
+    @property
+    def field_manager(self) -> str:
+        return self.rules.field_manager
 
 
 def object_key(cluster: str, obj: Mapping[str, Any]) -> ObjectKey:
@@ -65,78 +76,110 @@ def object_key(cluster: str, obj: Mapping[str, Any]) -> ObjectKey:
     )
 
 
+def _list_kind(api: KubeApi, kind: ResourceKind) -> list[KubeObject]:
+    try:
+        return api.list(kind.api_version, kind.kind, label_selector=MANAGED_BY_SELECTOR).items
+    except NotFound:
+        return []
+
+
 def read_live(api: KubeApi, kinds: Sequence[ResourceKind]) -> dict[ObjectKey, KubeObject]:
-    """Every syncer-managed object of ``kinds``: one label-selected list per kind, across namespaces.
-    A kind the cluster does not serve (CRD not installed) has no live objects."""
+    """Every syncer-managed object of ``kinds``: one label-selected list per kind, across namespaces,
+    the kinds read at the same time. A kind the cluster does not serve (CRD not installed) has no
+    live objects."""
     live: dict[ObjectKey, KubeObject] = {}
-    for kind in kinds:
-        try:
-            listed = api.list(kind.api_version, kind.kind, label_selector=MANAGED_BY_SELECTOR)
-        except NotFound:
-            continue
-        for item in listed.items:
-            live[object_key(api.cluster, item)] = item
+    with ThreadPoolExecutor(max_workers=max(1, len(kinds))) as pool:
+        for items in pool.map(lambda k: _list_kind(api, k), kinds):
+            for item in items:
+                live[object_key(api.cluster, item)] = item
     return live
 
 
-def inventory_from_live(cluster: str, live: Mapping[ObjectKey, KubeObject]) -> Inventory:
-    """Until each cluster keeps its sync state, what syncer applied is what carries its label."""
-    return Inventory.of(cluster, live)
+_NAMESPACE_NOT_FOUND = re.compile(r'namespaces "([^"]+)" not found')
 
 
-def _dry_run(api: KubeApi, request: DryRun, field_manager: str) -> Prediction:
+def _existed(predicted: Mapping[str, Any]) -> bool:
+    """Whether a dry-run apply answered for an object that already exists: the server gives a
+    dry-run create no resourceVersion, an existing object keeps its own."""
+    return bool((predicted.get("metadata") or {}).get("resourceVersion"))
+
+
+def _dry_run(api: KubeApi, request: DryRun, rules: SyncRules) -> tuple[Prediction, bool]:
+    """The server's answer to ``request``, and whether a create found the object already there."""
+    options = ApplyOptions(field_manager=rules.field_manager, dry_run=True, force=request.force)
     try:
-        predicted = api.apply(request.body, ApplyOptions(field_manager=field_manager, dry_run=True))
+        predicted = api.apply(request.body, options)
     except Conflict as err:
-        return Prediction(request.key, conflicts=tuple((c.manager, c.field) for c in err.conflicts))
+        conflicts = tuple((c.manager, c.field) for c in err.conflicts)
+        return Prediction(request.key, conflicts=conflicts), request.create
+    except NotFound as err:
+        missing = _NAMESPACE_NOT_FOUND.search(str(err))
+        if request.create and missing and missing.group(1) == request.key.namespace:
+            return Prediction(request.key, missing_namespace=missing.group(1)), False
+        return Prediction(request.key, error=f"dry-run apply refused: {err.detail}"), False
     except KubeError as err:
-        return Prediction(request.key, error=f"dry-run apply failed: {err}")
-    return Prediction(request.key, predicted=predicted)
+        return Prediction(request.key, error=f"dry-run apply refused: {err.detail}"), False
+    return Prediction(request.key, predicted=predicted), request.create and _existed(predicted)
+
+
+def _fetch(api: KubeApi, key: ObjectKey, api_version: str) -> KubeObject | None:
+    try:
+        return api.get(api_version, key.kind, key.name, key.namespace)
+    except NotFound:
+        return None
 
 
 def plan_live_cluster(
-    api: KubeApi, desired: ClusterManifests, options: DiffOptions, inventory: Inventory | None = None
+    api: KubeApi,
+    desired: ClusterManifests,
+    options: DiffOptions,
+    inventory: Inventory,
+    rules: SyncRules | None = None,
 ) -> ClusterPlan:
-    """One cluster planned against its live state, with dry-run applies where the plan needs them.
+    """One cluster planned against its live state, with a dry-run apply of everything the sync
+    would write. ``inventory`` is what syncer last applied there (``ClusterSyncState.applied_inventory``);
+    ``rules`` are the sync's rules (default: the diff options').
 
-    ``inventory`` is what syncer last applied to the cluster (from its sync state); without one, every
-    live object carrying syncer's label counts as applied by syncer.
-    """
+    A create whose object turns out to exist without syncer's label is read and planned as the
+    existing object it is (adopt or conflict)."""
     live = read_live(api, options.kinds)
-    applied = inventory if inventory is not None else inventory_from_live(api.cluster, live)
-    state = ClusterState(desired.cluster, desired.manifests, live, applied)
-    plan_options = PlanOptions(field_manager=options.field_manager)
+    plan_options = PlanOptions(rules=rules or options.rules, sensitive=options.sensitive)
+    state = ClusterState(desired.cluster, desired.manifests, live, inventory)
     needed = dry_runs_needed(state, plan_options)
     predictions: dict[ObjectKey, Prediction] = {}
     if needed:
+        versions = {m.key: m.api_version for m in desired.manifests}
         with ThreadPoolExecutor(max_workers=max(1, options.workers)) as pool:
-            answers = pool.map(lambda r: _dry_run(api, r, options.field_manager), needed)
-            predictions = {p.key: p for p in answers}
+            answers = list(pool.map(lambda r: _dry_run(api, r, plan_options.rules), needed))
+            found = [p.key for p, existed in answers if existed]
+            for key, obj in zip(found, pool.map(lambda k: _fetch(api, k, versions[k]), found), strict=True):
+                if obj is not None:
+                    live[key] = obj
+        predictions = {p.key: p for p, _ in answers}
+        state = ClusterState(desired.cluster, desired.manifests, live, inventory)
     return plan_cluster(state, predictions, plan_options)
 
 
 def _plan_target(desired: ClusterManifests, target: ClusterTarget, options: DiffOptions) -> ClusterPlan:
+    from syncer.kube.client import ClusterClient  # the Kubernetes client, only once a cluster is contacted
+
     try:
         client = ClusterClient.from_kubeconfig(target.kubeconfig, target.context, target.name, options.client)
     except SyncerError as err:
         return ClusterPlan(target.name, error=str(err))
     try:
-        return plan_live_cluster(client, desired, options, stored_inventory(client, options.state_namespace))
+        return plan_live_cluster(client, desired, options, stored_inventory(client, options))
     except KubeError as err:
         return ClusterPlan(target.name, error=str(err))
     finally:
         client.close()
 
 
-def stored_inventory(api: KubeApi, state_namespace: str) -> Inventory | None:
-    """What the cluster's sync state says syncer applied there, so the diff prunes exactly what a sync
-    would; None (every labelled object counts) when the cluster has no readable sync state."""
-    try:
-        configmap = api.get("v1", "ConfigMap", STATE_CONFIGMAP, state_namespace)
-        state = decode(api.cluster, (configmap.get("data") or {}).get(STATE_KEY, ""))
-    except (NotFound, StateFormatError):
-        return None
-    return Inventory.of(api.cluster, state.inventory_keys(), state.revision)
+def stored_inventory(api: KubeApi, options: DiffOptions) -> Inventory:
+    """The inventory a sync would use: the cluster's stored sync state, read the way a sync reads it
+    (missing: nothing is pruned; unreadable: rebuilt, each prune still needing proof)."""
+    kinds = [(k.api_version, k.kind) for k in options.kinds]
+    return StateStore(api, options.state_namespace).load(kinds).state.applied_inventory()
 
 
 def _fleet_plan(
@@ -153,7 +196,7 @@ def _fleet_plan(
         f"{plan.cluster}: {change.key.subject}: {change.message}"
         for plan in plans
         for change in plan.changes
-        if change.message.startswith("dry-run apply failed")
+        if change.action is Action.ERROR
     )
     return FleetPlan(fleet.revision, waves, offline=offline, errors=errors)
 
@@ -181,5 +224,5 @@ def offline_plan(
     for name in names:
         desired = fleet.clusters[name]
         state = ClusterState(name, desired.manifests, {}, Inventory.of(name, ()))
-        plans.append(plan_cluster(state))
+        plans.append(replace(plan_cluster(state), inventory=""))
     return _fleet_plan(fleet, plans, rollout, offline=True)

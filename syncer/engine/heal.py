@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from syncer.apply import ClusterApplier
-from syncer.domain.applied import Inventory
 from syncer.domain.changeset import ChangeSet
 from syncer.domain.objects import DesiredFleet
 from syncer.domain.sync_state import SyncPhase
@@ -25,9 +24,10 @@ def heal_fleet(rollout: FleetRollout, fleet: DesiredFleet) -> tuple[ChangeSet, .
             continue
         if state.phase not in {SyncPhase.HEALTHY, SyncPhase.APPLIED}:
             continue
-        inventory = Inventory.of(name, state.inventory_keys(), state.revision)
         try:
-            plan = plan_live_cluster(api, desired, rollout.options.diff, inventory)
+            plan = plan_live_cluster(
+                api, desired, rollout.options.diff, state.applied_inventory(), rollout.options.apply.rules
+            )
         except KubeError as err:
             repaired.append(ChangeSet(name, fleet.revision, error=f"drift check failed: {err}"))
             continue

@@ -13,13 +13,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from syncer.config import TrustPolicy, VerifyMode
 from syncer.domain import DesiredFleet
 from syncer.errors import HistoryRewritten, ManifestError, SourceError, SyncerError, VerificationError
 from syncer.manifests import LoadOptions, load_fleet
-from syncer.source import GitSource, Snapshot, SourceOptions
-from syncer.verify import VerificationResult, VerifyOptions, verify_revision
+
+if TYPE_CHECKING:  # git and the verifier load only when a revision is fetched (not for a folder)
+    from syncer.source import GitSource, Snapshot
+    from syncer.verify import VerificationResult
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,8 @@ def prepare(
     Raises SourceError, VerificationError or ManifestError; nothing is returned for a bad revision.
     """
     sha = source.resolve(revision)
+    from syncer.verify import VerifyOptions, verify_revision
+
     verify = VerifyOptions(revision=sha, since=since, mode=options.mode, timeout=options.timeout)
     result = verify_revision(source.git_dir, policy, verify).require_trusted()
     snapshot = source.checkout(sha)
@@ -199,6 +204,8 @@ def load_desired(request: RenderRequest, cache_dir: Path) -> DesiredFleet:
     if not request.rev and local.is_dir() and not bare and not looks_like_url(request.repo):
         return load_fleet(local, LOCAL_REVISION, request.load)
     url = str(local.resolve()) if local.is_dir() else request.repo
+    from syncer.source import GitSource, SourceOptions
+
     source = GitSource(
         SourceOptions(url=url, cache_dir=cache_dir, branch=request.branch, timeout=request.timeout)
     )

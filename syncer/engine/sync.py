@@ -18,7 +18,7 @@ from enum import StrEnum
 
 from syncer.apply import ApplyPolicy, ClusterApplier, with_retries
 from syncer.config.rollout import RolloutPolicy
-from syncer.domain.applied import MANAGED_BY_SELECTOR, Inventory
+from syncer.domain.applied import MANAGED_BY_SELECTOR
 from syncer.domain.changeset import ChangeSet, Outcome
 from syncer.domain.health import ClusterHealth, Health
 from syncer.domain.objects import ClusterManifests, DesiredFleet
@@ -220,7 +220,11 @@ class FleetRollout:
         return SyncReport(fleet.revision, outcome, tuple(reports))
 
     def _apply_wave(self, wave: Wave, fleet: DesiredFleet) -> tuple[ChangeSet, ...]:
-        todo = [c for c in wave.clusters if not self._done(c, fleet.revision)]
+        todo = [
+            c
+            for c in wave.clusters
+            if not self._done(c, fleet.revision) or self._drifted(fleet.clusters[c], fleet.revision)
+        ]
         for name in wave.clusters:
             if name not in todo:
                 self.listener(Progress(wave.name, name, "already-applied", fleet.revision))
@@ -230,6 +234,21 @@ class FleetRollout:
             return tuple(
                 pool.map(lambda c: self._apply_cluster(wave, fleet.clusters[c], fleet.revision), todo)
             )
+
+    def _drifted(self, desired: ClusterManifests, revision: str) -> bool:
+        """Whether a cluster that already runs ``revision`` no longer matches it (an object deleted or
+        changed out of band): then the sync applies the revision again, which repairs it. A cluster
+        that cannot be read now, or whose repair is blocked (a conflict under the report policy), is
+        left as it is recorded: this check must not fail a good revision."""
+        state = self.states[desired.cluster]
+        api = self.clients[desired.cluster]
+        try:
+            plan = plan_live_cluster(
+                api, desired, self.options.diff, state.applied_inventory(), self.options.apply.rules
+            )
+        except KubeError:
+            return False
+        return not plan.error and not plan.blocked and plan.has_changes
 
     def _done(self, cluster: str, revision: str) -> bool:
         state = self.states[cluster]
@@ -243,10 +262,11 @@ class FleetRollout:
         self._save(
             name, replace(state, revision=revision, phase=SyncPhase.APPLYING, wave=wave.name, last_error="")
         )
-        inventory = Inventory.of(name, state.inventory_keys(), state.revision)
+        inventory = state.applied_inventory()
+        rules = self.options.apply.rules
         try:
             plan = with_retries(
-                lambda: plan_live_cluster(api, desired, self.options.diff, inventory),
+                lambda: plan_live_cluster(api, desired, self.options.diff, inventory, rules),
                 self.options.apply.retry,
                 self.stop,
             )

@@ -5,11 +5,37 @@ official client, one ClusterClient per kubeconfig context with pooled connection
 bounded concurrency, and the translation of every client or HTTP error into ``syncer.errors``
 (NotFound, Conflict naming the other field managers, Forbidden, Invalid with field causes,
 TooManyRequests with Retry-After, ServerError). Must not: hold policy, plan or rollout logic.
+
+The kubernetes client itself is imported only when ``ClusterClient`` is first used, so that commands
+which contact no cluster (render, an offline diff) do not pay for it.
 """
 
-from syncer.kube.api import FIELD_MANAGER, ApplyOptions, KubeApi, KubeObject, ListResult, WatchEvent
-from syncer.kube.client import ClientOptions, ClusterClient
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from syncer.kube.api import (
+    FIELD_MANAGER,
+    ApplyOptions,
+    ClientOptions,
+    KubeApi,
+    KubeObject,
+    ListResult,
+    WatchEvent,
+)
 from syncer.kube.resources import ResourceType
+
+if TYPE_CHECKING:
+    from syncer.kube.client import ClusterClient
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ClusterClient":
+        from syncer.kube.client import ClusterClient
+
+        return ClusterClient
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "FIELD_MANAGER",

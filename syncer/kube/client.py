@@ -6,7 +6,6 @@ import json
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -18,29 +17,11 @@ from kubernetes.config.config_exception import ConfigException
 from syncer import __version__
 from syncer.errors import ConfigError, KubeError, NotFound, ServerError, TooManyRequests
 from syncer.kube import resources, translate
-from syncer.kube.api import ApplyOptions, KubeObject, ListResult, WatchEvent
+from syncer.kube.api import ApplyOptions, ClientOptions, KubeObject, ListResult, WatchEvent
 from syncer.kube.throttle import Limits
 
 _APPLY = "application/apply-patch+yaml"
 _JSON = "application/json"
-
-
-@dataclass(frozen=True)
-class ClientOptions:
-    """Per-cluster client settings. ``qps <= 0`` disables the rate limit.
-
-    The defaults let one cluster's apply run at about the pace a single apiserver sustains (a few
-    hundred small writes a second, measured by ``bench/bench_apply.py``); ``max_in_flight`` is the
-    bound that matters across many clusters, and the server's 429 with Retry-After is honoured.
-    ``user_agent`` is sent with every request, so the apiserver's audit log tells replicas apart."""
-
-    qps: float = 400.0
-    burst: int = 800
-    max_in_flight: int = 16
-    timeout: float = 30.0
-    page_size: int = 500
-    read_attempts: int = 4
-    user_agent: str = ""
 
 
 def _subject(kind: str, namespace: str, name: str) -> str:

@@ -1,10 +1,12 @@
 """Three-way diff per cluster: desired vs last applied vs live, and ownership of every field. [pure]
 
-Owns: classifying every object of a cluster as create, update, prune, unchanged, conflict or drift
-(``dry_runs_needed`` then ``plan_cluster``), attributing each changed field to the field managers that
-own it live, normalizing server noise, masking secret values, and the versioned JSON document of a
-plan with its schema (``syncer.dev/diff/v1``). Must not: do I/O; live objects, the inventory and the
-server-side dry-run predictions are passed in by the engine.
+Owns: classifying every object of a cluster as create, update, adopt, prune, keep, unchanged,
+conflict, drift or error (``dry_runs_needed`` then ``plan_cluster``) with the sync's own rules
+(``syncer.domain.rules``: conflict policy, drift repair, prune with proof of ownership, blocked
+clusters), attributing each changed field to the field managers that own it live, normalizing server
+noise, masking secret values, and the versioned JSON document of a plan with its schema
+(``syncer.dev/diff/v2``). Must not: do I/O; live objects, the inventory and the server-side dry-run
+predictions are passed in by the engine.
 """
 
 from syncer.plan.classify import (

@@ -2,10 +2,11 @@
 
 Two steps, so that the engine can fetch server predictions in between:
 
-1. ``dry_runs_needed(state)``: the objects the local comparison cannot prove unchanged and that are
-   not already blocked by a conflict or drift; only those need a server-side dry-run apply.
-2. ``plan_cluster(state, predictions)``: every object classified, the updates' field changes taken
-   from the predictions (predicted vs live, both normalized).
+1. ``dry_runs_needed(state)``: every object the sync would write and the local comparison cannot
+   prove unchanged: creates (unless their namespace is created by the same sync), updates, adoptions,
+   and drift or conflicts the rules would force. Each needs a server-side dry-run apply.
+2. ``plan_cluster(state, predictions)``: every object classified with the rules the sync applies
+   (``syncer.domain.rules``), the field changes taken from the predictions where there are any.
 """
 
 from __future__ import annotations
@@ -14,38 +15,46 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import jsonpatch
-
 from syncer.domain.applied import (
     APPLIED_FIELDS_ANNOTATION,
     IDENTITY_FIELDS,
+    MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE,
     FieldPath,
     Inventory,
     applied_body,
     leaf_fields,
-    parse_pointer,
-    pointer,
     recorded_fields,
 )
 from syncer.domain.changes import Action, Change, ClusterPlan, FieldChange
 from syncer.domain.objects import Manifest, ObjectKey
-from syncer.plan.fields import Ownership, covered, masked, normalized, value_at
+from syncer.domain.rules import ConflictPolicy, SyncRules, blocked_reason
+from syncer.domain.secrets import SensitiveFields, masked_document, redact, secret_values
+from syncer.plan.fields import Ownership, covered, normalized, same, value_at
+from syncer.plan.prune import prune_changes
+from syncer.plan.report import FieldList, predicted_fields, with_fields
 
 _ANNOTATION: FieldPath = ("metadata", "annotations", APPLIED_FIELDS_ANNOTATION)
 
 
 @dataclass(frozen=True)
 class PlanOptions:
-    """``field_manager`` is the manager syncer applies as; its Apply entry marks the fields it owns."""
+    """``rules`` are the rules the sync follows (field manager, conflict policy, drift repair,
+    pruning); ``sensitive`` the fields schemas mark as secret, masked with every other secret."""
 
-    field_manager: str = "syncer"
+    rules: SyncRules = field(default_factory=SyncRules)
+    sensitive: SensitiveFields = field(default_factory=SensitiveFields)
+
+    @property
+    def field_manager(self) -> str:
+        return self.rules.field_manager
 
 
 @dataclass(frozen=True)
 class ClusterState:
-    """What the plan compares for one cluster. ``live`` holds the objects found live (at least every
-    desired or inventoried one that exists); ``inventory`` is what syncer applied last, from wherever
-    it is kept."""
+    """What the plan compares for one cluster. ``live`` holds the objects found live (every object
+    carrying syncer's label, plus desired objects found to exist without it); ``inventory`` is what
+    syncer applied last, and where that record came from."""
 
     cluster: str
     desired: tuple[Manifest, ...]
@@ -55,21 +64,25 @@ class ClusterState:
 
 @dataclass(frozen=True)
 class DryRun:
-    """A body to send as a server-side dry-run apply."""
+    """A body to send as a server-side dry-run apply; ``force`` when the sync would force it."""
 
     key: ObjectKey
     body: Mapping[str, Any]
+    force: bool = False
+    create: bool = False
 
 
 @dataclass(frozen=True)
 class Prediction:
     """The answer to a dry-run apply: the predicted object, or the conflicts (manager, field) the
-    server reported, or an error message."""
+    server reported, or an error message; ``missing_namespace`` names the namespace of a create the
+    server refused because it does not exist."""
 
     key: ObjectKey
     predicted: Mapping[str, Any] | None = None
     conflicts: tuple[tuple[str, str], ...] = ()
     error: str = ""
+    missing_namespace: str = ""
 
 
 @dataclass(frozen=True)
@@ -79,22 +92,14 @@ class _Local:
     body: Mapping[str, Any]
     fields: tuple[FieldChange, ...]
     unchanged: bool
+    adopted: tuple[FieldChange, ...]
 
     def having(self, action: Action) -> tuple[FieldChange, ...]:
         return tuple(f for f in self.fields if f.action == action)
 
 
-@dataclass
-class _Builder:
-    kind: str
-    fields: list[FieldChange] = field(default_factory=list)
-
-    def add(self, path: FieldPath, sides: tuple[Any, Any], owners: tuple[str, ...], action: Action) -> None:
-        before, hidden_before = masked(self.kind, path, sides[0])
-        after, hidden_after = masked(self.kind, path, sides[1])
-        self.fields.append(
-            FieldChange(pointer(path), before, after, owners, action, hidden_before or hidden_after)
-        )
+def _labelled(live: Mapping[str, Any]) -> bool:
+    return ((live.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY_VALUE
 
 
 def _local(manifest: Manifest, live: Mapping[str, Any], recorded: bool, options: PlanOptions) -> _Local:
@@ -104,15 +109,20 @@ def _local(manifest: Manifest, live: Mapping[str, Any], recorded: bool, options:
     applied_last: tuple[FieldPath, ...] = ()
     if recorded:
         applied_last = recorded_fields(live) or tuple(ownership.ours)
-    out = _Builder(manifest.key.kind)
+    out = FieldList(manifest.key.kind, options.sensitive)
+    adopted = FieldList(manifest.key.kind, options.sensitive)
     unchanged = True
     for path, want in sorted(wanted.items()):
         present, have = value_at(live, path)
-        differs = not present or have != want
+        differs = not present or not same(have, want)
         ours = ownership.we_own(path)
         others = ownership.others(path)
         unchanged = unchanged and ours and not differs
-        if path == _ANNOTATION or not differs:
+        if not differs:
+            if not ours and path != _ANNOTATION:
+                adopted.add(path, (have, want), others, Action.ADOPT)
+            continue
+        if path == _ANNOTATION:
             continue
         if path in applied_last and not ours:
             out.add(path, (have, want), others, Action.DRIFT)
@@ -123,26 +133,14 @@ def _local(manifest: Manifest, live: Mapping[str, Any], recorded: bool, options:
     for path in sorted(ownership.ours):
         if not covered(path, wanted):
             unchanged = False
-            _, have = value_at(live, path)
-            out.add(path, (have, None), ownership.owners(path, options.field_manager), Action.UPDATE)
-    return _Local(body, tuple(out.fields), unchanged)
-
-
-def _predicted_fields(
-    key: ObjectKey, live: Mapping[str, Any], predicted: Mapping[str, Any], options: PlanOptions
-) -> tuple[FieldChange, ...]:
-    before, after = normalized(live), normalized(predicted)
-    ownership = Ownership(live, options.field_manager)
-    out = _Builder(key.kind)
-    seen: set[FieldPath] = set()
-    for operation in jsonpatch.make_patch(before, after).patch:
-        for raw in (operation.get("from"), operation["path"]):
-            if raw is None or (path := parse_pointer(raw)) in seen:
-                continue
-            seen.add(path)
-            sides = (value_at(before, path)[1], value_at(after, path)[1])
-            out.add(path, sides, ownership.owners(path, options.field_manager), Action.UPDATE)
-    return tuple(sorted(out.fields, key=lambda f: f.path))
+            present, have = value_at(live, path)
+            others = ownership.others(path)
+            if present and others:
+                # Other managers keep the field: syncer only stops owning it.
+                adopted.add(path, (have, have), ownership.owners(path, options.field_manager), Action.RELEASE)
+            else:
+                out.add(path, (have, None), ownership.owners(path, options.field_manager), Action.UPDATE)
+    return _Local(body, out.done(), unchanged, adopted.done())
 
 
 def _managers(fields: tuple[FieldChange, ...], field_manager: str) -> tuple[str, ...]:
@@ -153,66 +151,143 @@ class _Planner:
     def __init__(self, state: ClusterState, options: PlanOptions) -> None:
         self.state = state
         self.options = options
+        self.secrets = secret_values(
+            [*(m.body for m in state.desired), *state.live.values()], options.sensitive
+        )
+        self.new_namespaces = frozenset(
+            m.key.name
+            for m in state.desired
+            if m.key.group == "" and m.key.kind == "Namespace" and m.key not in state.live
+        )
 
     def local(self, manifest: Manifest) -> _Local:
         live = self.state.live[manifest.key]
-        return _local(manifest, live, manifest.key in self.state.inventory, self.options)
+        recorded = manifest.key in self.state.inventory and _labelled(live)
+        return _local(manifest, live, recorded, self.options)
 
     def blocked(self, manifest: Manifest, local: _Local) -> Change | None:
-        """A conflict or drift found locally; the server would refuse the apply anyway."""
+        """A conflict or drift found locally (the server would refuse the apply without force)."""
         conflicts, drifts = local.having(Action.CONFLICT), local.having(Action.DRIFT)
         if not conflicts and not drifts:
             return None
         action = Action.CONFLICT if conflicts else Action.DRIFT
-        blocking = conflicts + drifts
-        managers = _managers(blocking, self.options.field_manager)
+        managers = _managers(conflicts + drifts, self.options.field_manager)
         by = ", ".join(managers) or "another client"
         if conflicts:
             message = f"fields owned by {by} would change; applying needs force"
         else:
             message = f"fields syncer applied were changed or removed by {by}"
-        return Change(manifest.key, manifest.api_version, action, local.fields, managers, message)
+        return self._change(manifest, action, local.fields, managers=managers, message=message)
+
+    def forces(self, action: Action) -> bool:
+        rules = self.options.rules
+        return rules.conflicts is ConflictPolicy.FORCE or (action is Action.DRIFT and rules.heal_drift)
+
+    def _change(
+        self,
+        manifest: Manifest,
+        action: Action,
+        fields: tuple[FieldChange, ...] = (),
+        *,
+        after: Mapping[str, Any] | None = None,
+        **extra: Any,
+    ) -> Change:
+        live = self.state.live.get(manifest.key)
+        before = normalized(live) if live is not None else None
+        if after is None and action is not Action.UNCHANGED:
+            after = with_fields(before, normalized(applied_body(manifest)), fields)
+        if "message" in extra:
+            extra["message"] = redact(extra["message"], self.secrets)
+        return Change(
+            manifest.key,
+            manifest.api_version,
+            action,
+            tuple(sorted(fields, key=lambda f: f.path)),
+            before=masked_document(before, self.options.sensitive)
+            if action is not Action.UNCHANGED
+            else None,
+            after=masked_document(after, self.options.sensitive),
+            **extra,
+        )
 
     def existing(self, manifest: Manifest, prediction: Prediction | None) -> Change:
-        key, api_version = manifest.key, manifest.api_version
         local = self.local(manifest)
         if local.unchanged:
-            return Change(key, api_version, Action.UNCHANGED)
+            return Change(manifest.key, manifest.api_version, Action.UNCHANGED)
         blocked = self.blocked(manifest, local)
+        if prediction is not None and prediction.error and (blocked is None or self.forces(blocked.action)):
+            return self._change(manifest, Action.ERROR, local.fields, message=prediction.error)
         if blocked is not None:
             return blocked
         if prediction is None:
-            return Change(key, api_version, Action.UPDATE, local.fields, message="not dry-run")
+            return self._change(manifest, Action.UPDATE, local.fields + local.adopted, message="not dry-run")
         if prediction.conflicts:
             managers = tuple(sorted({m for m, _ in prediction.conflicts}))
             named = ", ".join(f for _, f in prediction.conflicts)
             message = f"the server reports fields {named} owned by {', '.join(managers)}"
-            return Change(key, api_version, Action.CONFLICT, local.fields, managers, message)
-        if prediction.error or prediction.predicted is None:
-            return Change(key, api_version, Action.UPDATE, local.fields, message=prediction.error)
-        live = self.state.live[key]
-        fields = _predicted_fields(key, live, prediction.predicted, self.options)
-        action = Action.UPDATE if fields else Action.UNCHANGED
-        return Change(key, api_version, action, fields, predicted=True)
+            return self._change(manifest, Action.CONFLICT, local.fields, managers=managers, message=message)
+        live = self.state.live[manifest.key]
+        predicted = prediction.predicted or {}
+        fields = predicted_fields(manifest.key.kind, live, predicted, self.options)
+        after = normalized(predicted)
+        if not _labelled(live):
+            message = "exists without syncer's label; the sync takes it over"
+            return self._change(
+                manifest, Action.ADOPT, fields + local.adopted, after=after, predicted=True, message=message
+            )
+        if fields:
+            return self._change(manifest, Action.UPDATE, fields + local.adopted, after=after, predicted=True)
+        if local.adopted:
+            message = "values already match; the sync makes syncer own what git says"
+            return self._change(
+                manifest, Action.ADOPT, local.adopted, after=after, predicted=True, message=message
+            )
+        return Change(manifest.key, manifest.api_version, Action.UNCHANGED, predicted=True)
 
-    def created(self, manifest: Manifest) -> Change:
-        out = _Builder(manifest.key.kind)
-        for path, value in sorted(leaf_fields(applied_body(manifest)).items()):
-            if path not in IDENTITY_FIELDS and path != _ANNOTATION:
-                out.add(path, (None, value), (), Action.CREATE)
-        return Change(manifest.key, manifest.api_version, Action.CREATE, tuple(out.fields))
+    def created(self, manifest: Manifest, prediction: Prediction | None) -> Change:
+        body = normalized(applied_body(manifest))
+        namespace = manifest.key.namespace
+        if namespace in self.new_namespaces:
+            message = f"namespace {namespace} is created first by this sync"
+            return self._change(manifest, Action.CREATE, after=body, message=message)
+        if prediction is None:
+            return self._change(manifest, Action.CREATE, after=body)
+        if prediction.missing_namespace:
+            message = (
+                f"namespace {prediction.missing_namespace} does not exist and this sync does not create it"
+            )
+            return self._change(manifest, Action.ERROR, after=body, message=message)
+        if prediction.conflicts:
+            managers = tuple(sorted({m for m, _ in prediction.conflicts}))
+            named = ", ".join(f for _, f in prediction.conflicts)
+            message = (
+                f"exists without syncer's label; the server reports fields {named} owned by "
+                + ", ".join(managers)
+            )
+            return self._change(manifest, Action.CONFLICT, managers=managers, message=message, after=body)
+        if prediction.error:
+            return self._change(manifest, Action.ERROR, after=body, message=prediction.error)
+        after = normalized(prediction.predicted or body)
+        return self._change(manifest, Action.CREATE, after=after, predicted=True)
 
 
 def dry_runs_needed(state: ClusterState, options: PlanOptions = PlanOptions()) -> tuple[DryRun, ...]:
-    """The objects that need a server-side dry-run apply: live, not provably unchanged, not blocked."""
+    """The objects the sync would write that need a server-side dry-run apply to be predicted."""
     planner = _Planner(state, options)
     needed = []
     for manifest in state.desired:
         if manifest.key not in state.live:
+            if manifest.key.namespace not in planner.new_namespaces:
+                needed.append(DryRun(manifest.key, applied_body(manifest), create=True))
             continue
         local = planner.local(manifest)
-        if not local.unchanged and planner.blocked(manifest, local) is None:
+        if local.unchanged:
+            continue
+        blocked = planner.blocked(manifest, local)
+        if blocked is None:
             needed.append(DryRun(manifest.key, local.body))
+        elif planner.forces(blocked.action):
+            needed.append(DryRun(manifest.key, local.body, force=True))
     return tuple(needed)
 
 
@@ -225,16 +300,17 @@ def plan_cluster(
     planner = _Planner(state, options)
     found = predictions or {}
     changes: list[Change] = []
-    desired = {m.key for m in state.desired}
     for manifest in state.desired:
         if manifest.key in state.live:
             changes.append(planner.existing(manifest, found.get(manifest.key)))
         else:
-            changes.append(planner.created(manifest))
-    for key in sorted(state.inventory.keys - desired):
-        live = state.live.get(key)
-        if live is not None:
-            changes.append(
-                Change(key, str(live.get("apiVersion", "")), Action.PRUNE, message="no longer desired")
-            )
-    return ClusterPlan(state.cluster, tuple(sorted(changes, key=lambda c: c.key)), dry_runs=len(found))
+            changes.append(planner.created(manifest, found.get(manifest.key)))
+    changes += prune_changes(state.desired, state.live, state.inventory, options.rules, options.sensitive)
+    ordered = tuple(sorted(changes, key=lambda c: c.key))
+    return ClusterPlan(
+        state.cluster,
+        ordered,
+        dry_runs=len(found),
+        blocked=blocked_reason(ordered, options.rules),
+        inventory=str(state.inventory.source),
+    )

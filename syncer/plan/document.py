@@ -1,7 +1,9 @@
-"""The versioned JSON document of a fleet plan (``syncer.dev/diff/v1``), and its JSON Schema.
+"""The versioned JSON document of a fleet plan (``syncer.dev/diff/v2``), and its JSON Schema.
 
-The schema ships as package data (``syncer/plan/diff.schema.json``); docs/diff-json.md describes it.
-A new field may be added within v1; renaming or removing one, or changing a meaning, needs v2.
+The schema ships as package data (``syncer/plan/diff.v2.schema.json``); docs/diff-json.md describes
+it. Adding a field or an action value, renaming or removing one, or changing a meaning makes a new
+version (a new schema file next to this one); the schema lists every field so that a document that
+does not match its version is caught.
 """
 
 from __future__ import annotations
@@ -11,14 +13,15 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from syncer.domain.changes import Action, Change, ClusterPlan, FieldChange, FleetPlan
+from syncer.domain.changes import OBJECT_ACTIONS, Action, Change, ClusterPlan, FieldChange, FleetPlan
 
-API_VERSION = "syncer.dev/diff/v1"
+API_VERSION = "syncer.dev/diff/v2"
+SCHEMA_FILE = "diff.v2.schema.json"
 KIND = "FleetDiff"
 
 
 def _summary(clusters: tuple[ClusterPlan, ...]) -> dict[str, int]:
-    totals = {action.value: 0 for action in Action}
+    totals = {action.value: 0 for action in OBJECT_ACTIONS}
     for cluster in clusters:
         for action, count in cluster.counts().items():
             totals[action.value] += count
@@ -48,6 +51,7 @@ def _change(change: Change) -> dict[str, Any]:
         "message": change.message,
         "predicted": change.predicted,
         "fields": [_field(f) for f in change.fields],
+        "object": dict(change.after) if change.action is Action.CREATE and change.after is not None else None,
     }
 
 
@@ -55,6 +59,9 @@ def cluster_document(plan: ClusterPlan) -> dict[str, Any]:
     return {
         "name": plan.cluster,
         "error": plan.error,
+        "blocked": bool(plan.blocked),
+        "blockedReason": plan.blocked,
+        "inventory": "" if plan.error else plan.inventory,
         "dryRuns": plan.dry_runs,
         "summary": _summary((plan,)),
         "objects": [_change(c) for c in plan.changes],
@@ -62,7 +69,7 @@ def cluster_document(plan: ClusterPlan) -> dict[str, Any]:
 
 
 def fleet_document(plan: FleetPlan) -> dict[str, Any]:
-    """The plan as a ``syncer.dev/diff/v1`` document: plain JSON values, deterministic order."""
+    """The plan as a ``syncer.dev/diff/v2`` document: plain JSON values, deterministic order."""
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
@@ -80,10 +87,10 @@ def fleet_document(plan: FleetPlan) -> dict[str, Any]:
 
 @cache
 def _schema_text() -> str:
-    return resources.files("syncer.plan").joinpath("diff.schema.json").read_text(encoding="utf-8")
+    return resources.files("syncer.plan").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
 
 
 def diff_schema() -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) every ``syncer.dev/diff/v1`` document satisfies."""
+    """The JSON Schema (draft 2020-12) every ``syncer.dev/diff/v2`` document satisfies."""
     loaded: dict[str, Any] = json.loads(_schema_text())
     return loaded

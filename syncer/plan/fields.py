@@ -1,14 +1,17 @@
-"""Fields of live objects: who owns them (managedFields), noise-free copies, and masked values."""
+"""Fields of live objects: who owns them (managedFields), noise-free copies, strict comparison.
+
+``MASK``, ``is_secret`` and ``masked`` are re-exported from ``syncer.domain.secrets``.
+"""
 
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from syncer.domain.applied import APPLIED_FIELDS_ANNOTATION, FieldPath
+from syncer.domain.secrets import MASK, is_secret, masked
 
 NOISY_METADATA = (
     "managedFields",
@@ -18,8 +21,6 @@ NOISY_METADATA = (
     "creationTimestamp",
     "selfLink",
 )
-MASK = "<masked>"
-_SECRET_NAME = re.compile(r"(password|passwd|passphrase|token|secret|credentials?|privatekey|apikey)$", re.I)
 _MISSING = object()
 
 
@@ -129,29 +130,34 @@ def normalized(obj: Mapping[str, Any]) -> dict[str, Any]:
     return body
 
 
-def is_secret(kind: str, path: FieldPath) -> bool:
-    """Whether a field holds a secret: any value of a Secret's data, or a field named like one."""
-    if kind == "Secret" and path[:1] in (("data",), ("stringData",)) and len(path) > 1:
-        return True
-    return bool(path) and bool(_SECRET_NAME.search(path[-1].replace("-", "").replace("_", "")))
-
-
-def masked(kind: str, path: FieldPath, value: Any) -> tuple[Any, bool]:
-    """``value`` with every secret below ``path`` replaced by a mask, and whether anything was masked."""
-    if value is None:
-        return None, False
-    if is_secret(kind, path):
-        return MASK, True
-    if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        hit = False
-        for key, child in value.items():
-            out[key], child_hit = masked(kind, (*path, str(key)), child)
-            hit = hit or child_hit
-        return out, hit
-    return value, False
-
-
 def covered(path: FieldPath, paths: Iterable[FieldPath]) -> bool:
     """Whether ``path`` is one of ``paths``, above one, or below one."""
     return any(_related(path, p) for p in paths)
+
+
+def same(a: Any, b: Any) -> bool:
+    """Type-strict equality of JSON values: ``true`` is not ``1`` and ``"1"`` is not ``1``; integers
+    and floats of equal value are equal (JSON has one number type); maps and lists compare item by item."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and bool(a == b)
+
+
+__all__ = [
+    "MASK",
+    "ManagerFields",
+    "Ownership",
+    "covered",
+    "is_secret",
+    "managed_fields",
+    "masked",
+    "normalized",
+    "same",
+    "value_at",
+]

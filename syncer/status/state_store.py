@@ -34,6 +34,7 @@ class StateFormatError(ValueError):
 def encode(state: ClusterSyncState) -> str:
     data = asdict(state)
     data.pop("rebuilt")
+    data.pop("stored")
     data["phase"] = str(state.phase)
     return json.dumps({"version": FORMAT_VERSION, "state": data}, sort_keys=True, separators=(",", ":"))
 
@@ -152,7 +153,7 @@ class StateStore:
         try:
             configmap = self.kube.get("v1", "ConfigMap", STATE_CONFIGMAP, self.namespace)
         except NotFound:
-            return LoadedState(ClusterSyncState(cluster))
+            return LoadedState(ClusterSyncState(cluster, stored=False))
         text = (configmap.get("data") or {}).get(STATE_KEY, "")
         try:
             return LoadedState(decode(cluster, text))
@@ -177,7 +178,9 @@ class StateStore:
     def save(self, state: ClusterSyncState, now: float | None = None) -> ClusterSyncState:
         """Write ``state`` (stamped with ``updated_at``), creating the namespace if needed; FencedOut
         when a newer leader's token is recorded."""
-        stamped = replace(state, updated_at=now if now is not None else time.time())
+        stamped = replace(
+            state, updated_at=now if now is not None else time.time(), rebuilt=False, stored=True
+        )
         self._ensure_namespace()
         body: dict[str, Any] = {
             "apiVersion": "v1",

@@ -139,16 +139,28 @@ def test_prune_respects_the_opt_out_and_our_label(kube: ClusterClient, namespace
             }
         )
     kube.apply(configmap(namespace, "foreign"))
-    gone = [manifest(kube.cluster, configmap(namespace, n)) for n in ("old", "keep", "foreign", "missing")]
+    hand_made = {
+        **configmap(namespace, "hand-made"),
+        "metadata": {"name": "hand-made", "namespace": namespace},
+    }
+    hand_made["metadata"]["labels"] = labels
+    kube.apply(hand_made, ApplyOptions(field_manager="kubectl-client-side-apply"))
+    names = ("old", "keep", "foreign", "missing", "hand-made")
+    gone = [manifest(kube.cluster, configmap(namespace, n)) for n in names]
     result = ClusterApplier(kube).apply(
         ClusterManifests.of(kube.cluster, []), plan_of(kube.cluster, *[(m, Action.PRUNE) for m in gone]), "r2"
     )
     assert result.ok, result.error
     outcomes = {e.key.name: (e.outcome, e.message) for e in result.entries}
     assert outcomes["old"] == (Outcome.APPLIED, "")
-    assert outcomes["keep"] == (Outcome.SKIPPED, "pruning disabled by syncer.dev/prune")
-    assert outcomes["foreign"] == (Outcome.SKIPPED, "no longer labelled as managed by syncer")
+    assert outcomes["keep"] == (Outcome.SKIPPED, "kept: prune disabled (syncer.dev/prune: disabled)")
+    assert outcomes["foreign"] == (Outcome.SKIPPED, "kept: no longer labelled as managed by syncer")
     assert outcomes["missing"] == (Outcome.SKIPPED, "already gone")
+    assert outcomes["hand-made"] == (
+        Outcome.SKIPPED,
+        "kept: no proof syncer applied it (no server-side apply by 'syncer')",
+    )
+    kube.get("v1", "ConfigMap", "hand-made", namespace)
     with pytest.raises(NotFound):
         kube.get("v1", "ConfigMap", "old", namespace)
     kube.get("v1", "ConfigMap", "keep", namespace)

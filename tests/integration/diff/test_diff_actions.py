@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ def _edit(api: Any, namespace: str, name: str, manager: str, spec: Any) -> None:
 
 
 @pytest.fixture
-def scene(clean_fleet: FleetHandle, cluster: str, namespace: str, tmp_path: Path) -> Path:
+def scene(clean_fleet: FleetHandle, cluster: str, namespace: str, tmp_path: Path) -> Iterator[Path]:
     """Live: what a previous sync applied, then edited by others. Desired: the repository returned."""
     api = kube(clean_fleet, cluster)
     try:
@@ -48,6 +49,18 @@ def scene(clean_fleet: FleetHandle, cluster: str, namespace: str, tmp_path: Path
         )
     finally:
         api.close()
+    # What that sync recorded: its inventory (what it applied), which the diff prunes from.
+    api = kube(clean_fleet, cluster)
+    try:
+        entries = tuple(
+            InventoryEntry("redis.syncer.dev/v1alpha1", "RedisCluster", namespace, name)
+            for name in ("same", "upd", "gone", "drifted", "blocked")
+        )
+        StateStore(api, f"{namespace}-state").save(
+            ClusterSyncState(cluster, revision="r1", inventory=entries)
+        )
+    finally:
+        api.close()
     _edit(clean_fleet.api(cluster), namespace, "drifted", "kubectl-edit", {"shards": 4})
     _edit(clean_fleet.api(cluster), namespace, "blocked", "ops-tool", {"image": "redis:theirs"})
     desired = [
@@ -57,11 +70,17 @@ def scene(clean_fleet: FleetHandle, cluster: str, namespace: str, tmp_path: Path
         redis(namespace, "drifted", shards=3),
         redis(namespace, "blocked", image="redis:mine"),
     ]
-    return write_repo(tmp_path / "repo", clean_fleet.names, {cluster: desired})
+    yield write_repo(tmp_path / "repo", clean_fleet.names, {cluster: desired})
+    api = kube(clean_fleet, cluster)
+    try:
+        api.delete("v1", "Namespace", f"{namespace}-state")
+    finally:
+        api.close()
 
 
-def _diff(fleet: FleetHandle, repo: Path, cluster: str, output: str) -> tuple[int, str]:
+def _diff(fleet: FleetHandle, repo: Path, cluster: str, output: str, namespace: str) -> tuple[int, str]:
     args = ["diff", "--repo", str(repo), "--cluster", cluster, "--kubeconfig", str(fleet.kubeconfig)]
+    args += ["--state-namespace", f"{namespace}-state"]
     result = CliRunner().invoke(cli, [*args, "-o", output])
     return result.exit_code, result.stdout
 
@@ -69,7 +88,7 @@ def _diff(fleet: FleetHandle, repo: Path, cluster: str, output: str) -> tuple[in
 def test_json_names_every_action_with_fields_and_owners(
     clean_fleet: FleetHandle, cluster: str, namespace: str, scene: Path
 ) -> None:
-    code, out = _diff(clean_fleet, scene, cluster, "json")
+    code, out = _diff(clean_fleet, scene, cluster, "json", namespace)
     assert code == 1, out
     document = json.loads(out)
     jsonschema.Draft202012Validator(diff_schema()).validate(document)
@@ -100,15 +119,18 @@ def test_json_names_every_action_with_fields_and_owners(
     assert [(f["path"], f["before"], f["after"], f["owners"]) for f in conflict["fields"]] == [
         ("/spec/image", "redis:theirs", "redis:mine", ["ops-tool"])
     ]
-    # Only the update needed the server's prediction: unchanged, drift and conflict were decided locally.
-    assert planned["dryRuns"] == 1
+    # Everything the sync would write is dry-run: the update, the create and the drift repair (forced).
+    # Unchanged, conflict (blocked under the report policy) and prune were decided locally.
+    assert planned["dryRuns"] == 3
+    assert planned["blocked"] is True
+    assert "ops-tool" in planned["blockedReason"]
     assert document["summary"]["update"] == 1
 
 
 def test_text_shows_each_action_and_the_owner_of_each_changed_field(
     clean_fleet: FleetHandle, cluster: str, namespace: str, scene: Path
 ) -> None:
-    code, out = _diff(clean_fleet, scene, cluster, "text")
+    code, out = _diff(clean_fleet, scene, cluster, "text", namespace)
     assert code == 1, out
     lines = out.splitlines()
 
@@ -123,19 +145,22 @@ def test_text_shows_each_action_and_the_owner_of_each_changed_field(
     assert "kubectl-edit" in drift_line
     assert "spec.shards: 4 -> 3  [drift]  (owner: kubectl-edit)" in lines[line_of(f"{namespace}/drifted") + 1]
     assert "ops-tool" in lines[line_of(f"conflict  RedisCluster/{namespace}/blocked")]
-    assert "[conflict]  (owner: ops-tool)" in lines[line_of(f"{namespace}/blocked") + 1]
+    assert (
+        "[conflict]  (owner: ops-tool)" in lines[line_of(f"conflict  RedisCluster/{namespace}/blocked") + 1]
+    )
     assert f"{namespace}/same" not in out
-    _, as_json = _diff(clean_fleet, scene, cluster, "json")
+    _, as_json = _diff(clean_fleet, scene, cluster, "json", namespace)
     counts = json.loads(as_json)["waves"][0]["clusters"][0]["summary"]
-    columns = ("create", "update", "prune", "conflict", "drift", "unchanged")
-    summary = next(line for line in lines[line_of("summary") :] if f" {cluster} " in line)
-    cells = [cell.strip() for cell in summary.split("│")[1:-1]]
-    assert cells == ["all", cluster, *(str(counts[c]) for c in columns)]
-    assert all(counts[c] >= 1 for c in columns)
+    order = ("create", "update", "adopt", "prune", "keep", "conflict", "drift", "error", "unchanged")
+    columns = [c for c in order if counts[c] or c == "unchanged"]
+    summary = next(line for line in lines[line_of("summary") :] if f" {cluster} (blocked)" in line)
+    assert summary.split() == ["all", cluster, "(blocked)", *(str(counts[c]) for c in columns)]
+    assert all(counts[c] >= 1 for c in ("create", "update", "prune", "conflict", "drift", "unchanged"))
+    assert "BLOCKED, nothing below is applied: conflicts (policy report)" in out
 
 
 def test_a_diff_writes_nothing(clean_fleet: FleetHandle, cluster: str, namespace: str, scene: Path) -> None:
-    _diff(clean_fleet, scene, cluster, "json")
+    _diff(clean_fleet, scene, cluster, "json", namespace)
     custom = client.CustomObjectsApi(clean_fleet.api(cluster))
     assert (
         custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "upd")["spec"]["shards"] == 3

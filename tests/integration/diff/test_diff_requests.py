@@ -41,12 +41,17 @@ def shared_namespace(clean_fleet: FleetHandle) -> Iterator[str]:
 
 def _delta(before: Counts, after: Counts, resource: str, namespaced: bool = True) -> Counts:
     """Requests on ``resource`` between two snapshots; ``namespaced=False`` sets aside namespace-scoped
-    ones, which syncer's diff never makes (it lists across namespaces and addresses objects by name)."""
+    ones, which syncer's diff never makes (it lists across namespaces and addresses objects by name).
+    Watches are set aside too: syncer's diff never watches, while the fleet's own controllers re-open
+    theirs at any time."""
     return Counts(
         {
             k: after[k] - before.get(k, 0)
             for k in after
-            if k[1] == resource and after[k] != before.get(k, 0) and (namespaced or k[2] != "namespace")
+            if k[1] == resource
+            and k[0] != "WATCH"
+            and after[k] != before.get(k, 0)
+            and (namespaced or k[2] != "namespace")
         }
     )
 

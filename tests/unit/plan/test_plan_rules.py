@@ -9,8 +9,9 @@ import jsonschema
 import pytest
 
 from syncer.domain import APPLIED_FIELDS_ANNOTATION, Action, FleetPlan, Inventory, WavePlan, applied_body
+from syncer.domain.secrets import digest
 from syncer.plan import ClusterState, Prediction, diff_schema, dry_runs_needed, fleet_document, plan_cluster
-from syncer.plan.fields import MASK, Ownership, masked, normalized
+from syncer.plan.fields import Ownership, masked, normalized
 from tests.unit.plan.test_golden import FIXTURES, load_case
 
 
@@ -25,15 +26,19 @@ def test_a_conflict_reported_by_the_server_names_its_managers() -> None:
     assert [f.path for f in change.fields] == ["/spec/shards"]
 
 
-def test_a_failed_dry_run_keeps_the_local_fields_and_the_error() -> None:
+def test_a_refused_dry_run_is_an_error_that_blocks_the_cluster() -> None:
     state, _ = load_case(FIXTURES / "update")
     (request,) = dry_runs_needed(state)
-    answer = Prediction(request.key, error="dry-run apply failed: spec.shards: must be <= 100")
-    (change,) = plan_cluster(state, {request.key: answer}).changes
-    assert change.action == Action.UPDATE
+    answer = Prediction(request.key, error="dry-run apply refused: spec.shards: must be <= 100")
+    plan = plan_cluster(state, {request.key: answer})
+    (change,) = plan.changes
+    assert change.action == Action.ERROR
     assert not change.predicted
-    assert change.message.startswith("dry-run apply failed")
+    assert change.message.startswith("dry-run apply refused")
     assert [(f.before, f.after) for f in change.fields] == [(3, 5)]
+    assert plan.has_errors
+    assert plan.blocked.startswith("the server refused 1 object(s)")
+    assert plan.counts()[Action.ERROR] == 1
 
 
 def test_without_an_inventory_a_moved_field_is_a_conflict_not_drift() -> None:
@@ -73,11 +78,11 @@ def test_items_of_keyed_lists_make_the_list_one_owned_field() -> None:
 @pytest.mark.parametrize(
     ("kind", "value", "expected", "hit"),
     [
-        ("Secret", {"data": {"a": "eA=="}}, {"data": {"a": MASK}}, True),
+        ("Secret", {"data": {"a": "eA=="}}, {"data": {"a": digest("eA==")}}, True),
         (
             "RedisCluster",
             {"auth": {"password": "p", "user": "u"}},
-            {"auth": {"password": MASK, "user": "u"}},
+            {"auth": {"password": digest("p"), "user": "u"}},
             True,
         ),
         ("RedisCluster", {"tls": {"secretName": "tls"}}, {"tls": {"secretName": "tls"}}, False),
@@ -118,11 +123,13 @@ def test_every_golden_plan_document_satisfies_the_published_schema() -> None:
     plans = []
     for case in sorted(p for p in FIXTURES.iterdir() if p.is_dir()):
         state, predicted = load_case(case)
-        answers = {r.key: Prediction(r.key, predicted=predicted[r.key]) for r in dry_runs_needed(state)}
+        answers = {
+            r.key: Prediction(r.key, predicted=predicted.get(r.key, r.body)) for r in dry_runs_needed(state)
+        }
         plans.append(plan_cluster(state, answers))
     document = fleet_document(FleetPlan("abc123", (WavePlan("all", tuple(plans)),)))
     validator.validate(document)
-    assert document["apiVersion"] == "syncer.dev/diff/v1"
+    assert document["apiVersion"] == "syncer.dev/diff/v2"
     assert document["changed"] is True
     assert sum(document["summary"].values()) == sum(len(p.changes) for p in plans)
 
@@ -132,5 +139,5 @@ def test_the_schema_rejects_a_document_of_another_version() -> None:
     jsonschema.Draft202012Validator.check_schema(diff_schema())
     document = fleet_document(FleetPlan("abc", ()))
     validator.validate(document)
-    document["apiVersion"] = "syncer.dev/diff/v2"
+    document["apiVersion"] = "syncer.dev/diff/v1"
     assert not validator.is_valid(document)

@@ -1,0 +1,177 @@
+"""How ``syncer diff`` shows a plan: text for people, a unified diff for review tools.
+
+Order everywhere: waves in rollout order; within a wave the clusters in the order the wave lists
+them (``syncer.rollout.plan_waves``: by name); within a cluster the objects by API group, kind,
+namespace and name. Secret values arrive masked from the plan.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import yaml
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from syncer.domain.changes import OBJECT_ACTIONS, Action, Change, ClusterPlan, FieldChange, FleetPlan
+
+_STYLE = {
+    Action.CREATE: ("+", "green"),
+    Action.UPDATE: ("~", "yellow"),
+    Action.ADOPT: ("^", "cyan"),
+    Action.PRUNE: ("-", "red"),
+    Action.KEEP: ("=", "dim"),
+    Action.UNCHANGED: ("=", "dim"),
+    Action.CONFLICT: ("!", "bold red"),
+    Action.DRIFT: ("≠", "magenta"),
+    Action.ERROR: ("x", "bold red"),
+}
+_SHOWN = frozenset(set(OBJECT_ACTIONS) - {Action.UNCHANGED})
+
+
+def field_name(pointer: str) -> str:
+    """``/metadata/labels/app.kubernetes.io~1name`` as ``metadata.labels["app.kubernetes.io/name"]``."""
+    out = ""
+    for raw in pointer.split("/")[1:]:
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if part.isidentifier() or part.isdigit():
+            out += f".{part}" if out else part
+        else:
+            out += f"[{json.dumps(part)}]"
+    return out or "(object)"
+
+
+def _value(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _yaml(body: Mapping[str, Any] | None) -> list[str]:
+    if body is None:
+        return []
+    return yaml.safe_dump(dict(body), sort_keys=False, allow_unicode=True).splitlines()
+
+
+def _field_line(change: FieldChange, field_manager: str) -> Text:
+    line = Text("      ")
+    name = field_name(change.path)
+    if change.action in (Action.ADOPT, Action.RELEASE):
+        verb = "syncer takes" if change.action is Action.ADOPT else "syncer releases"
+        line.append(f"^ {name}: {_value(change.after)}  ({verb} it)", style="cyan")
+    elif change.before is None:
+        line.append(f"+ {name}: {_value(change.after)}", style="green")
+    elif change.after is None:
+        line.append(f"- {name}: {_value(change.before)}", style="red")
+    else:
+        line.append(f"~ {name}: ", style="yellow")
+        line.append(_value(change.before), style="red")
+        line.append(" -> ")
+        line.append(_value(change.after), style="green")
+    if change.action in (Action.CONFLICT, Action.DRIFT):
+        line.append(f"  [{change.action}]", style=_STYLE[change.action][1])
+    if change.owners:
+        others = [o for o in change.owners if o != field_manager]
+        line.append(f"  (owner: {', '.join(change.owners)})", style="bold" if others else "dim")
+    return line
+
+
+def _object_lines(change: Change, field_manager: str) -> list[Text]:
+    mark, style = _STYLE[change.action]
+    head = Text(f"    {mark} ")
+    head.append(f"{change.action:<9} ", style=style)
+    head.append(change.key.subject, style="bold")
+    if change.message:
+        head.append(f"  {change.message}", style="dim")
+    if change.action is Action.CREATE:
+        return [head, *(Text(f"        {line}", style="green") for line in _yaml(change.after))]
+    return [head, *(_field_line(f, field_manager) for f in change.fields)]
+
+
+def _cluster_lines(plan: ClusterPlan, field_manager: str) -> list[Text]:
+    lines = [Text(f"  cluster {plan.cluster}", style="bold cyan")]
+    if plan.error:
+        lines.append(Text(f"    error: {plan.error}", style="bold red"))
+        return lines
+    if plan.blocked:
+        lines.append(Text(f"    BLOCKED, nothing below is applied: {plan.blocked}", style="bold red"))
+    shown = [c for c in plan.changes if c.action in _SHOWN]
+    for change in shown:
+        lines.extend(_object_lines(change, field_manager))
+    if not shown:
+        lines.append(Text(f"    no changes ({plan.count(Action.UNCHANGED)} objects unchanged)", style="dim"))
+    return lines
+
+
+def _summary(plan: FleetPlan) -> Table:
+    """Objects per action and cluster; only the actions that occur (and ``unchanged``) get a column."""
+    totals = {a: sum(c.counts()[a] for c in plan.clusters) for a in OBJECT_ACTIONS}
+    shown = [a for a in OBJECT_ACTIONS if totals[a] or a is Action.UNCHANGED]
+    table = Table(title="summary", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("wave", no_wrap=True)
+    table.add_column("cluster", no_wrap=True)
+    for action in shown:
+        table.add_column(str(action), justify="right", no_wrap=True)
+    for wave in plan.waves:
+        for cluster in wave.clusters:
+            counts = cluster.counts()
+            cells = ["-"] * len(shown) if cluster.error else [str(counts[a]) for a in shown]
+            mark = " (error)" if cluster.error else " (blocked)" if cluster.blocked else ""
+            table.add_row(wave.name, cluster.cluster + mark, *cells)
+    return table
+
+
+def render_text(plan: FleetPlan, console: Console, field_manager: str = "syncer") -> None:
+    """The plan for people: per wave, per cluster, the objects a sync would touch, with their fields
+    (a create as the object's YAML) and the field managers that own them."""
+    mode = " (offline: rendered and validated only; every object shown as a create)" if plan.offline else ""
+    console.print(Text(f"revision {plan.revision}{mode}", style="bold"))
+    for index, wave in enumerate(plan.waves, start=1):
+        console.print(Text(f"wave {index}: {wave.name}", style="bold underline"))
+        for cluster in wave.clusters:
+            for line in _cluster_lines(cluster, field_manager):
+                console.print(line)
+    for error in plan.errors:
+        console.print(Text(f"error: {error}", style="bold red"))
+    console.print(_summary(plan))
+
+
+def _object_diff(cluster: str, change: Change) -> Iterator[str]:
+    subject = f"{cluster}/{change.key.subject}"
+    note = f" ({change.action}{': ' + change.message if change.message else ''})"
+    before = _yaml(change.before)
+    after = _yaml(change.after) if change.action is not Action.PRUNE else []
+    if change.action in (Action.KEEP, Action.ERROR) or (not before and not after):
+        yield f"# {change.action} {subject}: {change.message}"
+        return
+    lines = difflib.unified_diff(
+        before,
+        after,
+        fromfile=f"live/{subject}" if before else "/dev/null",
+        tofile=f"synced/{subject}{note}" if after else "/dev/null",
+        lineterm="",
+        n=3,
+    )
+    yield from lines
+
+
+def render_unified(plan: FleetPlan) -> Iterator[str]:
+    """The plan as a unified diff (live -> after the sync) per object, for a ```diff block in a
+    review: comment lines (``#``) carry waves, clusters, blocked clusters, errors and kept objects."""
+    yield f"# syncer diff of revision {plan.revision}" + (" (offline)" if plan.offline else "")
+    for wave in plan.waves:
+        for cluster in wave.clusters:
+            yield f"# wave {wave.name}, cluster {cluster.cluster}"
+            if cluster.error:
+                yield f"# error: {cluster.error}"
+                continue
+            if cluster.blocked:
+                yield f"# BLOCKED, nothing below is applied: {cluster.blocked}"
+            for change in cluster.changes:
+                if change.action in _SHOWN:
+                    yield from _object_diff(cluster.cluster, change)
+    for error in plan.errors:
+        yield f"# error: {error}"

@@ -1,0 +1,62 @@
+"""The command line imports a command only when it runs: ``--version`` and ``--help`` stay light."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import click
+from click.testing import CliRunner
+
+from syncer.cli import COMMANDS, cli
+
+
+def test_the_listed_help_of_each_command_is_its_own() -> None:
+    ctx = click.Context(cli)
+    for name, (_, short) in COMMANDS.items():
+        command = cli.get_command(ctx, name)
+        assert command is not None
+        assert command.get_short_help_str(limit=500) == short, name
+
+
+def test_help_lists_every_command() -> None:
+    result = CliRunner().invoke(cli, ["--help"])
+    assert result.exit_code == 0
+    for name in COMMANDS:
+        assert f"  {name} " in result.output
+
+
+def test_version_and_help_import_neither_the_commands_nor_the_kubernetes_client() -> None:
+    probe = (
+        "import sys, runpy\n"
+        "sys.argv = ['syncer', '{arg}']\n"
+        "try:\n"
+        "    runpy.run_module('syncer', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('kubernetes', 'rich', 'git', 'yaml',"
+        " 'jsonschema') or m.startswith('syncer.cli.') or m.startswith('syncer.engine'))\n"
+        "print('HEAVY', heavy)\n"
+    )
+    for arg in ("--version", "--help"):
+        out = subprocess.run(
+            [sys.executable, "-c", probe.format(arg=arg)], capture_output=True, text=True, check=True
+        ).stdout
+        assert "HEAVY []" in out, out
+
+
+def test_an_offline_diff_and_a_render_do_not_import_the_kubernetes_client() -> None:
+    probe = (
+        "import sys, runpy\n"
+        "sys.argv = ['syncer', {args}]\n"
+        "try:\n"
+        "    runpy.run_module('syncer', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('KUBE', sorted(m for m in sys.modules if m.split('.')[0] in ('kubernetes', 'urllib3')))\n"
+    )
+    for args in ("'render', '--repo', 'examples/repo'", "'diff', '--offline', '--repo', 'examples/repo'"):
+        out = subprocess.run(
+            [sys.executable, "-c", probe.format(args=args)], capture_output=True, text=True, check=True
+        ).stdout
+        assert "KUBE []" in out, out
