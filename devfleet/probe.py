@@ -38,7 +38,8 @@ def get(url: str, ctx: ssl.SSLContext | None, timeout: float = 2.0) -> tuple[int
         with urllib.request.urlopen(url, context=ctx, timeout=timeout) as resp:
             return int(resp.status), resp.read().decode()
     except urllib.error.HTTPError as err:
-        return err.code, err.read().decode(errors="replace")
+        with err:  # an answer that is not 2xx still holds its connection until closed
+            return err.code, err.read().decode(errors="replace")
     except (urllib.error.URLError, OSError) as err:
         return 0, str(err)
 
