@@ -28,6 +28,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +43,8 @@ log = logging.getLogger(__name__)
 
 GROUP_LABEL = "syncer.dev/replica-group"
 OWNER_LEASE = "syncer-owner"
+# Owner Leases taken, renewed or released at the same time in one round.
+ROUND_WORKERS = 8
 
 
 @dataclass(frozen=True)
@@ -218,25 +221,33 @@ class Shards:
 
     def round(self) -> ShardView:
         """Renew this replica's membership, compute the assignment, take, renew or give up owner
-        Leases. A cluster whose apiserver fails here is simply not held this round."""
+        Leases (several clusters at a time). A cluster whose apiserver fails here is simply not held
+        this round. When the home cluster does not answer, the members seen last stand and nothing
+        is taken over from a replica whose membership only seems to have lapsed."""
+        live: frozenset[str] | None
         try:
             self.member.hold({GROUP_LABEL: self.options.group})
             members = self.members()
+            live = frozenset(members)
         except KubeError as err:
             log.warning("cannot renew membership or list replicas: %s", err)
-            members = (self.options.identity,) if self.member.valid(self.options.renew_deadline) else ()
+            members, live = self.view.members or (self.options.identity,), None
         assignment = assign(self.owners, members, self.options.slack)
-        held = set()
-        live = frozenset(members)
-        for cluster, holder in self.owners.items():
+
+        def one(cluster: str) -> bool:
+            holder = self.owners[cluster]
             mine = assignment.get(cluster) == self.options.identity
             try:
-                if mine and holder.hold(live=live):
-                    held.add(cluster)
-                elif not mine and holder.renewed_at is not None:
+                if mine:
+                    return holder.hold(live=live)
+                if holder.renewed_at is not None:
                     self._give_up(cluster)
             except KubeError as err:
                 log.warning("owner lease of %s: %s", cluster, err)
+            return False
+
+        with ThreadPoolExecutor(max_workers=ROUND_WORKERS) as pool:
+            held = {c for c, ok in zip(self.owners, pool.map(one, self.owners), strict=True) if ok}
         self.view = ShardView(members, assignment, frozenset(c for c in held if self.holds(c)))
         return self.view
 
