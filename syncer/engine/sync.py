@@ -8,6 +8,7 @@ and bake times count from the times recorded there.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import time
@@ -24,10 +25,11 @@ from syncer.domain.health import ClusterHealth, Health
 from syncer.domain.objects import ClusterManifests, DesiredFleet
 from syncer.domain.sync_state import ClusterSyncState, InventoryEntry, SyncPhase
 from syncer.engine.diff import DiffOptions, plan_live_cluster
-from syncer.errors import KubeError, NotFound
+from syncer.errors import FencedOut, KubeError, NotFound
 from syncer.health import cluster_health
 from syncer.kube import KubeApi
 from syncer.rollout import ClusterProgress, Decision, GateVerdict, Wave, judge_wave, plan_waves
+from syncer.rollout.recorded import recorded_progress
 from syncer.status.state_store import DEFAULT_NAMESPACE, StateStore
 
 
@@ -118,8 +120,13 @@ class FleetRollout:
         stop: threading.Event | None = None,
         clock: Callable[[], float] = time.time,
         listener: Listener | None = None,
+        owns: Callable[[str], bool] | None = None,
     ) -> None:
         self.clients = clients
+        # Sharded replicas: ``owns(cluster)`` says whether this replica may write to a cluster now.
+        # It applies, checks and records only those; the others' progress is what their owner recorded.
+        self.owns = owns or (lambda _: True)
+        self.sharded = owns is not None
         self.options = options
         self.stop = stop or threading.Event()
         self.clock = clock
@@ -157,6 +164,10 @@ class FleetRollout:
             try:
                 self.states[cluster] = self.stores[cluster].save(state, now=self.clock())
                 self.unsaved.pop(cluster, None)
+                return
+            except FencedOut:
+                # Another replica owns the cluster now: what it records is the cluster's state.
+                self.states[cluster] = state
                 return
             except KubeError as err:
                 self.states[cluster] = state
@@ -219,14 +230,22 @@ class FleetRollout:
         outcome = SyncOutcome.APPLIED if touched else SyncOutcome.UNCHANGED
         return SyncReport(fleet.revision, outcome, tuple(reports))
 
-    def _apply_wave(self, wave: Wave, fleet: DesiredFleet) -> tuple[ChangeSet, ...]:
+    def _apply_wave(
+        self, wave: Wave, fleet: DesiredFleet, taking_over: bool = False
+    ) -> tuple[ChangeSet, ...]:
+        """Apply the wave to the clusters this replica owns that are not done (or drifted);
+        ``taking_over``: only those not done, for clusters gained while waiting at the gate."""
         todo = [
             c
             for c in wave.clusters
-            if not self._done(c, fleet.revision) or self._drifted(fleet.clusters[c], fleet.revision)
+            if self.owns(c)
+            and (
+                not self._done(c, fleet.revision)
+                or (not taking_over and self._drifted(fleet.clusters[c], fleet.revision))
+            )
         ]
         for name in wave.clusters:
-            if name not in todo:
+            if name not in todo and self.owns(name) and not self.sharded:
                 self.listener(Progress(wave.name, name, "already-applied", fleet.revision))
         if not todo:
             return ()
@@ -255,6 +274,14 @@ class FleetRollout:
         return state.revision == revision and state.phase in {SyncPhase.APPLIED, SyncPhase.HEALTHY}
 
     def _apply_cluster(self, wave: Wave, desired: ClusterManifests, revision: str) -> ChangeSet:
+        try:
+            return self._apply_owned(wave, desired, revision)
+        except FencedOut as err:
+            # Lost the cluster to another replica mid-apply: it carries on from the cluster's state.
+            self.listener(Progress(wave.name, desired.cluster, "not-owner", str(err)))
+            return ChangeSet(desired.cluster, revision, error=str(err))
+
+    def _apply_owned(self, wave: Wave, desired: ClusterManifests, revision: str) -> ChangeSet:
         name = desired.cluster
         api = self.clients[name]
         state = self.states[name]
@@ -296,9 +323,18 @@ class FleetRollout:
         self.listener(Progress(wave.name, name, "applied" if result.ok else "apply-failed", result.error))
         return result
 
+    def _recorded(self, name: str, revision: str) -> ClusterProgress:
+        """A cluster another replica owns: its progress as its owner last recorded it."""
+        with contextlib.suppress(KubeError):  # else judged from the state read last
+            self.states[name] = self.stores[name].load().state
+        return recorded_progress(self.states[name], revision)
+
     def _progress(self, wave: Wave, fleet: DesiredFleet, revision: str) -> dict[str, ClusterProgress]:
         progress = {}
         for name in wave.clusters:
+            if not self.owns(name):
+                progress[name] = self._recorded(name, revision)
+                continue
             state = self.states[name]
             if state.phase is SyncPhase.FAILED and state.revision == revision:
                 progress[name] = ClusterProgress(
@@ -322,11 +358,13 @@ class FleetRollout:
         """Check the wave's health until the gate decides (or the agent is asked to stop)."""
         allowed = self.options.rollout.rollback if rollback is None else rollback
         while True:
+            if self.sharded:
+                self._apply_wave(wave, fleet, taking_over=True)  # clusters gained meanwhile
             progress = self._progress(wave, fleet, fleet.revision)
             verdict = judge_wave(wave, progress, self.clock(), rollback=allowed)
             self.listener(Progress(wave.name, "", f"gate-{verdict.decision}", verdict.reason))
             if verdict.decision is Decision.PROCEED:
-                for name in wave.clusters:
+                for name in filter(self.owns, wave.clusters):
                     self._save(
                         name, replace(self.states[name], phase=SyncPhase.HEALTHY, last_good=fleet.revision)
                     )
@@ -344,7 +382,7 @@ class FleetRollout:
         reports: tuple[WaveReport, ...],
     ) -> SyncReport:
         reason = reports[-1].reason
-        for name in wave.clusters:
+        for name in filter(self.owns, wave.clusters):
             state = self.states[name]
             self._save(
                 name,
@@ -357,10 +395,10 @@ class FleetRollout:
         if decision is not Decision.ROLLBACK or last_good is None:
             return SyncReport(fleet.revision, SyncOutcome.HALTED, reports, reason)
         self.listener(Progress(wave.name, "", "rolling-back", last_good.revision))
-        for name in wave.clusters:
+        for name in filter(self.owns, wave.clusters):
             self._apply_cluster(wave, last_good.clusters[name], last_good.revision)
         verdict = self._gate(wave, last_good, rollback=False)
-        for name in wave.clusters:
+        for name in filter(self.owns, wave.clusters):
             self._save(name, replace(self.states[name], phase=self._after_rollback(name, verdict)))
         message = f"{reason}; rolled back to {last_good.revision[:12]}: {verdict.reason}"
         return SyncReport(fleet.revision, SyncOutcome.ROLLED_BACK, reports, message)

@@ -1,0 +1,237 @@
+"""Two replicas roll one revision out over a fleet of light clusters they split through Leases.
+
+Each replica is a ``FleetRollout`` with clients of its own whose writes go through its ``Shards``
+fence, and a thread renewing its Leases; both run the same revision at the same time. Light clusters
+have no controller: the status stand-in marks each RedisCluster Ready for its generation. Who wrote
+what, and when, is read from the apiservers' audit logs, not from the replicas.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from devfleet import audit
+from devfleet import fleet as devfleet
+from devfleet.access import install_redis_crd
+from devfleet.standin import ReadyStatusStandIn
+from syncer.domain.sync_state import SyncPhase
+from syncer.engine.sync import SyncOutcome
+from syncer.kube import ClusterClient
+from syncer.rollout import plan_waves
+from syncer.status.state_store import StateStore
+from tests.integration.engine.sharded_kit import DURATION, NAMESPACE, RETRY, Replica, policy, write_repo
+
+# Starting many apiservers on a busy machine takes long: each test may take 40 minutes.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
+
+# With 20 clusters the policy's 1/10/50/100 % waves hold 1, 2, 10 and 20 clusters in total; with the
+# default 6 (what a shared 2-core machine starts in reasonable time) 1, 3 and 6 (the 10% wave is empty).
+COUNT = int(os.environ.get("SYNCER_TEST_SHARDED_CLUSTERS", "6"))
+EXPECTED = {20: [1, 2, 10, 20], 6: [1, 3, 6]}
+CLUSTERS = devfleet.cluster_names(COUNT, "w")
+HOME = CLUSTERS[0]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+@pytest.fixture(scope="module")
+def light(tmp_path_factory: pytest.TempPathFactory) -> Iterator[devfleet.Fleet]:
+    root = tmp_path_factory.mktemp("sharded") / "state"
+    # Twenty apiservers start slowly on a busy machine: allow them 20 minutes.
+    options = devfleet.UpOptions(
+        clusters=CLUSTERS, profile=devfleet.Profile.LIGHT, audit=True, timeout=1200.0
+    )
+    fleet = devfleet.up(root, options, _quiet)
+    try:
+        for name in CLUSTERS:
+            admin = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), name)
+            try:
+                install_redis_crd(admin, field_manager="syncer-tests")
+                admin.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+            finally:
+                admin.close()
+        yield fleet
+    finally:
+        assert devfleet.down(root, _quiet) == []
+
+
+def _settled(replicas: list[Replica]) -> None:
+    """Until both replicas agree on the members and hold every cluster between them."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        views = [r.shards.view for r in replicas]
+        held = [v.held for v in views]
+        if all(len(v.members) == len(replicas) for v in views) and frozenset().union(*held) == set(CLUSTERS):
+            return
+        time.sleep(RETRY)
+    raise AssertionError(f"the replicas did not settle: {[r.shards.view for r in replicas]}")
+
+
+def test_two_replicas_roll_out_in_global_waves_each_writing_only_its_own_clusters(
+    light: devfleet.Fleet, tmp_path: Path
+) -> None:
+    prefix = f"sh-{uuid.uuid4().hex[:6]}"
+    repo = write_repo(tmp_path / "repo", prefix, CLUSTERS)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    replicas = [Replica(light.kubeconfig, i, group, CLUSTERS) for i in ("replica-a", "replica-b")]
+    try:
+        _settled(replicas)
+        owners = dict(replicas[0].shards.view.assignment)
+        assert set(owners.values()) == {"replica-a", "replica-b"}
+        with ReadyStatusStandIn(light.kubeconfig, CLUSTERS):
+            threads = [r.sync(repo, "rev-1") for r in replicas]
+            for thread in threads:
+                thread.join(timeout=600)
+        reports = [r.report for r in replicas]
+        assert all(r is not None and r.outcome is SyncOutcome.APPLIED for r in reports), reports
+    finally:
+        for replica in replicas:
+            replica.close()
+    waves = plan_waves({name: {} for name in CLUSTERS}, policy())
+    cumulative = [sum(len(w.clusters) for w in waves[: i + 1]) for i in range(len(waves))]
+    assert cumulative == EXPECTED[COUNT]
+    # From the audit logs: which replica applied each cluster's RedisClusters, and when it began.
+    first: dict[str, float] = {}
+    last: dict[str, float] = {}
+    for name in CLUSTERS:
+        writes = [
+            w
+            for w in audit.writes(light, name)
+            if w.resource == "redisclusters" and w.namespace == prefix and not w.subresource
+        ]
+        writers = {w.user_agent for w in writes}
+        assert writers == {f"syncer-test/{owners[name]}"}, (name, writers)
+        first[name] = min(w.at.timestamp() for w in writes)
+        last[name] = max(w.at.timestamp() for w in writes)
+        state_writes = {
+            w.user_agent
+            for w in audit.writes(light, name)
+            if w.resource == "configmaps" and w.namespace == NAMESPACE
+        }
+        assert state_writes == {f"syncer-test/{owners[name]}"}, (name, state_writes)
+    # Waves in order, whichever replica applied them: no cluster of a wave was written before every
+    # cluster of the wave before it had been applied.
+    for earlier, later in itertools.pairwise(waves):
+        assert max(last[c] for c in earlier.clusters) < min(first[c] for c in later.clusters)
+    for name in CLUSTERS:
+        admin = ClusterClient.from_kubeconfig(str(light.kubeconfig), name)
+        try:
+            state = StateStore(admin, NAMESPACE).load().state
+        finally:
+            admin.close()
+        assert state.revision == "rev-1"
+        assert state.phase is SyncPhase.HEALTHY
+
+
+def _owner_of(fleet: devfleet.Fleet, cluster: str) -> str:
+    admin = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), cluster)
+    try:
+        lease = admin.get("coordination.k8s.io/v1", "Lease", "syncer-owner", NAMESPACE)
+        return str(lease["spec"].get("holderIdentity") or "")
+    finally:
+        admin.close()
+
+
+def _state(fleet: devfleet.Fleet, cluster: str) -> tuple[str, SyncPhase]:
+    admin = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), cluster)
+    try:
+        state = StateStore(admin, NAMESPACE).load().state
+        return state.revision, state.phase
+    finally:
+        admin.close()
+
+
+def test_killing_the_replica_that_owns_the_canary_mid_wave_hands_the_fleet_over_without_double_writes(
+    light: devfleet.Fleet, tmp_path: Path
+) -> None:
+    prefix = f"kl-{uuid.uuid4().hex[:6]}"
+    repo = write_repo(tmp_path / "repo", prefix, CLUSTERS)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    canary = plan_waves({name: {} for name in CLUSTERS}, policy())[0].clusters[0]
+    env = {**os.environ, "PYTHONPATH": str(Path.cwd())}
+    started = {
+        identity: subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.integration.engine.sharded_kit",
+                str(light.kubeconfig),
+                identity,
+                group,
+                str(repo),
+                "rev-1",
+                "30",
+                *CLUSTERS,
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for identity in ("replica-a", "replica-b")
+    }
+    try:
+        with ReadyStatusStandIn(light.kubeconfig, CLUSTERS):
+            deadline = time.monotonic() + 300
+            while _state(light, canary) != ("rev-1", SyncPhase.APPLIED):
+                assert time.monotonic() < deadline, "the canary was never applied"
+                time.sleep(0.5)
+            victim = _owner_of(light, canary)
+            assert victim in started
+            started[victim].kill()
+            started[victim].wait()
+            killed_at = time.time()
+            survivor = next(i for i in started if i != victim)
+            out, _ = started[survivor].communicate(timeout=900)
+        assert out.strip() == "applied"
+    finally:
+        for proc in started.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+    assert all(_state(light, name) == ("rev-1", SyncPhase.HEALTHY) for name in CLUSTERS)
+
+    # From the audit logs: from the rollout's first write on (before it, the replicas were settling
+    # who owns what), every cluster was written by one replica at a time (the victim's writes, if
+    # any, all come before the survivor's), and the canary changed hands within a lease duration of
+    # the kill, plus the rounds it takes to notice.
+    def ours(name: str) -> list[audit.AuditedWrite]:
+        return [
+            w
+            for w in audit.writes(light, name)
+            if w.user_agent.startswith("syncer-test/")
+            and (w.resource != "leases" or w.name == "syncer-owner")
+        ]
+
+    # Ownership epochs come from the owner Lease writes themselves: every other write to a cluster
+    # must come from the replica that wrote its owner Lease last (took or renewed it). A slow replica
+    # may lose clusters and win them back; what must never happen is a write by a non-owner.
+    for name in CLUSTERS:
+        holder = ""
+        for w in ours(name):
+            who = w.user_agent.removeprefix("syncer-test/")
+            if w.resource == "leases":
+                holder = who
+            else:
+                assert who == holder, (name, w, holder)
+    canary_writers = [w.user_agent.removeprefix("syncer-test/") for w in ours(canary)]
+    assert canary_writers[-1] == survivor
+    assert victim in canary_writers
+    taken = min(
+        w.at.timestamp()
+        for w in audit.writes(light, canary)
+        if w.user_agent == f"syncer-test/{survivor}" and (w.resource != "leases" or w.name == "syncer-owner")
+    )
+    assert taken - killed_at <= DURATION + 4 * RETRY + 5.0
