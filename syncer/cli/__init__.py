@@ -11,6 +11,7 @@ cluster is contacted.
 from __future__ import annotations
 
 import importlib
+import textwrap
 
 import click
 
@@ -69,7 +70,8 @@ class LazyGroup(click.Group):
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
         rows = [
-            (name, click.utils.make_default_short_help(short, limit)) for name, (_, short) in COMMANDS.items()
+            (name, textwrap.shorten(short, width=max(limit, 20), placeholder="..."))
+            for name, (_, short) in COMMANDS.items()
         ]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
