@@ -63,7 +63,10 @@ Layout = tuple[tuple[RedisNode, ...], ...]
 
 
 def bootstrap(
-    shards: Sequence[Sequence[RedisNode]], options: TopologyOptions = TopologyOptions()
+    shards: Sequence[Sequence[RedisNode]],
+    options: TopologyOptions = TopologyOptions(),
+    *,
+    settle: bool = True,
 ) -> TopologyReport:
     """Form the cluster: each inner sequence is one shard, ``[master, replica, ...]``.
 
@@ -74,12 +77,13 @@ def bootstrap(
     command that changed something; it is empty when the cluster was already formed. It returns
     once the cluster is healthy, every node sees each replica following its master and every
     replica's replication link is up (ROLE ``connected``), or when ``ready_timeout`` runs out -- then
-    the report says what is still pending.
+    the report says what is still pending. With ``settle`` False it does not wait and its ``errors``
+    are only commands that failed (the caller judges the shape itself).
     """
     layout = _layout(shards)
     nodes = [node for shard in layout for node in shard]
     with closing(Connections(options)) as conns:
-        run = _Bootstrap(conns, options)
+        run = Formation(conns, options)
         ids = run.node_ids(nodes)
         if ids is not None and run.meet(nodes, ids):
             views = {v.node: v for v in run.observe(nodes)}
@@ -88,7 +92,8 @@ def bootstrap(
                 masters = tuple(_shard_master(shard, views, ids) for shard in layout)
                 run.assign_slots(layout, masters, views)
                 run.replicate(layout, masters, views, ids)
-                return run.settle(layout, masters, ids)
+                if settle:
+                    return run.settle(layout, masters, ids)
         report = judge(run.observe(nodes), len(layout), run.errors)
         return _with_actions(report, run.actions)
 
@@ -102,10 +107,43 @@ def inspect(
     if expected_shards < 1:
         raise ValueError("expected_shards must be at least 1")
     with closing(Connections(options)) as conns:
-        return judge([observe(conns, node) for node in nodes], expected_shards)
+        views = [observe(conns, node) for node in nodes]
+        return judge(views, expected_shards, replication=replication_problems(conns, views))
 
 
-class _Bootstrap:
+def replication_problems(conns: Connections, views: Sequence[NodeView]) -> list[str]:
+    """Replicas whose link is not up, or whose ROLE names another master than the cluster says."""
+    addresses = {e.node_id: e.address for v in views for e in v.entries if e.address}
+    problems: list[str] = []
+    for view in views:
+        me = view.myself
+        if me is None or not me.is_replica or view.error:
+            continue
+        try:
+            role = conns.call(view.node, "ROLE")
+        except TopologyError as err:
+            problems.append(str(err))
+            continue
+        state = replication_state(role)
+        if state != "connected":
+            problems.append(f"{view.node} is not in sync with its master (link {state})")
+            continue
+        following = _role_master(role)
+        expected = addresses.get(me.master_id, "")
+        if expected and following and following != expected:
+            problems.append(f"{view.node} replicates {following} but the cluster says it follows {expected}")
+    return problems
+
+
+def _role_master(role: object) -> str:
+    if isinstance(role, list | tuple) and len(role) >= 3:
+        host, port = role[1], role[2]
+        host = host.decode() if isinstance(host, bytes) else str(host)
+        return f"{host}:{port}"
+    return ""
+
+
+class Formation:
     """The state of one ``bootstrap`` run: connections, errors met and actions taken."""
 
     def __init__(self, conns: Connections, options: TopologyOptions) -> None:
@@ -167,18 +205,39 @@ class _Bootstrap:
     def assign_slots(
         self, layout: Layout, masters: Sequence[RedisNode], views: dict[RedisNode, NodeView]
     ) -> None:
-        """Give each shard's master the slots of its range that no node serves yet."""
+        """Give each shard's master the slots of its range that no node serves yet.
+
+        Only while no node holds a key: slots that lost their master in a cluster with data are
+        reported, never handed to an empty master (their keys would be gone without a word).
+        """
         served: set[int] = set()
         for view in views.values():
             for entry in view.entries:
                 for r in entry.slots:
                     served.update(range(r.start, r.end + 1))
+        if len(served) == SLOT_COUNT:
+            return
+        holding = [node for node in views if self._keys(node)]
+        if holding:
+            self.errors.append(
+                f"{SLOT_COUNT - len(served)} slot(s) have no master while {holding[0]} holds keys: "
+                "not assigning them to an empty master"
+            )
+            return
         batch = self.options.slot_batch
         for master, wanted in zip(masters, split_slots(len(layout)), strict=True):
             missing = ranges_of(s for s in range(wanted.start, wanted.end + 1) if s not in served)
             for first in range(0, len(missing), batch):
                 bounds = [b for r in missing[first : first + batch] for b in (r.start, r.end)]
                 self.change(master, "CLUSTER", "ADDSLOTSRANGE", *bounds)
+
+    def _keys(self, node: RedisNode) -> int:
+        try:
+            reply = self.conns.call(node, "DBSIZE")
+        except TopologyError as err:
+            self.errors.append(str(err))
+            return 1
+        return int(reply) if isinstance(reply, int) else 1
 
     def replicate(
         self,
@@ -274,7 +333,13 @@ def _ip_of(node: RedisNode) -> str:
 def _shard_master(
     shard: Sequence[RedisNode], views: dict[RedisNode, NodeView], ids: dict[RedisNode, str]
 ) -> RedisNode:
-    """The listed master, unless it now follows another member that is a master (a failover)."""
+    """The member that serves slots; else the listed master, unless it now follows another member
+    that is a master (a failover). A member that came back empty is never preferred to one with
+    slots, so it is made a replica and resyncs instead of taking over as an empty master."""
+    for node in shard:
+        me = views[node].myself
+        if me is not None and me.is_master and me.slots:
+            return node
     listed = views[shard[0]].myself
     if listed is not None and listed.is_replica:
         for other in shard[1:]:

@@ -7,6 +7,9 @@ change the cluster on its own or retry behind the caller's back.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
@@ -21,6 +24,7 @@ class Connections:
     def __init__(self, options: TopologyOptions) -> None:
         self._options = options
         self._clients: dict[RedisNode, redis.Redis] = {}
+        self._raw: dict[RedisNode, redis.Redis] = {}
 
     def run(self, node: RedisNode, *args: str | int) -> str:
         """Run one command whose reply is text; failures become ``TopologyError``."""
@@ -34,9 +38,28 @@ class Connections:
     def call(self, node: RedisNode, *args: str | int) -> object:
         """Run one command and return redis-py's reply as is; failures become ``TopologyError``."""
         command = " ".join(str(a) for a in args)
-        try:
+        with self._translated(node, command):
             # redis-py leaves execute_command unannotated; callers check the reply's shape.
             reply: object = self._client(node).execute_command(*args)  # type: ignore[no-untyped-call]
+        return reply
+
+    def pipeline(self, node: RedisNode, commands: Sequence[Sequence[str | int | bytes]]) -> list[object]:
+        """Send ``commands`` in one round trip on the node's binary-safe connection (keys stay bytes).
+
+        Every reply is returned in order; an error reply of any command becomes ``TopologyError``.
+        """
+        label = " + ".join(str(c[0]) for c in commands)
+        with self._translated(node, label):
+            pipe = self._client(node, raw=True).pipeline(transaction=False)
+            for command in commands:
+                pipe.execute_command(*command)  # type: ignore[no-untyped-call]
+            replies: list[object] = pipe.execute()
+        return replies
+
+    @contextmanager
+    def _translated(self, node: RedisNode, command: str) -> Iterator[None]:
+        try:
+            yield
         except redis.AuthenticationError as err:
             raise TopologyError(str(node), f"authentication failed: {err}") from err
         except redis.ConnectionError as err:
@@ -46,10 +69,10 @@ class Connections:
             raise TopologyError(str(node), message, unreachable=True) from err
         except redis.RedisError as err:
             raise TopologyError(str(node), f"{command}: {err}") from err
-        return reply
 
-    def _client(self, node: RedisNode) -> redis.Redis:
-        client = self._clients.get(node)
+    def _client(self, node: RedisNode, raw: bool = False) -> redis.Redis:
+        pool = self._raw if raw else self._clients
+        client = pool.get(node)
         if client is None:
             opts = self._options
             client = redis.Redis(
@@ -60,16 +83,18 @@ class Connections:
                 socket_timeout=opts.timeout,
                 socket_connect_timeout=opts.timeout,
                 retry=Retry(NoBackoff(), 0),
-                decode_responses=True,
+                decode_responses=not raw,
                 single_connection_client=True,
+                **opts.tls_arguments(),
             )
-            self._clients[node] = client
+            pool[node] = client
         return client
 
     def close(self) -> None:
-        for client in self._clients.values():
+        for client in [*self._clients.values(), *self._raw.values()]:
             client.close()
         self._clients.clear()
+        self._raw.clear()
 
 
 def observe(conns: Connections, node: RedisNode) -> NodeView:

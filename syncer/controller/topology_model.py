@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from syncer.controller.topology_parse import SLOT_COUNT, ClusterInfo, ClusterNodeEntry, SlotRange
 from syncer.errors import SyncerError
@@ -44,7 +45,12 @@ class TopologyOptions:
     ``timeout`` bounds every single network call (connect and read, seconds). ``meet_timeout`` bounds
     the wait for gossip to spread after CLUSTER MEET; ``ready_timeout`` bounds the wait for
     ``cluster_state:ok`` at the end of ``bootstrap`` (0 looks once and does not wait).
-    ``slot_batch`` is the most slot ranges sent in one CLUSTER ADDSLOTSRANGE.
+    ``slot_batch`` is the most slot ranges sent in one CLUSTER ADDSLOTSRANGE. ``migrate_batch`` is
+    the most keys one MIGRATE moves (the source blocks while it serialises them), ``migrate_timeout``
+    its I/O timeout in milliseconds; ``slot_group`` slots move together (one round trip per step).
+    ``failover_timeout`` bounds the wait for a CLUSTER FAILOVER.
+    ``tls_ca``, ``tls_cert`` and ``tls_key`` are files: with ``tls_ca`` set every connection uses TLS
+    (the server certificate is checked against the CA, not against the pod IP).
     """
 
     timeout: float = 5.0
@@ -54,6 +60,25 @@ class TopologyOptions:
     ready_timeout: float = 30.0
     poll_interval: float = 0.1
     slot_batch: int = 256
+    migrate_batch: int = 500
+    slot_group: int = 64
+    migrate_timeout: int = 10000
+    failover_timeout: float = 30.0
+    tls_ca: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+
+    def tls_arguments(self) -> dict[str, Any]:
+        """redis-py connection arguments for TLS, empty without ``tls_ca``."""
+        if not self.tls_ca:
+            return {}
+        return {
+            "ssl": True,
+            "ssl_ca_certs": self.tls_ca,
+            "ssl_certfile": self.tls_cert,
+            "ssl_keyfile": self.tls_key,
+            "ssl_check_hostname": False,
+        }
 
     def __post_init__(self) -> None:
         if self.timeout <= 0:
@@ -62,8 +87,8 @@ class TopologyOptions:
             raise ValueError("meet_timeout and ready_timeout must not be negative")
         if self.poll_interval <= 0:
             raise ValueError("poll_interval must be positive")
-        if self.slot_batch < 1:
-            raise ValueError("slot_batch must be at least 1")
+        if min(self.slot_batch, self.migrate_batch, self.slot_group) < 1:
+            raise ValueError("slot_batch, migrate_batch and slot_group must be at least 1")
 
 
 @dataclass(frozen=True)
@@ -116,6 +141,25 @@ class TopologyReport:
     masters: tuple[ShardReport, ...] = ()
     expected_shards: int = 0
     actions: tuple[str, ...] = ()
+    open_slots: tuple[int, ...] = ()
+    ghost_nodes: tuple[str, ...] = ()
+    replication_problems: tuple[str, ...] = ()
+
+    @property
+    def reason(self) -> str:
+        """One CamelCase word for a status condition: the most serious thing wrong, or Healthy."""
+        if self.healthy:
+            return "Healthy"
+        checks = (
+            (self.cluster_state not in ("ok", "unknown"), "ClusterStateFail"),
+            (bool(self.unreachable), "NodesUnreachable"),
+            (self.slots_covered < SLOT_COUNT and self.cluster_state != "unknown", "SlotsUncovered"),
+            (bool(self.failed_nodes), "NodesFailed"),
+            (bool(self.open_slots), "SlotsOpen"),
+            (bool(self.ghost_nodes), "GhostNodes"),
+            (bool(self.replication_problems), "ReplicationBroken"),
+        )
+        return next((reason for found, reason in checks if found), "TopologyUnhealthy")
 
     @property
     def masters_with_slots(self) -> tuple[ShardReport, ...]:
@@ -143,18 +187,31 @@ class TopologyReport:
             parts.append(f"failed: {', '.join(self.failed_nodes)}")
         if self.unreachable:
             parts.append(f"unreachable: {', '.join(self.unreachable)}")
+        if self.open_slots:
+            more = f" (and {len(self.open_slots) - 5} more)" if len(self.open_slots) > 5 else ""
+            parts.append(f"open slots: {', '.join(map(str, self.open_slots[:5]))}{more}")
+        if self.ghost_nodes:
+            parts.append(f"ghost nodes: {', '.join(self.ghost_nodes)}")
+        if self.replication_problems:
+            parts.append(f"replication: {'; '.join(self.replication_problems)}")
         if self.errors:
             more = f" (and {len(self.errors) - 1} more)" if len(self.errors) > 1 else ""
             parts.append(f"error: {self.errors[0]}{more}")
         return "; ".join(parts)
 
 
-def judge(views: Sequence[NodeView], expected_shards: int, errors: Sequence[str] = ()) -> TopologyReport:
-    """Judge what the nodes told us.
+def judge(
+    views: Sequence[NodeView],
+    expected_shards: int,
+    errors: Sequence[str] = (),
+    replication: Sequence[str] = (),
+) -> TopologyReport:
+    """Judge what the nodes told us (and ``replication``: problems found in the replicas' ROLE).
 
     Healthy only if every readable node says ``cluster_state:ok``, the reference view covers all
     16384 slots with masters nobody flags failed, exactly ``expected_shards`` masters serve slots,
-    no node is flagged ``fail``/``fail?`` or unreachable, and nothing went wrong on the way.
+    no node is flagged ``fail``/``fail?``, ``noaddr`` or handshake, none is unreachable, no slot is
+    open (migrating or importing), every replication link is up, and nothing went wrong on the way.
     """
     problems = list(dict.fromkeys([*errors, *(v.error for v in views if v.error)]))
     unreachable = tuple(str(v.node) for v in views if v.unreachable)
@@ -173,6 +230,12 @@ def judge(views: Sequence[NodeView], expected_shards: int, errors: Sequence[str]
     problems.extend(_membership_problems(readable, reference))
     masters, covered = _shards(reference, failed)
     problems.extend(_stray_replicas(reference))
+    open_slots = sorted(
+        {slot for v in readable if (me := v.myself) is not None for slot, _ in (*me.migrating, *me.importing)}
+    )
+    ghosts = sorted(
+        {e.name for v in readable for e in v.entries if e.flags & {"noaddr", "handshake"}} - failed
+    )
     states = [v.info.state for v in readable if v.info is not None]
     state = "ok" if all(s == "ok" for s in states) else next(s for s in states if s != "ok")
     report = TopologyReport(
@@ -185,6 +248,9 @@ def judge(views: Sequence[NodeView], expected_shards: int, errors: Sequence[str]
         unreachable=unreachable,
         masters=masters,
         expected_shards=expected_shards,
+        open_slots=tuple(open_slots),
+        ghost_nodes=tuple(ghosts),
+        replication_problems=tuple(replication),
     )
     healthy = (
         state == "ok"
@@ -193,6 +259,9 @@ def judge(views: Sequence[NodeView], expected_shards: int, errors: Sequence[str]
         and not failed
         and not unreachable
         and not problems
+        and not open_slots
+        and not ghosts
+        and not replication
     )
     return replace(report, healthy=healthy)
 

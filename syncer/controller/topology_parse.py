@@ -70,6 +70,9 @@ class ClusterNodeEntry:
     link_state: str
     slots: tuple[SlotRange, ...] = ()
     hostname: str = ""
+    # Open slots, only on the line flagged myself: (slot, node id) migrating to / importing from.
+    migrating: tuple[tuple[int, str], ...] = ()
+    importing: tuple[tuple[int, str], ...] = ()
 
     @property
     def name(self) -> str:
@@ -97,6 +100,12 @@ class ClusterNodeEntry:
         return "fail?" in self.flags
 
     @property
+    def is_ghost(self) -> bool:
+        """An entry that no longer stands for a working member: failed, address unknown, or stuck
+        in handshake."""
+        return bool(self.flags & {"fail", "noaddr", "handshake"})
+
+    @property
     def is_known(self) -> bool:
         """A settled member: handshake finished and an address known."""
         return not self.flags & {"handshake", "noaddr"}
@@ -109,7 +118,8 @@ class ClusterNodeEntry:
 def parse_cluster_nodes(text: str) -> tuple[ClusterNodeEntry, ...]:
     """Parse the text reply of CLUSTER NODES (Redis 7: ``ip:port@cport[,hostname]``).
 
-    Slot migration markers (``[slot->-id]``, ``[slot-<-id]``) are not ownership and are skipped.
+    Slot migration markers (``[slot->-id]``, ``[slot-<-id]``) are not ownership: they go into
+    ``migrating`` and ``importing``.
     Raises ``ValueError`` naming the line when a line does not have the documented shape.
     """
     entries: list[ClusterNodeEntry] = []
@@ -127,6 +137,7 @@ def parse_cluster_nodes(text: str) -> tuple[ClusterNodeEntry, ...]:
             addr = ""
         try:
             slots = tuple(_parse_slot(token) for token in parts[8:] if not token.startswith("["))
+            migrating, importing = _open_slots(t for t in parts[8:] if t.startswith("["))
             config_epoch = int(epoch)
         except ValueError as err:
             raise ValueError(f"CLUSTER NODES line is malformed ({err}): {line!r}") from err
@@ -140,9 +151,26 @@ def parse_cluster_nodes(text: str) -> tuple[ClusterNodeEntry, ...]:
                 link_state=link,
                 slots=slots,
                 hostname=hostname,
+                migrating=migrating,
+                importing=importing,
             )
         )
     return tuple(entries)
+
+
+def _open_slots(tokens: Iterable[str]) -> tuple[tuple[tuple[int, str], ...], tuple[tuple[int, str], ...]]:
+    migrating: list[tuple[int, str]] = []
+    importing: list[tuple[int, str]] = []
+    for token in tokens:
+        body = token.strip("[]")
+        for marker, into in (("->-", migrating), ("-<-", importing)):
+            slot, sep, node = body.partition(marker)
+            if sep:
+                into.append((int(slot), node))
+                break
+        else:
+            raise ValueError(f"unknown slot marker {token!r}")
+    return tuple(migrating), tuple(importing)
 
 
 def _parse_slot(token: str) -> SlotRange:

@@ -157,6 +157,24 @@ class RedisServers:
         path = self.root / f"redis-{node.host}-{node.port}.log"
         return path.read_text(errors="replace")[-2000:] if path.exists() else "(no log)"
 
+    def restart(self, node: RedisNode, *, fresh: bool = False) -> None:
+        """Start a killed server again on its address; ``fresh`` drops its nodes.conf, as a pod
+        whose data directory was not kept would come back (a new node id, no cluster)."""
+        process = self.processes[node]
+        if process.poll() is None:
+            self.kill(node)
+        if fresh:
+            (self.root / f"nodes-{node.host}-{node.port}.conf").unlink(missing_ok=True)
+        self.processes[node] = self._spawn(redis_server_binary(), node)
+        self._wait_ready(node)
+
+    def pause(self, node: RedisNode) -> None:
+        """SIGSTOP: the server hangs with its sockets open."""
+        self.processes[node].send_signal(signal.SIGSTOP)
+
+    def resume(self, node: RedisNode) -> None:
+        self.processes[node].send_signal(signal.SIGCONT)
+
     def kill(self, node: RedisNode) -> None:
         """SIGKILL one server, as a crash would, and reap it."""
         process = self.processes[node]
@@ -167,6 +185,7 @@ class RedisServers:
         """Stop every server; return the pids that are still alive afterwards."""
         for process in self.processes.values():
             if process.poll() is None:
+                process.send_signal(signal.SIGCONT)
                 process.send_signal(signal.SIGKILL)
         alive: list[int] = []
         for process in self.processes.values():

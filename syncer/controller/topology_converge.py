@@ -1,0 +1,285 @@
+"""One pass that brings a Redis Cluster to the shape a RedisCluster asks for, without losing a key.
+
+``converge(layout, departing, options)`` runs, in this order, only what is needed:
+
+1. closes slots a crash left open (``--cluster fix`` style: finish a migration whose target
+   answers, roll back an import nothing was moved for);
+2. forgets ghost entries (failed, ``noaddr`` or handshake entries that serve no slot and are no
+   current pod's node, e.g. a pod that came back on another pod's former IP);
+3. fails masters that are leaving over to a kept replica of their own;
+4. forms the kept shards (``topology.Formation``: meet, replicate; slots only for a fresh cluster);
+5. rebalances: departing masters give all their slots, kept masters end within one slot of even;
+6. detaches (CLUSTER RESET SOFT) and forgets the departing nodes once they serve nothing.
+
+Each step is idempotent; a pass interrupted anywhere is completed by the next one. ``departed`` says
+the departing pods may now be deleted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from contextlib import closing
+from dataclasses import dataclass, field
+
+from syncer.controller import topology
+from syncer.controller.topology_client import Connections, observe
+from syncer.controller.topology_model import NodeView, RedisNode, TopologyOptions, TopologyReport
+from syncer.controller.topology_plan import OpenSlot, balanced, fix_open_slot, plan_rebalance
+from syncer.controller.topology_reshard import Resharder
+
+
+@dataclass(frozen=True)
+class ConvergeReport:
+    """The cluster after one pass: the verdict, whether the departing pods may go, what happened.
+
+    ``events`` are (reason, message) pairs for Kubernetes Events; ``problems`` are why a step could not
+    be done (the caller decides whether that stalls).
+    """
+
+    report: TopologyReport
+    departed: bool
+    events: tuple[tuple[str, str], ...] = ()
+    problems: tuple[str, ...] = ()
+    keys_moved: int = 0
+
+
+@dataclass
+class _Pass:
+    conns: Connections
+    options: TopologyOptions
+    events: list[tuple[str, str]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    keys_moved: int = 0
+
+    def views(self, nodes: Sequence[RedisNode]) -> dict[RedisNode, NodeView]:
+        return {node: observe(self.conns, node) for node in nodes}
+
+    def resharder(self, views: dict[RedisNode, NodeView]) -> Resharder:
+        masters = {
+            me.node_id: node
+            for node, view in views.items()
+            if (me := view.myself) is not None and me.is_master and not view.error
+        }
+        return Resharder(self.conns, self.options, masters)
+
+    def finish(self, resharder: Resharder) -> None:
+        self.problems.extend(resharder.errors)
+        self.keys_moved += resharder.keys_moved
+
+
+def converge(
+    layout: Sequence[Sequence[RedisNode]],
+    departing: Sequence[RedisNode] = (),
+    options: TopologyOptions = TopologyOptions(),
+) -> ConvergeReport:
+    """One converging pass over ``layout`` (per kept shard ``[pod 0, pod 1, ...]``) and ``departing``."""
+    kept = [node for shard in layout for node in shard]
+    everyone = [*kept, *departing]
+    with closing(Connections(options)) as conns:
+        run = _Pass(conns, options)
+        views = run.views(everyone)
+        down = [v for v in views.values() if v.error]
+        if down:
+            # Nothing changes while a node does not answer: the verdict says which.
+            report = topology.judge(list(views.values()), len(layout))
+            return ConvergeReport(report, False, problems=tuple(v.error for v in down))
+        _close_open_slots(run, views)
+        _forget_ghosts(run, run.views(everyone), kept)
+        _hand_over(run, run.views(everyone), layout, departing)
+        formed = topology.bootstrap(layout, options, settle=False)
+        run.problems.extend(formed.errors)
+        if formed.actions:
+            run.events.append(("TopologyRepaired", f"{len(formed.actions)} command(s): {formed.actions[0]}"))
+        departed = False
+        if not formed.errors and _settled(run, kept):
+            views = run.views(everyone)
+            if _rebalance(run, views, layout, departing):
+                departed = _detach(run, run.views(everyone), kept, departing)
+        report = (
+            topology.bootstrap(layout, options)
+            if not run.problems
+            else topology.inspect(kept, len(layout), options)
+        )
+        return ConvergeReport(report, departed, tuple(run.events), tuple(run.problems), run.keys_moved)
+
+
+def _settled(run: _Pass, nodes: Sequence[RedisNode]) -> bool:
+    """Wait (up to ``ready_timeout``) until every node says ``cluster_state:ok``: a node that just
+    joined answers CLUSTERDOWN to a MIGRATE until it has taken the slot map in."""
+    deadline = time.monotonic() + run.options.ready_timeout
+    while True:
+        views = run.views(nodes)
+        waiting = [str(n) for n, v in views.items() if v.info is None or v.info.state != "ok"]
+        if not waiting:
+            return True
+        if time.monotonic() >= deadline:
+            run.problems.append(f"waiting for {waiting[0]} to say cluster_state ok before moving slots")
+            return False
+        time.sleep(run.options.poll_interval)
+
+
+def _reference(views: dict[RedisNode, NodeView]) -> NodeView:
+    readable = [v for v in views.values() if v.info is not None]
+    return max(readable, key=lambda v: v.info.current_epoch if v.info is not None else -1)
+
+
+def _close_open_slots(run: _Pass, views: dict[RedisNode, NodeView]) -> None:
+    opened: dict[int, tuple[list[tuple[str, str]], list[tuple[str, str]]]] = {}
+    for view in views.values():
+        me = view.myself
+        if me is None:
+            continue
+        for slot, to in me.migrating:
+            opened.setdefault(slot, ([], []))[0].append((me.node_id, to))
+        for slot, source in me.importing:
+            opened.setdefault(slot, ([], []))[1].append((me.node_id, source))
+    if not opened:
+        return
+    owners = {
+        slot: entry.node_id
+        for entry in _reference(views).entries
+        for r in entry.slots
+        for slot in range(r.start, r.end + 1)
+        if slot in opened
+    }
+    resharder = run.resharder(views)
+    closed = 0
+    for slot, (migrating, importing) in sorted(opened.items()):
+        open_slot = OpenSlot(slot, owners.get(slot, ""), tuple(migrating), tuple(importing))
+        keys = resharder.count_keys(slot)
+        try:
+            fix = fix_open_slot(open_slot, keys, set(resharder.masters))
+        except ValueError as err:
+            run.problems.append(str(err))
+            continue
+        closed += resharder.close_open_slot(fix, keys)
+    run.finish(resharder)
+    if closed:
+        message = f"closed {closed} open slot(s) left by an interrupted migration"
+        run.events.append(("OpenSlotsFixed", message))
+
+
+def _forget_ghosts(run: _Pass, views: dict[RedisNode, NodeView], kept: Sequence[RedisNode]) -> None:
+    """Forget entries that stand for no pod: failed/noaddr/handshake, no slots, not a pod's id."""
+    current = {me.node_id for v in views.values() if (me := v.myself) is not None}
+    ghosts = {
+        entry.node_id: entry.name
+        for view in views.values()
+        for entry in view.entries
+        if entry.is_ghost and not entry.slots and entry.node_id not in current
+    }
+    if not ghosts:
+        return
+    resharder = run.resharder(views)
+    gone = [name for node_id, name in ghosts.items() if resharder.forget(node_id, kept)]
+    run.finish(resharder)
+    if gone:
+        message = f"forgot {len(gone)} stale node entry(ies): {', '.join(gone)}"
+        run.events.append(("GhostNodesForgotten", message))
+
+
+def _ids(views: dict[RedisNode, NodeView]) -> dict[RedisNode, str]:
+    return {node: me.node_id for node, view in views.items() if (me := view.myself) is not None}
+
+
+def _shard_masters(views: dict[RedisNode, NodeView], layout: Sequence[Sequence[RedisNode]]) -> list[str]:
+    """The id of each kept shard's master: the member that is a master."""
+    found: list[str] = []
+    for shard in layout:
+        masters = [me for n in shard if (me := views[n].myself) is not None and me.is_master]
+        masters.sort(key=lambda me: -me.slot_count)
+        found.append(masters[0].node_id if masters else "")
+    return found
+
+
+def _hand_over(
+    run: _Pass,
+    views: dict[RedisNode, NodeView],
+    layout: Sequence[Sequence[RedisNode]],
+    departing: Sequence[RedisNode],
+) -> None:
+    """A departing master with a kept replica of its own fails over to it (replicas scaled down)."""
+    ids = _ids(views)
+    kept_replicas = {
+        me.master_id: node
+        for shard in layout
+        for node in shard
+        if (me := views[node].myself) is not None and me.is_replica
+    }
+    resharder = run.resharder(views)
+    for node in departing:
+        me = views[node].myself
+        if me is None or not me.is_master or not me.slots or ids[node] not in kept_replicas:
+            continue
+        heir = kept_replicas[ids[node]]
+        if resharder.failover(heir):
+            run.events.append(("MasterFailedOver", f"{node} is leaving: its replica {heir} took over"))
+    run.finish(resharder)
+
+
+def _rebalance(
+    run: _Pass,
+    views: dict[RedisNode, NodeView],
+    layout: Sequence[Sequence[RedisNode]],
+    departing: Sequence[RedisNode],
+) -> bool:
+    """Move slots until kept masters are even and departing ones hold none; True when that holds."""
+    keep = _shard_masters(views, layout)
+    if "" in keep:
+        run.problems.append("a kept shard has no master yet: slots are not moved")
+        return False
+    owned: dict[str, list[int]] = {}
+    for entry in _reference(views).entries:
+        if entry.is_master and entry.slots:
+            owned[entry.node_id] = [s for r in entry.slots for s in range(r.start, r.end + 1)]
+    if balanced(owned, keep):
+        return True
+    resharder = run.resharder(views)
+    missing = [m for m in owned if m not in resharder.masters]
+    if missing:
+        run.problems.append(f"master {missing[0]} serves slots but does not answer: slots are not moved")
+        return False
+    moves = plan_rebalance(owned, keep)
+    leaving = {node_id for node, node_id in _ids(views).items() if node in departing}
+    done = resharder.move_all(moves)
+    run.finish(resharder)
+    if done:
+        drained = "departing masters drained, " if leaving & set(owned) else ""
+        message = f"{drained}moved {done} slot(s) with {resharder.keys_moved} key(s) by live migration"
+        run.events.append(("SlotsMigrated", message))
+    return done == len(moves) and not resharder.errors
+
+
+def _detach(
+    run: _Pass,
+    views: dict[RedisNode, NodeView],
+    kept: Sequence[RedisNode],
+    departing: Sequence[RedisNode],
+) -> bool:
+    """RESET SOFT every departing node that still belongs to the cluster, then forget it everywhere."""
+    if not departing:
+        return True
+    resharder = run.resharder(views)
+    known = {e.node_id for node in kept for e in views[node].entries}
+    ok = True
+    forgotten: list[str] = []
+    for node in departing:
+        me = views[node].myself
+        if me is None:
+            ok = False
+            continue
+        if me.node_id not in known:
+            continue
+        if me.is_master and me.slots:
+            run.problems.append(f"{node} is leaving but still serves {me.slot_count} slot(s)")
+            ok = False
+            continue
+        if resharder.detach(node) and resharder.forget(me.node_id, kept):
+            forgotten.append(str(node))
+        else:
+            ok = False
+    run.finish(resharder)
+    if forgotten:
+        run.events.append(("NodesForgotten", f"removed {', '.join(forgotten)} from the cluster"))
+    return ok

@@ -1,0 +1,262 @@
+"""Live changes to a formed Redis Cluster through redis-py: move slots with their keys, close open
+slots, fail a master over, detach and forget nodes.
+
+A slot moves the way ``redis-cli --cluster reshard`` moves it: CLUSTER SETSLOT IMPORTING on the
+target, SETSLOT MIGRATING on the source, then the keys in MIGRATE batches (``KEYS`` form, each
+batch sent together with the next CLUSTER GETKEYSINSLOT in one round trip, keys kept as bytes),
+then SETSLOT NODE on the target, the source and every other master. Every step can be interrupted:
+``close_open_slot`` finishes or rolls back what a crash left open. MIGRATE never uses REPLACE: a key
+is on exactly one side during a migration, so a BUSYKEY reply means something else wrote it and the
+move stops with an error instead of overwriting.
+
+Must not: delete keys, forget a node that still serves slots, or fail over without the master's
+agreement (no FORCE/TAKEOVER); every wait has a deadline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+
+from syncer.controller.topology_client import Connections
+from syncer.controller.topology_model import RedisNode, TopologyError, TopologyOptions
+from syncer.controller.topology_parse import replication_state
+from syncer.controller.topology_plan import Move, SlotFix
+
+
+class Resharder:
+    """Commands that change a formed cluster; ``actions`` records each change, ``errors`` each failure.
+
+    ``masters`` maps the id of every master that answers to its address.
+    """
+
+    def __init__(
+        self, conns: Connections, options: TopologyOptions, masters: Mapping[str, RedisNode]
+    ) -> None:
+        self.conns = conns
+        self.options = options
+        self.masters = dict(masters)
+        self.actions: list[str] = []
+        self.errors: list[str] = []
+        self.keys_moved = 0
+
+    def _run(self, node: RedisNode, *args: str | int) -> None:
+        self.conns.run(node, *args)
+        self.actions.append(f"{node}: {' '.join(str(a) for a in args)}")
+
+    # -- slots -----------------------------------------------------------------------------------
+
+    def move_group(self, source_id: str, target_id: str, slots: Sequence[int]) -> bool:
+        """Move ``slots`` (all from one source to one target) with their keys; False on failure.
+
+        Each step is one pipelined round trip per node for the whole group: IMPORTING on the target,
+        MIGRATING (with the first key listing) on the source, the keys, then SETSLOT NODE on the
+        target, the source and the other masters.
+        """
+        source, target = self.masters[source_id], self.masters[target_id]
+        try:
+            self._each(target, [("CLUSTER", "SETSLOT", s, "IMPORTING", source_id) for s in slots])
+            opened = self.conns.pipeline(
+                source,
+                [
+                    *(("CLUSTER", "SETSLOT", s, "MIGRATING", target_id) for s in slots),
+                    *(self._listing(s) for s in slots),
+                ],
+            )
+            pending = {s: _keys(reply) for s, reply in zip(slots, opened[len(slots) :], strict=True)}
+            self.keys_moved += self._migrate(source, target, pending)
+            self.bind(slots, target_id, first=(source,))
+        except TopologyError as err:
+            self.errors.append(f"moving slots {slots[0]}-{slots[-1]} from {source} to {target}: {err}")
+            return False
+        return True
+
+    def move_all(self, moves: Sequence[Move], stop: Callable[[], bool] = lambda: False) -> int:
+        """Move slots in order, in groups of ``slot_group`` per source and target, until a group fails
+        or ``stop`` says so; the number of slots moved."""
+        done = 0
+        for (source, target), group in _groups(moves, self.options.slot_group):
+            if stop() or not self.move_group(source, target, group):
+                break
+            done += len(group)
+        if done:
+            self.actions.append(f"moved {done} slot(s) and {self.keys_moved} key(s)")
+        return done
+
+    def _each(self, node: RedisNode, commands: Sequence[Sequence[str | int]]) -> None:
+        if commands:
+            self.conns.pipeline(node, commands)
+
+    def _listing(self, slot: int) -> tuple[str, str, int, int]:
+        return ("CLUSTER", "GETKEYSINSLOT", slot, self.options.migrate_batch)
+
+    def migrate_keys(self, source: RedisNode, target: RedisNode, slot: int) -> int:
+        """MIGRATE every key of ``slot`` from ``source`` to ``target``; the count moved."""
+        first = _keys(self.conns.pipeline(source, [self._listing(slot)])[0])
+        return self._migrate(source, target, {slot: first})
+
+    def _migrate(self, source: RedisNode, target: RedisNode, pending: dict[int, list[bytes]]) -> int:
+        """MIGRATE the listed keys of several slots until no slot has a key left.
+
+        MIGRATE takes keys of one slot, so each round pipelines one MIGRATE per slot (at most
+        ``migrate_batch`` keys in the round, so the source is never blocked long) followed by the
+        next listing of each slot it touched.
+        """
+        pending = {slot: keys for slot, keys in pending.items() if keys}
+        moved = 0
+        while pending:
+            touched: list[int] = []
+            total = 0
+            for slot, keys in pending.items():
+                if touched and total + len(keys) > self.options.migrate_batch:
+                    break
+                touched.append(slot)
+                total += len(keys)
+            migrates = [self._migrate_command(target, pending[slot]) for slot in touched]
+            replies = self.conns.pipeline(source, [*migrates, *(self._listing(s) for s in touched)])
+            moved += total
+            for slot, reply in zip(touched, replies[len(touched) :], strict=True):
+                following = _keys(reply)
+                if following and following[0] in pending[slot]:
+                    raise TopologyError(str(source), f"MIGRATE of slot {slot} to {target} moved nothing")
+                if following:
+                    pending[slot] = following
+                else:
+                    del pending[slot]
+        return moved
+
+    def _migrate_command(self, target: RedisNode, keys: Sequence[bytes]) -> list[str | int | bytes]:
+        return [
+            "MIGRATE", target.host, target.port, "", 0, self.options.migrate_timeout,
+            *self._auth(), "KEYS", *keys,
+        ]  # fmt: skip
+
+    def _auth(self) -> list[str]:
+        opts = self.options
+        if opts.password is None:
+            return []
+        if opts.username:
+            return ["AUTH2", opts.username, opts.password]
+        return ["AUTH", opts.password]
+
+    def bind(self, slots: Sequence[int], owner: str, first: Iterable[RedisNode] = ()) -> None:
+        """SETSLOT NODE ``owner`` for ``slots`` on the owner, then on ``first``, then on the other
+        masters (one pipelined round trip per node).
+
+        The owner and ``first`` must accept it. Another master that refuses (one that just turned
+        replica after giving away its last slot) or does not answer learns the owner from gossip:
+        the owner's config epoch was bumped.
+        """
+        target = self.masters[owner]
+        order = [target, *[n for n in first if n != target]]
+        commands = [("CLUSTER", "SETSLOT", s, "NODE", owner) for s in slots]
+        self._each(target, commands)
+        for node in order[1:]:
+            try:
+                self._each(node, commands)
+            except TopologyError as err:
+                # A source that gave its last slot away learns it from the owner's gossip and turns
+                # replica of it (replica migration): it holds nothing of these slots any more.
+                if "only with masters" not in str(err):
+                    raise
+        for node in self.masters.values():
+            if node not in order:
+                with contextlib.suppress(TopologyError):
+                    self._each(node, commands)
+
+    def count_keys(self, slot: int) -> dict[str, int]:
+        """Keys of ``slot`` on every master that answers."""
+        found: dict[str, int] = {}
+        for node_id, node in self.masters.items():
+            try:
+                reply = self.conns.call(node, "CLUSTER", "COUNTKEYSINSLOT", slot)
+            except TopologyError:
+                continue
+            found[node_id] = int(reply) if isinstance(reply, int | str) else 0
+        return found
+
+    def close_open_slot(self, fix: SlotFix, keys: Mapping[str, int]) -> bool:
+        """Carry out ``fix``: move stray keys to the target and bind the slot there, or roll back."""
+        try:
+            if fix.rollback:
+                for node in self.masters.values():
+                    self.conns.run(node, "CLUSTER", "SETSLOT", fix.slot, "STABLE")
+                self.actions.append(f"slot {fix.slot}: open migration rolled back")
+                return True
+            target = self.masters[fix.target]
+            for holder, count in keys.items():
+                if holder != fix.target and count > 0:
+                    self.keys_moved += self.migrate_keys(self.masters[holder], target, fix.slot)
+            self.bind([fix.slot], fix.target)
+            for node in self.masters.values():
+                self.conns.run(node, "CLUSTER", "SETSLOT", fix.slot, "STABLE")
+        except TopologyError as err:
+            self.errors.append(f"closing open slot {fix.slot}: {err}")
+            return False
+        self.actions.append(f"slot {fix.slot}: open migration finished on {self.masters[fix.target]}")
+        return True
+
+    # -- nodes -----------------------------------------------------------------------------------
+
+    def failover(self, replica: RedisNode) -> bool:
+        """CLUSTER FAILOVER on ``replica`` (coordinated with its master, so no write is lost) and wait
+        until it is a master."""
+        try:
+            self._run(replica, "CLUSTER", "FAILOVER")
+        except TopologyError as err:
+            self.errors.append(f"failover to {replica}: {err}")
+            return False
+        deadline = time.monotonic() + self.options.failover_timeout
+        while time.monotonic() < deadline:
+            try:
+                if replication_state(self.conns.call(replica, "ROLE")) == "master":
+                    return True
+            except TopologyError:
+                pass
+            time.sleep(self.options.poll_interval)
+        self.errors.append(f"{replica} did not become master within {self.options.failover_timeout}s")
+        return False
+
+    def detach(self, node: RedisNode) -> bool:
+        """CLUSTER RESET SOFT on a departing node: it forgets the cluster (Redis refuses for a master
+        that still holds keys, so no key can go with it)."""
+        try:
+            self._run(node, "CLUSTER", "RESET", "SOFT")
+        except TopologyError as err:
+            self.errors.append(f"detaching {node}: {err}")
+            return False
+        return True
+
+    def forget(self, node_id: str, on: Sequence[RedisNode]) -> bool:
+        """CLUSTER FORGET ``node_id`` on every node of ``on`` (one that does not know it is fine)."""
+        ok = True
+        for node in on:
+            try:
+                self._run(node, "CLUSTER", "FORGET", node_id)
+            except TopologyError as err:
+                if "Unknown node" in str(err):
+                    continue
+                self.errors.append(f"forgetting {node_id}: {err}")
+                ok = False
+        return ok
+
+
+def _keys(reply: object) -> list[bytes]:
+    if not isinstance(reply, list):
+        raise TopologyError("-", f"CLUSTER GETKEYSINSLOT: unexpected reply {reply!r}")
+    return [k if isinstance(k, bytes) else str(k).encode() for k in reply]
+
+
+def _groups(moves: Sequence[Move], size: int) -> Iterator[tuple[tuple[str, str], list[int]]]:
+    """Consecutive moves of one source and target, at most ``size`` slots per group."""
+    group: list[int] = []
+    pair = ("", "")
+    for move in moves:
+        if group and ((move.source, move.target) != pair or len(group) >= size):
+            yield pair, group
+            group = []
+        pair = (move.source, move.target)
+        group.append(move.slot)
+    if group:
+        yield pair, group

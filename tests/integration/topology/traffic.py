@@ -1,0 +1,151 @@
+"""A client that writes and reads a known keyset without pause while the topology changes under it.
+
+``Traffic`` preloads ``bulk`` keys (so migrations have data to move), then a thread overwrites a
+hot set of ``hot`` keys round after round through redis-py's cluster client, reading each key back
+after writing it. Every acknowledged write is remembered; ``stop`` reads every key once more and
+reports keys whose value is not the last acknowledged one (lost), and the longest time between two
+acknowledged writes (the write outage the operation caused).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+from redis.cluster import ClusterNode, RedisCluster
+
+from syncer.controller.topology import RedisNode
+
+
+@dataclass(frozen=True)
+class TrafficResult:
+    writes: int
+    failed_writes: int
+    stale_reads: int
+    lost: tuple[str, ...]
+    longest_outage: float
+    checked: int
+
+    def summary(self) -> str:
+        return (
+            f"{self.writes} writes ({self.failed_writes} failed, retried), {self.checked} keys checked, "
+            f"{len(self.lost)} lost, {self.stale_reads} stale reads, longest write outage "
+            f"{self.longest_outage:.3f}s"
+        )
+
+
+def cluster_client(nodes: Sequence[RedisNode], password: str | None = None) -> RedisCluster:
+    return RedisCluster(
+        startup_nodes=[ClusterNode(n.host, n.port) for n in nodes],
+        password=password,
+        decode_responses=True,
+        socket_timeout=1.0,
+        socket_connect_timeout=1.0,
+        require_full_coverage=False,
+        retry=Retry(NoBackoff(), 2),
+    )
+
+
+@dataclass
+class Traffic:
+    nodes: Sequence[RedisNode]
+    hot: int = 300
+    bulk: int = 20000
+    password: str | None = None
+    acked: dict[str, str] = field(default_factory=dict)
+    writes: int = 0
+    failed: int = 0
+    stale: int = 0
+    longest: float = 0.0
+    errors: list[str] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def preload(self) -> None:
+        client = cluster_client(self.nodes, self.password)
+        try:
+            for first in range(0, self.bulk, 1000):
+                values = {f"bulk:{i}": f"v{i}" for i in range(first, min(first + 1000, self.bulk))}
+                client.mset_nonatomic(values)  # type: ignore[no-untyped-call]
+                self.acked.update(values)
+            for i in range(self.hot):
+                client.set(f"hot:{{{i}}}", "0")
+                self.acked[f"hot:{{{i}}}"] = "0"
+        finally:
+            client.close()
+
+    def start(self) -> Traffic:
+        if not self.acked:
+            self.preload()
+        self._thread = threading.Thread(target=self._run, name="traffic", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        client: RedisCluster | None = None
+        last_ok = time.monotonic()
+        round_ = 0
+        while not self._stop.is_set():
+            round_ += 1
+            for i in range(self.hot):
+                if self._stop.is_set():
+                    break
+                key, value = f"hot:{{{i}}}", str(round_)
+                while not self._stop.is_set():
+                    try:
+                        if client is None:
+                            client = cluster_client(self.nodes, self.password)
+                        client.set(key, value)
+                        break
+                    except Exception as err:  # any client failure is an outage to retry through
+                        self.failed += 1
+                        self.errors.append(f"{type(err).__name__}: {err}"[:200])
+                        if client is not None:
+                            client.close()
+                        client = None
+                        time.sleep(0.05)
+                else:
+                    break
+                now = time.monotonic()
+                self.longest = max(self.longest, now - last_ok)
+                last_ok = now
+                self.acked[key] = value
+                self.writes += 1
+                try:
+                    if client is not None and client.get(key) != value:
+                        self.stale += 1
+                except Exception:  # a failed read-back is not a stale read
+                    pass
+        if client is not None:
+            client.close()
+
+    def stop(self, nodes: Sequence[RedisNode] | None = None, deadline: float = 30.0) -> TrafficResult:
+        """Stop writing and check every acknowledged key through ``nodes`` (default the start ones)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(30)
+        keys = sorted(self.acked)
+        found: dict[str, str | None] = {}
+        end = time.monotonic() + deadline
+        while True:
+            try:
+                client = cluster_client(nodes or self.nodes, self.password)
+                try:
+                    for first in range(0, len(keys), 1000):
+                        chunk = keys[first : first + 1000]
+                        values = client.mget_nonatomic(chunk)  # type: ignore[no-untyped-call]
+                        found.update(zip(chunk, values, strict=True))
+                finally:
+                    client.close()
+                break
+            except (redis.RedisError, OSError) as err:
+                if time.monotonic() > end:
+                    raise AssertionError(f"could not read the keyset back: {err}") from err
+                time.sleep(0.5)
+        lost = tuple(k for k in keys if found.get(k) != self.acked[k])
+        return TrafficResult(self.writes, self.failed, self.stale, lost, self.longest, len(keys))
