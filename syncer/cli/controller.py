@@ -73,6 +73,20 @@ def admission_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.option(
     "--topology/--no-topology", default=False, show_default=True, help="Check and form the Redis cluster."
 )
+@click.option(
+    "--topology-interval",
+    type=click.FloatRange(0.1, 3600),
+    default=10.0,
+    show_default=True,
+    help="Seconds between looks at the Redis cluster while Ready.",
+)
+@click.option(
+    "--topology-timeout",
+    type=click.FloatRange(0.1, 60),
+    default=5.0,
+    show_default=True,
+    help="Timeout of one command to a Redis server, seconds.",
+)
 @click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True)
 @admission_options
 def controller(  # click passes every option by name
@@ -84,6 +98,8 @@ def controller(  # click passes every option by name
     lease_namespace: str,
     metrics_port: int,
     topology: bool,
+    topology_interval: float,
+    topology_timeout: float,
     workers: int,
     admission_port: int,
     admission_cert_dir: Path,
@@ -102,6 +118,9 @@ def controller(  # click passes every option by name
         watch_namespace=watch_namespace,
         workers=workers,
         topology=topology,
+        topology_interval=topology_interval,
+        topology_timeout=topology_timeout,
+        poll_seconds=min(5.0, topology_interval),
         leader_elect=leader_elect,
         lease_namespace=lease_namespace,
         identity=f"{os.uname().nodename}-{os.getpid()}",

@@ -19,6 +19,7 @@ from syncer.controller.model import (
     ANNOTATION_VERSION,
     API_VERSION,
     BUS_PORT,
+    EXPORTER_PORT,
     FIELD_MANAGER,
     KIND,
     LABEL_APP,
@@ -141,15 +142,15 @@ def headless_service(spec: ClusterSpec) -> Body:
 
 
 def client_service(spec: ClusterSpec) -> Body:
+    """The client Service; with the exporter on it also serves its metrics port for scraping."""
+    ports: list[Body] = [{"name": "redis", "port": REDIS_PORT, "targetPort": "redis", "protocol": "TCP"}]
+    if spec.exporter:
+        ports.append({"name": "metrics", "port": EXPORTER_PORT, "targetPort": "metrics", "protocol": "TCP"})
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": _meta(spec, spec.name),
-        "spec": {
-            "type": "ClusterIP",
-            "selector": selector(spec),
-            "ports": [{"name": "redis", "port": REDIS_PORT, "targetPort": "redis", "protocol": "TCP"}],
-        },
+        "spec": {"type": "ClusterIP", "selector": selector(spec), "ports": ports},
     }
 
 
@@ -204,7 +205,7 @@ def _exporter_container(spec: ClusterSpec) -> Body:
     container: Body = {
         "name": "exporter",
         "image": spec.exporter_image,
-        "ports": [{"name": "metrics", "containerPort": 9121, "protocol": "TCP"}],
+        "ports": [{"name": "metrics", "containerPort": EXPORTER_PORT, "protocol": "TCP"}],
         "env": [{"name": "REDIS_ADDR", "value": f"redis://127.0.0.1:{REDIS_PORT}"}],
     }
     if spec.auth is not None:
@@ -257,15 +258,20 @@ def template_version(template: Mapping[str, Any]) -> str:
     return str(annotations.get(ANNOTATION_VERSION, ""))
 
 
-def stateful_set(spec: ClusterSpec, shard: int, template: Mapping[str, Any], partition: int) -> Body:
-    """One shard's StatefulSet running ``template``, updating pods from ordinal ``partition`` up."""
+def stateful_set(
+    spec: ClusterSpec, shard: int, template: Mapping[str, Any], partition: int, replicas: int | None = None
+) -> Body:
+    """One shard's StatefulSet running ``template``, updating pods from ordinal ``partition`` up.
+
+    ``replicas`` (default: the spec's pods per shard) lets the caller keep pods that must leave the
+    Redis cluster before they are deleted."""
     body: Body = {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
         "metadata": _meta(spec, shard_name(spec, shard), shard),
         "spec": {
             "serviceName": headless_name(spec),
-            "replicas": spec.pods_per_shard,
+            "replicas": spec.pods_per_shard if replicas is None else replicas,
             # Parallel: a pod that never gets Ready must not block a revert of the template.
             "podManagementPolicy": "Parallel",
             "selector": {"matchLabels": selector(spec, shard)},

@@ -26,9 +26,12 @@ ANNOTATION_TEMPLATE_HASH = f"{GROUP}/template-hash"
 ANNOTATION_VERSION = f"{GROUP}/version"
 ANNOTATION_CONFIG_HASH = f"{GROUP}/config-hash"
 ANNOTATION_SECRET_HASH = f"{GROUP}/secret-hash"
+# "true" on a RedisCluster: the controller leaves it (and its Redis servers) alone until removed.
+ANNOTATION_PAUSED = f"{GROUP}/paused"
 
 REDIS_PORT = 6379
 BUS_PORT = 16379
+EXPORTER_PORT = 9121
 DEFAULT_IMAGE_REPOSITORY = "redis"
 DEFAULT_EXPORTER_IMAGE = "oliver006/redis_exporter:v1.62.0"
 DEFAULT_VOLUME_SIZE = "1Gi"
@@ -213,6 +216,10 @@ class ControllerOptions:
     poll_seconds: float = 5.0
     topology: bool = False
     topology_timeout: float = 5.0
+    # While Ready, the Redis topology is looked at again this often (seconds).
+    topology_interval: float = 10.0
+    # How long one pass waits for gossip to settle after a change (meet, new master) before moving slots.
+    topology_settle_seconds: float = 10.0
     leader_elect: bool = True
     lease_name: str = "syncer-controller"
     lease_namespace: str = "default"

@@ -8,16 +8,17 @@ row changes nothing the second time. The finalizer applies the volume retention 
 from __future__ import annotations
 
 import base64
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from syncer.controller import children, upgrade
 from syncer.controller.events import EventRecorder
+from syncer.controller.finalizer import delete, finalize
 from syncer.controller.model import (
+    ANNOTATION_PAUSED,
     API_VERSION,
     FIELD_MANAGER,
     FINALIZER,
@@ -30,9 +31,13 @@ from syncer.controller.model import (
     SpecError,
     parse,
 )
-from syncer.controller.status import Observed, Problem, ShardState, TopologyVerdict, compute, transitions
+from syncer.controller.status import Observed, Problem, ShardState, compute, transitions
 from syncer.controller.upgrade import Decision, RolloutState, ShardObservation, TemplateChoice
 from syncer.errors import Conflict, Invalid, NotFound
+
+if TYPE_CHECKING:
+    from syncer.controller.topology_link import TopologyPass
+    from syncer.controller.topology_model import TopologyOptions
 from syncer.kube import ApplyOptions, KubeApi, KubeObject
 
 APPLY = ApplyOptions(field_manager=FIELD_MANAGER)
@@ -77,6 +82,11 @@ def shard_state(index: int, sts: Mapping[str, Any] | None) -> ShardState:
     )
 
 
+def _partition(sts: Mapping[str, Any]) -> int:
+    strategy = ((sts.get("spec") or {}).get("updateStrategy") or {}).get("rollingUpdate") or {}
+    return int(strategy.get("partition") or 0)
+
+
 def _observation(sts: Mapping[str, Any] | None) -> ShardObservation:
     if sts is None:
         return ShardObservation(False)
@@ -102,6 +112,8 @@ class Reconciler:
         self._options = options
         self._clock = clock
         self._events = EventRecorder(kube, clock, options.identity)
+        # Topology events of the reconcile under way (failovers before restarts), emitted with the status.
+        self._pending_events: list[tuple[str, str]] = []
 
     def reconcile(self, namespace: str, name: str, log: Log) -> Outcome:
         try:
@@ -111,6 +123,9 @@ class Reconciler:
             return Outcome("absent", "success")
         if (obj.get("metadata") or {}).get("deletionTimestamp"):
             return self._finalize(obj, log)
+        if str(((obj.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_PAUSED)) == "true":
+            log.info("paused (annotation %s): not reconciled", ANNOTATION_PAUSED)
+            return Outcome("paused", "success")
         if FINALIZER not in ((obj.get("metadata") or {}).get("finalizers") or ()):
             self._apply_meta(obj, [FINALIZER])
         previous = obj.get("status") or {}
@@ -119,32 +134,57 @@ class Reconciler:
         except SpecError as err:
             return self._stall(obj, Problem("InvalidSpec", str(err)), log)
         try:
-            secrets, password = self._secrets(spec)
+            secrets, password, tls = self._secrets(spec)
+            access = self._access(password, tls)
         except _Missing as missing:
             return self._stall(obj, missing.problem, log, spec)
+        self._pending_events = []
+        found = self._live_statefulsets(spec)
+        redis = self._topology(spec, found, access) if access is not None else None
         try:
-            decision, live = self._apply_children(spec, secrets, previous)
+            decision, live = self._apply_children(spec, secrets, previous, found, redis=redis, access=access)
         except (Invalid, Conflict) as err:
             reason = "ChildRejected" if isinstance(err, Invalid) else "FieldConflict"
             return self._stall(obj, Problem(reason, str(err)), log, spec)
         shards = [shard_state(i, live.get(i)) for i in range(spec.shards)]
-        topology = self._topology(spec, shards, password) if self._options.topology else None
-        status = compute(Observed(spec, shards, decision.state, topology), previous, self._clock())
+        observed = Observed(spec, shards, decision.state)
+        if redis is not None:
+            observed = Observed(spec, shards, decision.state, redis.verdict, redis.problem, redis.masters)
+            for reason, message in [*redis.events, *self._pending_events]:
+                self._events.emit(obj, False, reason, message)
+                log.info("topology: %s", message, extra={"event_reason": reason})
+        status = compute(observed, previous, self._clock())
         self._write_status(obj, status, log)
         if decision.event is not None:
             warning = decision.event[0] in ("RolloutFailed", "RolloutReverted")
             self._events.emit(obj, warning, *decision.event)
             log.info("rollout: %s", decision.event[1], extra={"event_reason": decision.event[0]})
+        return self._outcome(decision, status, watched=redis is not None)
+
+    # -- pieces ----------------------------------------------------------------------------------
+
+    def _outcome(self, decision: Decision, status: Mapping[str, Any], *, watched: bool) -> Outcome:
         ready = status["conditions"][0]["status"] == "True"
         state = decision.state
         phase = "rollout" if state is not None and state.in_progress else "sync"
         requeue = decision.requeue_after
-        if requeue is None and topology is not None and not ready:
-            requeue = self._options.poll_seconds
+        if watched:
+            # Redis is watched, not only pods: look again soon while not Ready, regularly while Ready.
+            every = self._options.topology_interval if ready else self._options.poll_seconds
+            requeue = every if requeue is None else min(requeue, every)
         stalled = status["conditions"][2]["status"] == "True"
         return Outcome(phase, "stalled" if stalled else "success", ready, requeue)
 
-    # -- pieces ----------------------------------------------------------------------------------
+    def _access(self, password: str | None, tls: Mapping[str, str]) -> TopologyOptions | None:
+        """How to reach the Redis servers, or None when the topology is not watched."""
+        if not self._options.topology:
+            return None
+        from syncer.controller import topology_link
+
+        try:
+            return topology_link.settings(self._options, password, tls)
+        except SpecError as err:
+            raise _Missing(Problem("SecretKeyNotFound", str(err))) from err
 
     def _apply_meta(self, obj: Mapping[str, Any], finalizers: list[str]) -> None:
         meta: dict[str, Any] = {"name": obj["metadata"]["name"], "namespace": obj["metadata"]["namespace"]}
@@ -152,8 +192,9 @@ class Reconciler:
             meta["finalizers"] = finalizers
         self._kube.apply({"apiVersion": API_VERSION, "kind": KIND, "metadata": meta}, APPLY)
 
-    def _secrets(self, spec: ClusterSpec) -> tuple[str, str | None]:
-        """A hash of the referenced Secrets' data (so rotating them rolls the pods) and the password."""
+    def _secrets(self, spec: ClusterSpec) -> tuple[str, str | None, dict[str, str]]:
+        """A hash of the referenced Secrets' data (so rotating them rolls the pods), the password and
+        the TLS Secret's data (base64, as the Secret holds it)."""
         data: dict[str, Any] = {}
         password = None
         for field, ref in (("auth", spec.auth), ("tls", spec.tls)):
@@ -172,7 +213,7 @@ class Reconciler:
                     )
                     raise _Missing(Problem("SecretKeyNotFound", message))
                 password = base64.b64decode(data[field][ref.key]).decode(errors="replace")
-        return (children.digest(data) if data else ""), password
+        return (children.digest(data) if data else ""), password, dict(data.get("tls") or {})
 
     def _live_statefulsets(self, spec: ClusterSpec) -> dict[int, KubeObject]:
         found = self._kube.list(
@@ -181,27 +222,70 @@ class Reconciler:
         return {_shard_of(s): s for s in found.items}
 
     def _apply_children(
-        self, spec: ClusterSpec, secret_hash: str, previous: Mapping[str, Any]
+        self,
+        spec: ClusterSpec,
+        secret_hash: str,
+        previous: Mapping[str, Any],
+        live: Mapping[int, KubeObject],
+        *,
+        redis: TopologyPass | None,
+        access: TopologyOptions | None,
     ) -> tuple[Decision, dict[int, KubeObject]]:
-        live = self._live_statefulsets(spec)
         templates = [children.pod_template(spec, shard, secret_hash) for shard in range(spec.shards)]
+        desired_hash = children.template_hash(templates[0])
         decision = upgrade.decide(
             spec.strategy,
-            children.template_hash(templates[0]),
+            desired_hash,
             pods=spec.pods_per_shard,
             state=RolloutState.from_status(previous.get("rollout")),
             shards=[_observation(live.get(i)) for i in range(spec.shards)],
             now=self._clock(),
+            redis_ready=redis is None or redis.verdict.healthy,
         )
+        partitions = dict.fromkeys(range(spec.shards), decision.partition)
+        if redis is not None and access is not None and decision.template == TemplateChoice.DESIRED:
+            if redis.verdict.healthy:
+                partitions = self._restarts(spec, redis, partitions, desired_hash, access)
+            else:
+                # No pod is restarted while Redis is unhealthy: partitions never go down then.
+                for shard, sts in live.items():
+                    if shard in partitions:
+                        running = children.template_hash(sts["spec"]["template"]) == desired_hash
+                        floor = _partition(sts) if running else spec.pods_per_shard
+                        partitions[shard] = max(partitions[shard], floor)
         for body in children.shared_children(spec):
             self._kube.apply(body, APPLY)
         applied: dict[int, KubeObject] = {}
         for shard in range(spec.shards):
             template = self._template(decision.template, templates[shard], live.get(shard))
-            body = children.stateful_set(spec, shard, template, decision.partition)
+            replicas = spec.pods_per_shard
+            if redis is not None and not redis.departed and shard in live:
+                # Pods leave only once Redis has forgotten them (failover first if one is master).
+                replicas = max(replicas, int((live[shard].get("spec") or {}).get("replicas") or 0))
+            body = children.stateful_set(spec, shard, template, partitions[shard], replicas)
             applied[shard] = self._kube.apply(body, APPLY)
-        self._prune(spec, live)
+        self._prune(spec, live, keep_departing=redis is not None and not redis.departed)
         return decision, applied
+
+    def _restarts(
+        self,
+        spec: ClusterSpec,
+        redis: TopologyPass,
+        partitions: dict[int, int],
+        desired_hash: str,
+        access: TopologyOptions,
+    ) -> dict[int, int]:
+        """Fail masters over off pods about to restart; hold a shard whose master cannot hand over yet."""
+        from syncer.controller import topology_link
+
+        plan = topology_link.restarts(spec, redis.pods, partitions, desired_hash, access)
+        held = dict(partitions)
+        for shard in plan.held:
+            ordinal = topology_link.master_ordinal(redis.pods, shard, redis.masters.get(shard, ""))
+            if ordinal is not None:
+                held[shard] = max(held[shard], ordinal + 1)
+        self._pending_events.extend(plan.events)
+        return held
 
     def _template(
         self, choice: TemplateChoice, desired: dict[str, Any], live: Mapping[str, Any] | None
@@ -221,11 +305,17 @@ class Reconciler:
                     pass
         return dict(live["spec"]["template"])
 
-    def _prune(self, spec: ClusterSpec, live: Mapping[int, KubeObject]) -> None:
-        """Delete the StatefulSets and PDBs of shards the spec no longer has (and PDBs when disabled)."""
+    def _prune(self, spec: ClusterSpec, live: Mapping[int, KubeObject], keep_departing: bool = False) -> None:
+        """Delete the StatefulSets and PDBs of shards the spec no longer has (and PDBs when disabled).
+
+        With ``keep_departing`` (Redis has not let the shards' nodes go yet) their StatefulSets stay.
+        Claims of removed shards and pods follow the retention policy.
+        """
         for shard, sts in live.items():
-            if shard >= spec.shards or shard < 0:
+            if (shard >= spec.shards or shard < 0) and not keep_departing:
                 self._delete("apps/v1", "StatefulSet", sts)
+        if spec.retention == "Delete" and not keep_departing:
+            self._delete_removed_claims(spec)
         pdbs = self._kube.list(
             "policy/v1", "PodDisruptionBudget", namespace=spec.namespace, label_selector=_selector(spec.name)
         )
@@ -233,15 +323,28 @@ class Reconciler:
             if not spec.pdb or not 0 <= _shard_of(pdb) < spec.shards:
                 self._delete("policy/v1", "PodDisruptionBudget", pdb)
 
-    def _delete(self, api_version: str, kind: str, obj: Mapping[str, Any]) -> None:
-        meta = obj["metadata"]
-        with contextlib.suppress(NotFound):
-            self._kube.delete(api_version, kind, meta["name"], meta["namespace"])
+    def _delete_removed_claims(self, spec: ClusterSpec) -> None:
+        """Claims of shards and ordinals beyond the spec, when the retention policy says Delete."""
+        selector = f"{LABEL_INSTANCE}={spec.name}"
+        found = self._kube.list(
+            "v1", "PersistentVolumeClaim", namespace=spec.namespace, label_selector=selector
+        )
+        for claim in found.items:
+            shard = _shard_of(claim)
+            ordinal = str(claim["metadata"]["name"]).rsplit("-", 1)[-1]
+            beyond = ordinal.isdigit() and int(ordinal) >= spec.pods_per_shard
+            if shard >= spec.shards or beyond:
+                self._delete("v1", "PersistentVolumeClaim", claim)
 
-    def _topology(self, spec: ClusterSpec, shards: list[ShardState], password: str | None) -> TopologyVerdict:
+    def _delete(self, api_version: str, kind: str, obj: Mapping[str, Any]) -> None:
+        delete(self._kube, api_version, kind, obj)
+
+    def _topology(
+        self, spec: ClusterSpec, live: Mapping[int, KubeObject], access: TopologyOptions
+    ) -> TopologyPass:
         from syncer.controller import topology_link
 
-        return topology_link.verdict(self._kube, spec, shards, self._options, password)
+        return topology_link.observe_and_converge(self._kube, spec, live, access)
 
     def _write_status(self, obj: Mapping[str, Any], status: dict[str, Any], log: Log) -> None:
         meta = obj["metadata"]
@@ -295,37 +398,10 @@ class Reconciler:
         return Outcome("sync", "stalled")
 
     def _finalize(self, obj: KubeObject, log: Log) -> Outcome:
-        meta = obj["metadata"]
-        if FINALIZER not in (meta.get("finalizers") or ()):
-            return Outcome("finalize", "success")
-        persistence = (obj.get("spec") or {}).get("persistence") or {}
-        policy = persistence.get("retentionPolicy") or "Retain"
-        claims = self._kube.list(
-            "v1",
-            "PersistentVolumeClaim",
-            namespace=meta["namespace"],
-            label_selector=f"{LABEL_INSTANCE}={meta['name']}",
-        ).items
-        if policy == "Delete":
-            # The StatefulSets go first: while one exists it would create the claims again for its pods.
-            sets = self._kube.list(
-                "apps/v1", "StatefulSet", namespace=meta["namespace"], label_selector=_selector(meta["name"])
-            ).items
-            if sets:
-                for sts in sets:
-                    if not sts["metadata"].get("deletionTimestamp"):
-                        self._delete("apps/v1", "StatefulSet", sts)
-                log.info("finalizing: waiting for %d StatefulSet(s) to go before deleting volumes", len(sets))
-                return Outcome("finalize", "success", requeue_after=1.0)
-            for claim in claims:
-                self._delete("v1", "PersistentVolumeClaim", claim)
-            message = f"deleted {len(claims)} PersistentVolumeClaim(s) (retentionPolicy Delete)"
-        else:
-            message = f"kept {len(claims)} PersistentVolumeClaim(s) (retentionPolicy Retain)"
-        log.info("finalizing: %s", message)
-        self._events.emit(obj, False, "VolumesDeleted" if policy == "Delete" else "VolumesRetained", message)
-        self._apply_meta(obj, [])
-        return Outcome("finalize", "success")
+        done, requeue = finalize(self._kube, self._events, obj, log)
+        if done:
+            self._apply_meta(obj, [])
+        return Outcome("finalize", "success", requeue_after=requeue)
 
 
 class _Missing(Exception):

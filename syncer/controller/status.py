@@ -10,7 +10,7 @@ a change to the spec (a failed rollout step, a missing Secret, an object the api
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -48,8 +48,11 @@ class Problem:
 
 @dataclass(frozen=True)
 class TopologyVerdict:
+    """What the Redis servers say; ``reason`` names the most serious problem (a condition reason)."""
+
     healthy: bool
     message: str
+    reason: str = "TopologyUnhealthy"
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,7 @@ class Observed:
     rollout: RolloutState | None = None
     topology: TopologyVerdict | None = None
     problem: Problem | None = None
+    masters: Mapping[int, str] = field(default_factory=dict)  # shard -> pod serving as its master
 
 
 def shard_ready(shard: ShardState, pods: int) -> bool:
@@ -102,8 +106,11 @@ def _verdict(observed: Observed) -> tuple[tuple[bool, str, str], tuple[bool, str
     if not_ready:
         return (False, "ShardsNotReady", "; ".join(not_ready)), (False, "NotStalled", "")
     if observed.topology is not None and not observed.topology.healthy:
-        return (False, "TopologyUnhealthy", observed.topology.message), (False, "NotStalled", "")
+        reason = observed.topology.reason or "TopologyUnhealthy"
+        return (False, reason, observed.topology.message), (False, "NotStalled", "")
     message = f"{spec.shards} shard(s) of {pods} pod(s) Ready at version {spec.version}"
+    if observed.topology is not None:
+        message += f"; {observed.topology.message}"
     return (True, "AllShardsReady", message), (False, "NotStalled", "")
 
 
@@ -131,6 +138,19 @@ def _current_version(observed: Observed, previous: Mapping[str, Any]) -> str:
     return str(previous.get("currentVersion") or "")
 
 
+def _shard_status(shard: ShardState, pods: int, masters: Mapping[int, str]) -> dict[str, Any]:
+    found: dict[str, Any] = {
+        "index": shard.index,
+        "ready": shard_ready(shard, pods),
+        "replicas": shard.replicas,
+        "readyReplicas": shard.ready,
+        "updatedReplicas": shard.updated,
+    }
+    if shard.index in masters:
+        found["master"] = masters[shard.index]
+    return found
+
+
 def compute(observed: Observed, previous: Mapping[str, Any], now: float) -> dict[str, Any]:
     """The status subresource body; ``previous`` is the status last written (for transition times)."""
     spec = observed.spec
@@ -154,16 +174,7 @@ def compute(observed: Observed, previous: Mapping[str, Any], now: float) -> dict
     status: dict[str, Any] = {
         "observedGeneration": spec.generation,
         "conditions": conditions,
-        "shards": [
-            {
-                "index": s.index,
-                "ready": shard_ready(s, spec.pods_per_shard),
-                "replicas": s.replicas,
-                "readyReplicas": s.ready,
-                "updatedReplicas": s.updated,
-            }
-            for s in observed.shards
-        ],
+        "shards": [_shard_status(s, spec.pods_per_shard, observed.masters) for s in observed.shards],
         "targetVersion": spec.version,
         "rolloutStep": rollout.step + 1 if rollout is not None and rollout.in_progress else 0,
     }

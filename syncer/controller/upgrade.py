@@ -148,15 +148,19 @@ def decide(
     state: RolloutState | None,
     shards: Sequence[ShardObservation],
     now: float,
+    redis_ready: bool = True,
 ) -> Decision:
-    """The next move of the rollout of ``desired_hash`` over ``shards`` of ``pods`` pods each."""
+    """The next move of the rollout of ``desired_hash`` over ``shards`` of ``pods`` pods each.
+
+    ``redis_ready`` False (the Redis cluster itself is not healthy) keeps a step from counting as
+    done, whatever the pods say."""
     if state is not None and state.template_hash == desired_hash:
         if state.phase == Phase.REVERTED:
             return Decision(TemplateChoice.LIVE, 0, state)
         if state.phase == Phase.FAILED:
             return Decision(TemplateChoice.DESIRED, state.partition, state)
         if state.in_progress:
-            return _progress(strategy, pods, state, shards, now)
+            return _progress(strategy, pods, state, shards, now, redis_ready=redis_ready)
         return Decision(TemplateChoice.DESIRED, 0, state)
     existing = [s for s in shards if s.exists]
     if not existing or all(s.template_hash == desired_hash for s in existing):
@@ -177,13 +181,19 @@ def _poll(remaining: float) -> float:
 
 
 def _progress(
-    strategy: Strategy, pods: int, state: RolloutState, shards: Sequence[ShardObservation], now: float
+    strategy: Strategy,
+    pods: int,
+    state: RolloutState,
+    shards: Sequence[ShardObservation],
+    now: float,
+    *,
+    redis_ready: bool,
 ) -> Decision:
     counts = step_counts(strategy, pods)
     index = min(state.step, len(counts) - 1)
     count, pause = counts[index]
     partition = pods - count
-    done = _step_done(shards, count, pods)
+    done = _step_done(shards, count, pods) and redis_ready
     label = f"step {index + 1}/{len(counts)}"
     if state.phase == Phase.BAKING and done and state.step_ready is not None:
         if now < state.step_ready + pause:

@@ -4,10 +4,13 @@ from collections.abc import Iterator
 
 import pytest
 
+from devfleet import fleet as devfleet
 from syncer.controller.model import API_VERSION, KIND, ControllerOptions
 from syncer.kube import ClusterClient
 from tests.integration.conftest import FleetHandle
 from tests.integration.controller.kit import RunningController, controller_running, install_crd, wait_for
+
+LOOPBACK_CLUSTER = "topo"
 
 
 @pytest.fixture(scope="module")
@@ -42,3 +45,22 @@ def controller(
             60,
             "the test's RedisClusters to be finalized",
         )
+
+
+@pytest.fixture(scope="session")
+def loopback_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[devfleet.Fleet]:
+    """A one-cluster fleet whose pods get loopback IPs from a range claimed for it alone, so tests
+    can run a real redis-server per pod; the claim is released at teardown."""
+    root = tmp_path_factory.mktemp("loopback-fleet") / "state"
+    options = devfleet.UpOptions(clusters=(LOOPBACK_CLUSTER,), loopback_pods=True)
+    started = devfleet.up(root, options, say=lambda _: None)
+    claimed = started.pod_range
+    try:
+        assert claimed is not None
+        assert claimed.lock.exists()
+        yield started
+    finally:
+        processes = list(started.processes)
+        assert devfleet.down(root, say=lambda _: None) == []
+        assert not [p for p in processes if p.alive()]
+        assert claimed is None or not claimed.lock.exists(), "down did not release the pod range"

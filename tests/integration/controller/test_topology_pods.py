@@ -33,23 +33,6 @@ CLUSTER = "topo"
 SHARDS = 3
 
 
-@pytest.fixture(scope="module")
-def loopback_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[devfleet.Fleet]:
-    root = tmp_path_factory.mktemp("loopback-fleet") / "state"
-    options = devfleet.UpOptions(clusters=(CLUSTER,), loopback_pods=True)
-    started = devfleet.up(root, options, say=lambda _: None)
-    claimed = started.pod_range
-    try:
-        assert claimed is not None
-        assert claimed.lock.exists()
-        yield started
-    finally:
-        processes = list(started.processes)
-        assert devfleet.down(root, say=lambda _: None) == []
-        assert not [p for p in processes if p.alive()]
-        assert claimed is None or not claimed.lock.exists(), "down did not release the pod range"
-
-
 @pytest.fixture
 def kube(loopback_fleet: devfleet.Fleet) -> Iterator[ClusterClient]:
     api = ClusterClient.from_kubeconfig(str(loopback_fleet.kubeconfig), CLUSTER)

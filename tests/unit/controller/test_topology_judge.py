@@ -143,3 +143,23 @@ def test_masters_without_slots_are_listed() -> None:
     assert [m.master for m in report.masters_without_slots] == ["127.0.0.1:17009"]
     assert len(report.masters_with_slots) == 3
     assert report.healthy
+
+
+def test_open_slots_ghosts_and_replication_make_it_unhealthy_with_a_reason() -> None:
+    assert judge(formed(), 3).reason == "Healthy"
+    broken = judge(formed(), 3, replication=["127.0.0.1:17004 is not in sync with its master (link sync)"])
+    assert not broken.healthy
+    assert broken.reason == "ReplicationBroken"
+    assert "replication: 127.0.0.1:17004 is not in sync" in broken.summary()
+    opened = FORMED_NODES_SEEN_BY_MASTER.replace("connected 0-5460", "connected 0-5460 [5->-" + M3 + "]")
+    report = judge([view(N1, opened, FORMED_INFO), view(N4, FORMED_NODES_SEEN_BY_REPLICA, FORMED_INFO)], 3)
+    assert report.open_slots == (5,)
+    assert report.reason == "SlotsOpen"
+    assert not report.healthy
+    ghost = (
+        FORMED_NODES_SEEN_BY_MASTER
+        + "0000000000000000000000000000000000000009 :0@0 noaddr,master - 0 0 0 disconnected\n"
+    )
+    report = judge([view(N1, ghost, FORMED_INFO), view(N4, FORMED_NODES_SEEN_BY_REPLICA, FORMED_INFO)], 3)
+    assert report.reason == "GhostNodes"
+    assert report.ghost_nodes

@@ -163,6 +163,21 @@ def test_hostnames_and_migration_markers() -> None:
     target = {e.address: e for e in parse_cluster_nodes(HOSTNAME_IMPORTING_NODES)}
     assert target["127.0.0.1:17102"].slots == (SlotRange(8192, 16383),)
     assert target["127.0.0.1:17101"].slots == (SlotRange(0, 99), SlotRange(101, 8191))
+    assert me.migrating == ((100, "502dc9d08984e9f64b3c2662ad94124b4421bcda"),)
+    assert me.importing == ()
+    importer = next(e for e in target.values() if e.is_myself)
+    assert importer.importing == ((100, "87852491c9d313f1466c5ba91f5dfe35703f4a20"),)
+
+
+def test_an_unknown_slot_marker_is_malformed() -> None:
+    with pytest.raises(ValueError, match="unknown slot marker"):
+        parse_cluster_nodes(f"{M1} 127.0.0.1:1@2 myself,master - 0 0 1 connected 0-5 [7-?-x]")
+
+
+def test_ghost_entries() -> None:
+    entries = parse_cluster_nodes(HANDSHAKE_NODES)
+    assert any(e.is_ghost for e in entries)
+    assert not any(e.is_ghost for e in parse_cluster_nodes(FORMED_NODES_SEEN_BY_MASTER))
 
 
 @pytest.mark.parametrize(

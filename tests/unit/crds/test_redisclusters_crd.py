@@ -81,7 +81,10 @@ def test_names_scope_and_version(crd: dict[str, Any]) -> None:
 def test_printer_columns(crd: dict[str, Any]) -> None:
     columns = {c["name"]: c for c in crd["spec"]["versions"][0]["additionalPrinterColumns"]}
 
-    assert list(columns) == ["Shards", "Replicas", "Version", "Ready", "Age"]
+    assert list(columns) == ["Shards", "Replicas", "Version", "Ready", "Reason", "Running", "Step", "Age"]
+    assert columns["Reason"]["jsonPath"] == '.status.conditions[?(@.type=="Ready")].reason'
+    assert columns["Running"]["jsonPath"] == ".status.currentVersion"
+    assert columns["Step"]["jsonPath"] == ".status.rolloutStep"
     assert columns["Ready"]["jsonPath"] == '.status.conditions[?(@.type=="Ready")].status'
     assert columns["Age"] == {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
     for column in columns.values():

@@ -1,0 +1,195 @@
+"""A stand-in kubelet for Redis: one real redis-server per pod of a namespace, on the pod's IP.
+
+kwok pods run nothing. ``PodRedis`` watches the namespace's pods and keeps exactly one redis-server
+per live pod (by uid), bound to, connecting from and announcing the pod's loopback IP on 6379:
+
+- a pod that gets an IP gets a server; a pod that goes (or is replaced by a new uid) loses it
+  (SIGTERM, as a kubelet would stop the container, then SIGKILL after a grace period);
+- with ``persistence`` each pod name has its own data directory that outlives pods (a volume claim):
+  nodes.conf and the AOF come back with the pod; without it every pod incarnation starts empty;
+- a server that dies on its own is started again in the same pod after ``restart_delay`` (a
+  container restart: same IP, same data directory, which an emptyDir also keeps);
+- ``ip_history`` records which pod names each IP served, so tests can prove IP reuse happened.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from syncer.controller.topology import RedisNode
+from syncer.kube import ClusterClient
+from tests.integration.topology.servers import client, redis_server_binary
+
+NODE_TIMEOUT_MS = 2000
+
+
+@dataclass
+class _Server:
+    pod: str
+    uid: str
+    ip: str
+    process: subprocess.Popen[bytes]
+    stopped_by_test: bool = False
+    died_at: float | None = None
+
+
+@dataclass
+class PodRedis:
+    kube: ClusterClient
+    namespace: str
+    root: Path
+    persistence: bool = True
+    password: str | None = None
+    restart_delay: float = 1.0
+    servers: dict[str, _Server] = field(default_factory=dict)  # by pod uid
+    ip_history: dict[str, list[str]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> PodRedis:
+        self._thread = threading.Thread(target=self._loop, name="pod-redis", daemon=True)
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.sync()
+            except Exception as err:  # the loop must survive apiserver hiccups
+                self.errors.append(f"{type(err).__name__}: {err}"[:300])
+            self._stop.wait(0.2)
+
+    def _pods(self) -> list[dict[str, Any]]:
+        return list(self.kube.list("v1", "Pod", namespace=self.namespace).items)
+
+    def sync(self) -> None:
+        live: dict[str, tuple[str, str]] = {}
+        for pod in self._pods():
+            meta, status = pod["metadata"], pod.get("status") or {}
+            ip = status.get("podIP")
+            if ip and not meta.get("deletionTimestamp"):
+                live[meta["uid"]] = (meta["name"], ip)
+        with self._lock:
+            for uid in [u for u in self.servers if u not in live]:
+                self._terminate(self.servers.pop(uid))
+            for uid, (name, ip) in live.items():
+                server = self.servers.get(uid)
+                if server is None:
+                    if any(s.ip == ip for s in self.servers.values()):
+                        continue  # the old pod on this IP is still being stopped
+                    self.servers[uid] = self._spawn(name, uid, ip)
+                    history = self.ip_history.setdefault(ip, [])
+                    if not history or history[-1] != name:
+                        history.append(name)
+                elif server.process.poll() is not None and not server.stopped_by_test:
+                    now = time.monotonic()
+                    server.died_at = server.died_at or now
+                    if now - server.died_at >= self.restart_delay:
+                        self.servers[uid] = self._spawn(name, uid, ip)
+
+    def _data_dir(self, name: str, uid: str) -> Path:
+        path = self.root / (f"pvc-{name}" if self.persistence else f"empty-{uid}")
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def _spawn(self, name: str, uid: str, ip: str) -> _Server:
+        data = self._data_dir(name, uid)
+        args = [
+            redis_server_binary(),
+            "--bind", ip, "--port", "6379",
+            "--bind-source-addr", ip, "--cluster-announce-ip", ip,
+            "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+            "--cluster-node-timeout", str(NODE_TIMEOUT_MS),
+            "--dir", str(data), "--daemonize", "no", "--save", "",
+            "--appendonly", "yes" if self.persistence else "no",
+            "--logfile", "redis.log",
+        ]  # fmt: skip
+        if self.password is not None:
+            args += ["--requirepass", self.password, "--masterauth", self.password]
+        process = subprocess.Popen(args, cwd=data, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        return _Server(name, uid, ip, process)
+
+    def _terminate(self, server: _Server, grace: float = 5.0) -> None:
+        process = server.process
+        if process.poll() is None:
+            process.send_signal(signal.SIGCONT)
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(grace)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(10)
+
+    # -- what tests do to servers ----------------------------------------------------------------
+
+    def node_of(self, pod: str) -> RedisNode:
+        with self._lock:
+            server = next(s for s in self.servers.values() if s.pod == pod)
+        return RedisNode(server.ip, 6379)
+
+    def pod_at(self, node: RedisNode) -> str:
+        with self._lock:
+            return next(s.pod for s in self.servers.values() if s.ip == node.host)
+
+    def kill(self, node: RedisNode) -> None:
+        """SIGKILL the server on ``node``; it is started again in its pod after ``restart_delay``."""
+        with self._lock:
+            server = next(s for s in self.servers.values() if s.ip == node.host)
+            server.process.send_signal(signal.SIGKILL)
+            server.process.wait(10)
+
+    @contextmanager
+    def hung(self, node: RedisNode) -> Iterator[None]:
+        """SIGSTOP the server on ``node`` for the duration, SIGCONT after."""
+        with self._lock:
+            server = next(s for s in self.servers.values() if s.ip == node.host)
+        server.process.send_signal(signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            server.process.send_signal(signal.SIGCONT)
+
+    def answering(self) -> list[RedisNode]:
+        found = []
+        with self._lock:
+            ips = [s.ip for s in self.servers.values() if s.process.poll() is None]
+        for ip in ips:
+            node = RedisNode(ip, 6379)
+            try:
+                with client(node, self.password) as conn:
+                    if conn.ping():
+                        found.append(node)
+            except redis.RedisError:
+                continue
+        return found
+
+    def reused_ips(self) -> dict[str, list[str]]:
+        """IPs that served more than one pod name over the test."""
+        return {ip: names for ip, names in self.ip_history.items() if len(set(names)) > 1}
+
+    def stop(self) -> list[int]:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+        alive: list[int] = []
+        with self._lock:
+            for server in self.servers.values():
+                self._terminate(server, grace=2.0)
+                if server.process.poll() is None:
+                    alive.append(server.process.pid)
+            self.servers.clear()
+        shutil.rmtree(self.root, ignore_errors=True)
+        return alive
