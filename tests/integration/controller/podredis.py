@@ -116,6 +116,8 @@ class PodRedis:
             "--dir", str(data), "--daemonize", "no", "--save", "",
             "--appendonly", "yes" if self.persistence else "no",
             "--logfile", "redis.log",
+            # As the controller's redis.conf: pods reach each other from their own (non-127.0.0.1) IPs.
+            "--protected-mode", "no",
         ]  # fmt: skip
         if self.password is not None:
             args += ["--requirepass", self.password, "--masterauth", self.password]
