@@ -92,9 +92,14 @@ class Resharder:
         return ("CLUSTER", "GETKEYSINSLOT", slot, self.options.migrate_batch)
 
     def migrate_keys(self, source: RedisNode, target: RedisNode, slot: int) -> int:
-        """MIGRATE every key of ``slot`` from ``source`` to ``target``; the count moved."""
-        first = _keys(self.conns.pipeline(source, [self._listing(slot)])[0])
-        return self._migrate(source, target, {slot: first})
+        """MIGRATE every key of ``slot`` from ``source`` to ``target`` until a listing comes back
+        empty (the source need not be MIGRATING here); the count moved."""
+        moved = 0
+        while True:
+            listed = _keys(self.conns.pipeline(source, [self._listing(slot)])[0])
+            if not listed:
+                return moved
+            moved += self._migrate(source, target, {slot: listed})
 
     def _migrate(self, source: RedisNode, target: RedisNode, pending: dict[int, list[bytes]]) -> int:
         """MIGRATE the listed keys of several slots until no slot has a key left.
@@ -114,9 +119,15 @@ class Resharder:
                 touched.append(slot)
                 total += len(keys)
             migrates = [self._migrate_command(target, pending[slot]) for slot in touched]
-            replies = self.conns.pipeline(source, [*migrates, *(self._listing(s) for s in touched)])
+            # Once a slot is MIGRATING, keys the source lacks are created on the target (ASK), so a
+            # listing shorter than a batch was the slot's last: no need to list it again.
+            relist = [s for s in touched if len(pending[s]) >= self.options.migrate_batch]
+            replies = self.conns.pipeline(source, [*migrates, *(self._listing(s) for s in relist)])
             moved += total
-            for slot, reply in zip(touched, replies[len(touched) :], strict=True):
+            for slot in touched:
+                if slot not in relist:
+                    del pending[slot]
+            for slot, reply in zip(relist, replies[len(touched) :], strict=True):
                 following = _keys(reply)
                 if following and following[0] in pending[slot]:
                     raise TopologyError(str(source), f"MIGRATE of slot {slot} to {target} moved nothing")

@@ -31,6 +31,7 @@ def _node(address: str):  # type: ignore[no-untyped-def]
     return RedisNode(host, int(port))
 
 
+@pytest.mark.timeout(1800)
 @pytest.mark.parametrize("persistence", [True, False], ids=["persistence-on", "persistence-off"])
 def test_an_upgrade_fails_masters_over_first_and_keeps_every_key(
     loopback_fleet: devfleet.Fleet, tmp_path: Path, request: pytest.FixtureRequest, persistence: bool
@@ -62,6 +63,7 @@ def test_an_upgrade_fails_masters_over_first_and_keeps_every_key(
         print(f"IPs that served another pod before: {reused}", flush=True)
 
 
+@pytest.mark.timeout(1200)
 def test_a_killed_master_and_a_hung_master_show_until_redis_is_healthy(
     loopback_fleet: devfleet.Fleet, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -96,6 +98,7 @@ def test_a_killed_master_and_a_hung_master_show_until_redis_is_healthy(
         check(traffic.stop(s.nodes()), "hung master")
 
 
+@pytest.mark.timeout(1200)
 def test_pods_back_on_other_pods_former_ips_fool_nothing(
     loopback_fleet: devfleet.Fleet, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

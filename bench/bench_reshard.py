@@ -1,0 +1,217 @@
+"""Live slot migration: syncer's topology code vs ``redis-cli --cluster rebalance``, side by side.
+
+Run: ``python bench/bench_reshard.py [--keys 400000] [--runs 1]``. For each contender the bench
+builds the same cluster of real redis-servers in a temporary folder: master A serves all 16384 slots
+and holds ``--keys`` keys, master B is an empty member. Then, as one whole process each:
+
+* ``syncer``: ``python -m bench.bench_reshard --mover HOST:PORT HOST:PORT``, which calls
+  ``topology_converge.converge([[A], [B]])`` -- the controller's scale-out pass;
+* ``redis-cli``: ``redis-cli --cluster rebalance A --cluster-use-empty-masters`` (its defaults:
+  10 keys per MIGRATE).
+
+Both move half the slots, so the same keys, from A to B. While a contender runs, a writer process
+overwrites a hot set of keys through redis-py's cluster client without pause and reports the
+longest time between two acknowledged writes (the write stall). The bench prints keys moved per
+second and the longest stall for both, with ratios, checks that every key is still there, and exits
+0 only when syncer moves at least as fast with no longer a stall.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import redis
+from redis.cluster import ClusterNode, RedisCluster
+
+from syncer.controller.topology import RedisNode, TopologyOptions, bootstrap
+from syncer.controller.topology_converge import converge
+
+VALUE = "v" * 32
+
+
+def _server(root: Path, port: int) -> subprocess.Popen[bytes]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise SystemExit("redis-server is not on PATH (Debian package redis-server)")
+    args = [
+        binary, "--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
+        "--cluster-config-file", f"nodes-{port}.conf", "--cluster-node-timeout", "5000",
+        "--dir", str(root), "--save", "", "--appendonly", "no", "--logfile", f"redis-{port}.log",
+    ]  # fmt: skip
+    return subprocess.Popen(args, cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+
+
+def _free_port() -> int:
+    import socket
+
+    while True:
+        with socket.socket() as a:
+            a.bind(("127.0.0.1", 0))
+            port = int(a.getsockname()[1])
+        if port + 10000 < 65536:
+            with socket.socket() as b:
+                try:
+                    b.bind(("127.0.0.1", port + 10000))
+                except OSError:
+                    continue
+            return port
+
+
+def _client(node: RedisNode) -> redis.Redis:
+    return redis.Redis(node.host, node.port, decode_responses=True, socket_timeout=10)
+
+
+def _wait_up(node: RedisNode) -> None:
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            if _client(node).ping():
+                return
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    raise SystemExit(f"redis-server {node} did not start")
+
+
+def build(root: Path, keys: int) -> tuple[list[subprocess.Popen[bytes]], RedisNode, RedisNode]:
+    """A serves every slot and holds ``keys`` keys; B is an empty master that knows A."""
+    root.mkdir(parents=True)
+    a, b = RedisNode("127.0.0.1", _free_port()), RedisNode("127.0.0.1", _free_port())
+    procs = [_server(root, a.port), _server(root, b.port)]
+    for node in (a, b):
+        _wait_up(node)
+    report = bootstrap([[a]], TopologyOptions(ready_timeout=30))
+    if not report.healthy:
+        raise SystemExit(f"could not form the cluster: {report.summary()}")
+    conn = _client(a)
+    for first in range(0, keys, 20000):
+        pipe = conn.pipeline(transaction=False)
+        for i in range(first, min(first + 20000, keys)):
+            pipe.set(f"key:{i}", VALUE)
+        pipe.execute()
+    conn.execute_command("CLUSTER", "MEET", b.host, b.port)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        nodes = _client(b).execute_command("CLUSTER", "NODES")
+        info = _client(b).execute_command("CLUSTER", "INFO")
+        if nodes.count("connected") == 2 and "handshake" not in nodes and "cluster_state:ok" in info:
+            return procs, a, b
+        time.sleep(0.1)
+    raise SystemExit("B did not join the cluster")
+
+
+def writer(host: str, port: int, out: Path) -> None:
+    """Overwrite hot keys until SIGTERM; write the longest gap between acknowledged writes to ``out``."""
+    stop = False
+
+    def _stop(signum: int, frame: object) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, _stop)
+    client = RedisCluster(startup_nodes=[ClusterNode(host, port)], socket_timeout=5)
+    last = time.monotonic()
+    longest, writes, i = 0.0, 0, 0
+    while not stop:
+        try:
+            client.set(f"hot:{i % 2000}", str(i))
+        except Exception:  # an outage: keep trying, the gap grows
+            time.sleep(0.01)
+            continue
+        now = time.monotonic()
+        longest = max(longest, now - last)
+        last, writes, i = now, writes + 1, i + 1
+    out.write_text(json.dumps({"longest": longest, "writes": writes}))
+
+
+def mover(a: str, b: str) -> None:
+    """The syncer contender: one converging pass over shards [[A], [B]]."""
+    nodes = [RedisNode(h, int(p)) for h, _, p in (x.rpartition(":") for x in (a, b))]
+    result = converge([[nodes[0]], [nodes[1]]], (), TopologyOptions(ready_timeout=30))
+    if result.problems or not result.report.healthy:
+        raise SystemExit(f"converge failed: {result.problems or result.report.summary()}")
+
+
+def run_one(name: str, keys: int, root: Path) -> dict[str, float]:
+    procs, a, b = build(root / name, keys)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    stall_file = root / f"{name}-stall.json"
+    try:
+        w = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "--writer", str(a), str(stall_file)],
+            env=env,
+        )
+        time.sleep(2.0)
+        if name == "syncer":
+            argv = [sys.executable, str(Path(__file__).resolve()), "--mover", str(a), str(b)]
+        else:
+            argv = ["redis-cli", "--cluster", "rebalance", str(a), "--cluster-use-empty-masters"]
+        started = time.monotonic()
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+        seconds = time.monotonic() - started
+        time.sleep(1.0)
+        w.send_signal(signal.SIGTERM)
+        w.wait(30)
+        if done.returncode != 0:
+            raise SystemExit(f"{name} failed ({done.returncode}): {done.stdout[-500:]} {done.stderr[-500:]}")
+        moved = int(_client(b).dbsize())
+        total = int(_client(a).dbsize()) + moved
+        stall = json.loads(stall_file.read_text())
+        expected = keys + min(stall["writes"], 2000)
+        if total != expected:
+            raise SystemExit(f"{name}: {total} keys after the move, expected {expected}")
+        return {"seconds": seconds, "moved": moved, "rate": moved / seconds, "stall": stall["longest"]}
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--keys", type=int, default=400000, help="keys on A before the move (half move)")
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--writer", nargs=2, metavar=("HOST:PORT", "OUT"), help=argparse.SUPPRESS)
+    parser.add_argument("--mover", nargs=2, metavar=("A", "B"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.writer:
+        host, _, port = args.writer[0].rpartition(":")
+        writer(host, int(port), Path(args.writer[1]))
+        return 0
+    if args.mover:
+        mover(*args.mover)
+        return 0
+    if shutil.which("redis-cli") is None:
+        raise SystemExit("redis-cli is not on PATH (Debian package redis-tools)")
+    results: dict[str, list[dict[str, float]]] = {"syncer": [], "redis-cli": []}
+    with tempfile.TemporaryDirectory(prefix="bench-reshard-") as tmp:
+        for run in range(args.runs):
+            for name in ("redis-cli", "syncer"):
+                found = run_one(name, args.keys, Path(tmp) / f"run{run}")
+                results[name].append(found)
+                print(
+                    f"{name:>9}: moved {found['moved']:.0f} keys in {found['seconds']:.2f}s = "
+                    f"{found['rate']:.0f} keys/s, longest write stall {found['stall'] * 1000:.0f} ms",
+                    flush=True,
+                )
+    best = {name: max(r, key=lambda x: x["rate"]) for name, r in results.items()}
+    rate = best["syncer"]["rate"] / best["redis-cli"]["rate"]
+    stall = best["syncer"]["stall"] / best["redis-cli"]["stall"]
+    print(f"syncer / redis-cli: {rate:.2f}x keys/s, {stall:.2f}x longest write stall")
+    ok = rate >= 1.0 and stall <= 1.0
+    print("goal met" if ok else "goal NOT met: syncer must move at least as fast with no longer a stall")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
