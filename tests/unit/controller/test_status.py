@@ -105,3 +105,15 @@ def test_current_version_stays_until_every_shard_runs_one_revision() -> None:
     mixed = [good(0, "7.4"), ShardState(1, True, True, 2, 2, 1, False, "7.4")]
     status = compute(Observed(SPEC, mixed), {"currentVersion": "7.2"}, 1.0)
     assert status["currentVersion"] == "7.2"
+
+
+def test_the_topology_reason_and_shard_masters_are_reported() -> None:
+    verdict = TopologyVerdict(False, "slot 7 is open", "SlotsOpen")
+    status = compute(Observed(SPEC, [good(0), good(1)], topology=verdict), {}, 100.0)
+    assert conditions(status)["Ready"] == ("False", "SlotsOpen")
+    healthy = TopologyVerdict(True, "cluster_state ok", "Healthy")
+    masters = {0: "cache-shard-0-1", 1: "cache-shard-1-0"}
+    status = compute(Observed(SPEC, [good(0), good(1)], topology=healthy, masters=masters), {}, 100.0)
+    assert conditions(status)["Ready"][0] == "True"
+    assert "cluster_state ok" in status["conditions"][0]["message"]
+    assert [s.get("master") for s in status["shards"]] == ["cache-shard-0-1", "cache-shard-1-0"]

@@ -123,3 +123,15 @@ def test_state_round_trips_through_the_status() -> None:
     assert RolloutState.from_status(state.to_status()) == state
     assert RolloutState.from_status({"phase": "Baking"}) is None
     assert RolloutState.from_status(None) is None
+
+
+def test_a_step_is_not_done_while_redis_is_unhealthy() -> None:
+    state = RolloutState("new", Phase.PROGRESSING, 2, 3, 0, 100.0)
+    held = decide(
+        STRATEGY, "new", pods=4, state=state, shards=[shard("new", 4)], now=101.0, redis_ready=False
+    )
+    assert held.state is not None
+    assert held.state.phase == Phase.PROGRESSING
+    done = decide(STRATEGY, "new", pods=4, state=state, shards=[shard("new", 4)], now=101.0, redis_ready=True)
+    assert done.state is not None
+    assert done.state.phase == Phase.BAKING
