@@ -65,7 +65,7 @@ class Scene:
     def obj(self) -> KubeObject:
         return self.kube.get(API_VERSION, KIND, NAME, self.namespace)
 
-    def wait_ready(self, timeout: float = 240.0) -> KubeObject:
+    def wait_ready(self, timeout: float = 600.0) -> KubeObject:
         def ready() -> KubeObject | None:
             found = self.obj()
             return found if is_ready(found) else None

@@ -94,11 +94,13 @@ def test_create_builds_owned_children_and_reports_ready_then_not_ready_when_pods
             },
             APPLY,
         )
-    broken = wait_for(
-        lambda: _when(kube, namespace, "cache", "Ready", "False"),
-        60,
-        "Ready to turn False",
-    )
+
+    def both_down() -> KubeObject | None:
+        # The pods turn NotReady one after the other: wait until the status has seen both.
+        obj = _when(kube, namespace, "cache", "Ready", "False")
+        return obj if obj and "shard 1: 0/2 pods Ready" in condition(obj, "Ready")["message"] else None
+
+    broken = wait_for(both_down, 60, "Ready to turn False with both pods of shard 1 down")
     assert condition(broken, "Ready")["reason"] == "ShardsNotReady"
     assert "shard 1: 0/2 pods Ready" in condition(broken, "Ready")["message"]
     assert condition(broken, "Reconciling")["status"] == "True"
