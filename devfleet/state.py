@@ -95,11 +95,13 @@ class Fleet:
         raise KeyError(f"no cluster {name!r} in the fleet at {self.root}")
 
     def save(self) -> None:
-        data = {
+        data: dict[str, Any] = {
             "etcdPort": self.etcd_port,
             "clusters": [{"name": c.name, "port": c.port, "profile": str(c.profile)} for c in self.clusters],
             "processes": [p.to_json() for p in self.processes],
         }
+        if self.pod_range is not None:
+            data["podRange"] = self.pod_range.to_json()
         # Write aside and rename, so a reader never sees half a file.
         partial = self.state_file.with_name(self.state_file.name + ".new")
         partial.write_text(json.dumps(data, indent=2) + "\n")
