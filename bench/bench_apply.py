@@ -45,10 +45,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from syncer.apply import ApplyPolicy, ClusterApplier
 from syncer.config.rollout import RolloutPolicy, WaveGate, WavePolicy
 from syncer.domain import MANAGED_BY_SELECTOR, Inventory, applied_body
-from syncer.domain.changeset import EntryOutcome
+from syncer.domain.changeset import Outcome
 from syncer.engine.diff import DiffOptions, plan_live_cluster
-from syncer.engine.rollout import FleetRollout
-from syncer.engine.rollout_model import RolloutOptions
+from syncer.engine.sync import FleetRollout, SyncOptions
 from syncer.errors import KubeError, NotFound
 from syncer.kube import ApplyOptions, ClientOptions, ClusterClient
 from syncer.manifests import load_fleet
@@ -274,7 +273,7 @@ def syncer_apply(kubeconfig: Path, repo: Path, revision: str, options: ClientOpt
         done = time.perf_counter()
     finally:
         api.close()
-    applied = sum(1 for e in result.entries if e.outcome is EntryOutcome.APPLIED)
+    applied = sum(1 for e in result.entries if e.outcome is Outcome.APPLIED)
     if not result.ok or applied != len(desired.manifests):
         raise RuntimeError(f"syncer applied {applied} of {len(desired.manifests)}: {result.error}")
     return rendered - started, done - rendered
@@ -386,10 +385,10 @@ def compare_apply(kubeconfig: Path, root: Path, args: argparse.Namespace) -> dic
 # -- the agent: no-op requests and peak RSS ---------------------------------------------------------
 
 
-def agent_options() -> RolloutOptions:
+def agent_options() -> SyncOptions:
     gate = WaveGate(max_concurrent=len(CLUSTERS), health_timeout=60.0, bake=0.0)
     policy = RolloutPolicy((WavePolicy("all", 100.0, None, gate),), rollback=False)
-    return RolloutOptions(rollout=policy, health_poll=0.5)
+    return SyncOptions(rollout=policy, health_poll=0.5)
 
 
 def peak_rss_kib() -> int:

@@ -9,7 +9,6 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -19,26 +18,13 @@ from rich.table import Table
 
 from syncer.agent.loop import AgentProcess, start_controllers
 from syncer.agent.service import Agent
+from syncer.agent.settings import AgentSettings, ControllerSettings, HttpSettings, LeaseSettings
 from syncer.cli.controller import admission_options, serve_admission, stop_admission
-from syncer.config import AgentConfig, load_agent_config
-from syncer.config.rollout import load_rollout_policy
-from syncer.config.settings import (
-    AGENT_NAMESPACE,
-    DRIFT_INTERVAL,
-    HEALTH_POLL_FOREGROUND,
-    POLL_INTERVAL,
-    POLL_JITTER,
-    AgentSettings,
-    ControllerSettings,
-    HomeCluster,
-    HttpSettings,
-    LeaseSettings,
-)
+from syncer.config import load_agent_config
+from syncer.config.rollout import parse_duration
 from syncer.controller.logs import configure as configure_logs
-from syncer.domain.durations import format_duration, parse_duration
-from syncer.domain.progress import PassEvent, Step, Waiting
-from syncer.engine.revision import PollOutcome
-from syncer.engine.rollout_model import RolloutOutcome
+from syncer.engine.revision import Outcome
+from syncer.engine.sync import Progress, SyncOutcome
 from syncer.errors import SyncerError
 from syncer.kube import ClusterClient
 from syncer.status.metrics import SyncerMetrics
@@ -79,7 +65,7 @@ def common(func: F) -> F:
         ),
         click.option(
             "--state-namespace",
-            default=AGENT_NAMESPACE,
+            default="syncer-system",
             show_default=True,
             help="Namespace of each cluster's sync-state ConfigMap.",
         ),
@@ -95,15 +81,11 @@ class _ConfigProblem(click.ClickException):
     exit_code = EXIT_ERROR
 
 
-def _load(config_path: Path, rollout_policy: Path | None = None) -> AgentConfig:
-    """The agent config, with the rollout policy of ``rollout_policy`` when one is given."""
+def _load(config_path: Path) -> Any:
     try:
-        config = load_agent_config(config_path)
-        if rollout_policy is not None:
-            config = replace(config, rollout=load_rollout_policy(rollout_policy))
+        return load_agent_config(config_path)
     except SyncerError as err:
         raise _ConfigProblem(str(err)) from err
-    return config
 
 
 def _lease_settings(opts: dict[str, Any]) -> LeaseSettings:
@@ -123,7 +105,12 @@ def _lease_settings(opts: dict[str, Any]) -> LeaseSettings:
             "must be above 0 and less than --lease-renew-deadline", param_hint="--lease-retry-period"
         )
     return LeaseSettings(
-        namespace=opts["lease_namespace"], duration=duration, renew_deadline=deadline, retry_period=retry
+        enabled=opts["leader_elect"],
+        namespace=opts["lease_namespace"],
+        context=opts["lease_context"],
+        duration=duration,
+        renew_deadline=deadline,
+        retry_period=retry,
     )
 
 
@@ -143,49 +130,37 @@ def _http_settings(opts: dict[str, Any]) -> HttpSettings:
 @click.command()
 @common
 @click.option(
-    "--interval",
-    default=format_duration(POLL_INTERVAL),
-    show_default=True,
-    callback=_duration,
-    help="How often to poll git.",
+    "--interval", default="1m", show_default=True, callback=_duration, help="How often to poll git."
 )
 @click.option(
-    "--jitter",
-    default=format_duration(POLL_JITTER),
-    show_default=True,
-    callback=_duration,
-    help="Random delay added to polls.",
+    "--jitter", default="5s", show_default=True, callback=_duration, help="Random delay added to polls."
 )
 @click.option(
-    "--drift-interval",
-    default=format_duration(DRIFT_INTERVAL),
-    show_default=True,
-    callback=_duration,
-    help="How often to repair drift.",
+    "--drift-interval", default="5m", show_default=True, callback=_duration, help="How often to repair drift."
 )
 @click.option(
     "--http-port",
     type=click.IntRange(0, 65535),
-    default=HttpSettings.port,
+    default=8080,
     show_default=True,
     help="Port of /metrics, /healthz, /readyz, /hooks/git (0: any free port).",
 )
 @click.option(
     "--http-host",
-    default=HttpSettings.host,
+    default="127.0.0.1",
     show_default=True,
     help="Address the HTTP server binds (0.0.0.0 or :: for every address, as in a pod).",
 )
 @click.option(
     "--http-max-connections",
     type=click.IntRange(1, 10000),
-    default=HttpSettings.max_connections,
+    default=32,
     show_default=True,
     help="Connections served at once; more are answered 503.",
 )
 @click.option(
     "--http-request-timeout",
-    default=format_duration(HttpSettings.request_timeout),
+    default="10s",
     show_default=True,
     callback=_duration,
     help="Time a client has to send a whole request (line, headers and body).",
@@ -199,27 +174,27 @@ def _http_settings(opts: dict[str, Any]) -> HttpSettings:
 @click.option(
     "--leader-elect/--no-leader-elect", default=True, show_default=True, help="Hold a Lease before acting."
 )
-@click.option("--lease-namespace", default=LeaseSettings.namespace, show_default=True)
+@click.option("--lease-namespace", default="syncer-system", show_default=True)
 @click.option(
     "--lease-context", default="", help="Context of the home cluster holding the Lease [default: current]."
 )
 @click.option(
     "--lease-duration",
-    default=format_duration(LeaseSettings.duration),
+    default="15s",
     show_default=True,
     callback=_duration,
     help="How long a Lease not renewed stays held: how soon another replica may take over.",
 )
 @click.option(
     "--lease-renew-deadline",
-    default=format_duration(LeaseSettings.renew_deadline),
+    default="10s",
     show_default=True,
     callback=_duration,
     help="How long the leader keeps acting when it cannot renew the Lease (less than the duration).",
 )
 @click.option(
     "--lease-retry-period",
-    default=format_duration(LeaseSettings.retry_period),
+    default="2s",
     show_default=True,
     callback=_duration,
     help="How often the Lease is renewed or, by a standby, tried (less than the renew deadline).",
@@ -248,13 +223,14 @@ def run(**opts: Any) -> None:
     """Run the agent: poll git, verify, roll out in waves, repair drift, serve metrics."""
     lease = _lease_settings(opts)
     http = _http_settings(opts)
-    config = _load(opts["config_path"], opts["rollout_policy"])
+    config = _load(opts["config_path"])
     # The webhook's certificate is one of the files to check before the process's logging is set up.
-    admission = serve_admission(
-        opts["kubeconfig"], opts["lease_context"], opts["admission_port"], opts["admission_cert_dir"]
-    )
+    home = lease.kubeconfig or opts["kubeconfig"], lease.context
+    admission = serve_admission(*home, opts["admission_port"], opts["admission_cert_dir"])
     configure_logs()  # only once the arguments and files are known to be good
     settings = AgentSettings(
+        config=opts["config_path"],
+        rollout_policy=opts["rollout_policy"],
         kubeconfig=opts["kubeconfig"],
         interval=opts["interval"],
         jitter=opts["jitter"],
@@ -262,9 +238,7 @@ def run(**opts: Any) -> None:
         state_namespace=opts["state_namespace"],
         http=http,
         hook_secret_file=opts["hook_secret_file"],
-        leader_elect=opts["leader_elect"],
         lease=lease,
-        home=HomeCluster(context=opts["lease_context"]),
         controller=ControllerSettings(
             enabled=opts["controller"] or opts["controller_every_cluster"],
             every_cluster=opts["controller_every_cluster"],
@@ -286,23 +260,29 @@ def run(**opts: Any) -> None:
         stop_admission(admission)
 
 
-def _printer(console: Console) -> Callable[[PassEvent], None]:
-    last: dict[str, tuple[str, ...]] = {}
+def _printer(console: Console) -> Callable[[Progress], None]:
+    marks = {
+        "applying": "…",
+        "applied": "✓",
+        "apply-failed": "✗",
+        "already-applied": "=",
+        "gate-proceed": "✓",
+        "gate-halt": "✗",
+        "gate-rollback": "✗",
+        "rolling-back": "↺",
+        "gate-wait": "·",
+    }
+    last: dict[str, str] = {}
 
-    def show(event: PassEvent) -> None:
-        mark = event.treatment.mark
-        if not mark:
-            return  # shown in the pass's summary
-        # Say each wait once: "baking: 8s of 10s left" and "baking: 6s ..." are one wait.
-        kind: tuple[str, ...] = (event.step, str(event.waiting or ""))
-        if event.waiting is not Waiting.BAKE:
-            kind += (event.detail,)
-        if event.step is Step.GATE_WAIT and last.get(event.wave) == kind:
+    def show(step: Progress) -> None:
+        # Say each kind of wait once: "baking: 8s of 10s left" and "baking: 6s ..." are one wait.
+        kind = step.detail.split(":", 1)[0] if step.step == "gate-wait" else f"{step.step}{step.detail}"
+        if step.step == "gate-wait" and last.get(step.wave) == kind:
             return
-        last[event.wave] = kind
-        where = f"[bold]{event.wave}[/bold]" + (f" / {event.cluster}" if event.cluster else "")
-        detail = f": {event.detail}" if event.detail else ""
-        console.print(f"{mark} {where} {event.step}{detail}", highlight=False)
+        last[step.wave] = kind
+        where = f"[bold]{step.wave}[/bold]" + (f" / {step.cluster}" if step.cluster else "")
+        detail = f": {step.detail}" if step.detail else ""
+        console.print(f"{marks.get(step.step, '-')} {where} {step.step}{detail}", highlight=False)
 
     return show
 
@@ -329,11 +309,13 @@ def sync(
     Exit codes: 0 synced (or nothing to do), 1 rejected, halted or rolled back, 2 error.
     """
     console = Console(stderr=True)
-    config = _load(config_path, rollout_policy)
+    config = _load(config_path)
     settings = AgentSettings(
+        config=config_path,
+        rollout_policy=rollout_policy,
         kubeconfig=kubeconfig,
         state_namespace=state_namespace,
-        health_poll=HEALTH_POLL_FOREGROUND,
+        health_poll=2.0,
         controller=ControllerSettings(enabled=controller_every_cluster, every_cluster=True),
     )
     stop = threading.Event()
@@ -356,7 +338,7 @@ def sync(
     advance = result.advance
     if advance.rejection is not None:
         console.print(f"[red]rejected:[/red] {advance.rejection.message}", highlight=False)
-        if advance.outcome is PollOutcome.REJECTED and advance.current is None:
+        if advance.outcome is Outcome.REJECTED and advance.current is None:
             sys.exit(EXIT_NOT_SYNCED)
     report = result.report
     if report is None:
@@ -366,7 +348,7 @@ def sync(
             f"[red]sync state not written[/red] on {cluster}: {error} (the next pass cannot resume there)",
             highlight=False,
         )
-    good = report.outcome in {RolloutOutcome.APPLIED, RolloutOutcome.UNCHANGED} and not report.unsaved
+    good = report.outcome in {SyncOutcome.APPLIED, SyncOutcome.UNCHANGED} and not report.unsaved
     colour = "green" if good else "red"
     console.print(
         f"[{colour}]{report.outcome}[/{colour}] {report.revision[:12]}"
@@ -381,7 +363,7 @@ def sync(
     "--config", "config_path", required=True, type=click.Path(path_type=Path, dir_okay=False, exists=True)
 )
 @click.option("--kubeconfig", default="", envvar="KUBECONFIG")
-@click.option("--state-namespace", default=AGENT_NAMESPACE, show_default=True)
+@click.option("--state-namespace", default="syncer-system", show_default=True)
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def status(config_path: Path, kubeconfig: str, state_namespace: str, output: str) -> None:
     """Each cluster's sync state: wave, applied revision, health, last good revision, last error."""

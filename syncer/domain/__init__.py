@@ -1,5 +1,4 @@
-"""Pure value types shared by every stage: object keys, manifests, desired fleets, plans, change sets,
-sync states, pass events and durations.
+"""Pure value types shared by every stage: object keys, manifests, desired fleets, changes.
 
 Owns: frozen dataclasses and string enums, and the body syncer applies for a manifest (its managed-by
 label and applied-fields annotation). Must not: import anything that does I/O or any other syncer
@@ -15,8 +14,8 @@ from syncer.domain.applied import (
     Inventory,
     applied_body,
 )
+from syncer.domain.changes import Action, Change, ClusterPlan, FieldChange, FleetPlan, WavePlan
 from syncer.domain.objects import ClusterManifests, DesiredFleet, Manifest, ObjectKey, api_group
-from syncer.domain.plans import Action, Change, ClusterPlan, FieldChange, FleetPlan, WavePlan
 from syncer.domain.selectors import LabelSelector
 
 __all__ = [

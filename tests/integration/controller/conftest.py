@@ -8,8 +8,7 @@ from devfleet import fleet as devfleet
 from syncer.controller.model import API_VERSION, KIND, ControllerOptions
 from syncer.kube import ClusterClient
 from tests.integration.conftest import FleetHandle
-from tests.integration.controller.kit import RunningController, controller_running, install_crd
-from tests.support.waiting import eventually
+from tests.integration.controller.kit import RunningController, controller_running, install_crd, wait_for
 
 LOOPBACK_CLUSTER = "topo"
 
@@ -41,10 +40,10 @@ def controller(
         # keep the namespace terminating for ever.
         for item in kube.list(API_VERSION, KIND, namespace=namespace).items:
             kube.delete(API_VERSION, KIND, item["metadata"]["name"], namespace)
-        eventually(
-            "the test's RedisClusters to be finalized",
+        wait_for(
             lambda: not kube.list(API_VERSION, KIND, namespace=namespace).items,
             60,
+            "the test's RedisClusters to be finalized",
         )
 
 

@@ -9,8 +9,7 @@ import pytest
 
 from syncer.controller.model import ANNOTATION_PAUSED, API_VERSION, KIND
 from syncer.kube import ApplyOptions, ClusterClient
-from tests.integration.controller.kit import RunningController, is_ready, redis_cluster
-from tests.support.waiting import eventually
+from tests.integration.controller.kit import RunningController, is_ready, redis_cluster, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -27,7 +26,7 @@ def test_a_paused_cluster_is_not_reconciled_until_resumed(
 ) -> None:
     body = redis_cluster("cache", namespace, shards=2, replicasPerShard=1)
     kube.apply(body, APPLY)
-    eventually("Ready", lambda: is_ready(kube.get(API_VERSION, KIND, "cache", namespace)), 90)
+    wait_for(lambda: is_ready(kube.get(API_VERSION, KIND, "cache", namespace)), 90, "Ready")
     before = _statefulsets(kube, namespace)
     status_before = kube.get(API_VERSION, KIND, "cache", namespace)["status"]
 
@@ -41,5 +40,5 @@ def test_a_paused_cluster_is_not_reconciled_until_resumed(
 
     body["metadata"]["annotations"] = {ANNOTATION_PAUSED: "false"}
     kube.apply(body, APPLY)
-    eventually("Ready after resume", lambda: is_ready(kube.get(API_VERSION, KIND, "cache", namespace)), 90)
+    wait_for(lambda: is_ready(kube.get(API_VERSION, KIND, "cache", namespace)), 90, "Ready after resume")
     assert _statefulsets(kube, namespace) == {f"cache-shard-{i}": 3 for i in range(3)}

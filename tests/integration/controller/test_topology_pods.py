@@ -23,9 +23,9 @@ from tests.integration.controller.kit import (
     install_crd,
     is_ready,
     redis_cluster,
+    wait_for,
 )
 from tests.integration.topology.servers import RedisServers, client
-from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -77,12 +77,10 @@ def test_the_controller_forms_the_redis_cluster_and_reports_a_killed_master(
     try:
         with controller_running(options):
             kube.apply(redis_cluster("cache", "topo", shards=SHARDS, replicasPerShard=1))
-            nodes = eventually("six pods with loopback IPs", lambda: pod_nodes(kube, loopback_fleet), 60)
+            nodes = wait_for(lambda: pod_nodes(kube, loopback_fleet), 60, "six pods with loopback IPs")
             servers.start_at(nodes)
 
-            formed = eventually(
-                "Ready with the Redis cluster formed", lambda: is_ready(live(kube)) or None, 90
-            )
+            formed = wait_for(lambda: is_ready(live(kube)) or None, 90, "Ready with the Redis cluster formed")
             assert formed
             with client(nodes[0]) as conn:
                 info = conn.execute_command("CLUSTER", "INFO")
@@ -101,13 +99,13 @@ def test_the_controller_forms_the_redis_cluster_and_reports_a_killed_master(
                     else None
                 )
 
-            ready = eventually("Ready=False naming the killed master", reports_it, 60)
+            ready = wait_for(reports_it, 60, "Ready=False naming the killed master")
             assert "Redis topology" in ready["message"]
             kube.delete(API_VERSION, KIND, "cache", "topo")
-            eventually(
-                "the RedisCluster to be gone",
+            wait_for(
                 lambda: not kube.list(API_VERSION, KIND, namespace="topo").items,
                 60,
+                "the RedisCluster to be gone",
             )
     finally:
         assert servers.stop() == []

@@ -22,8 +22,7 @@ from devfleet import fleet as devfleet
 from devfleet.standin import REASON, ReadyStatusStandIn
 from syncer.errors import Forbidden, NotFound
 from syncer.kube import ApplyOptions, ClientOptions, ClusterClient
-from tests.integration.controller.kit import install_crd
-from tests.support.waiting import eventually
+from tests.integration.controller.kit import install_crd, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -166,10 +165,10 @@ def test_the_stand_in_marks_each_generation_ready_and_the_audit_log_names_every_
                     and conditions.get("Ready", {}).get("reason") == REASON
                 )
 
-            eventually("generation 1 marked Ready by the stand-in", lambda: ready_for(1), 30)
+            wait_for(lambda: ready_for(1), 30, "generation 1 marked Ready by the stand-in")
             writer.apply(_redis("prod", "cache", shards=4), ApplyOptions(field_manager="syncer"))
-            eventually("generation 2 marked Ready by the stand-in", lambda: ready_for(2), 30)
-            eventually("the stand-in to count its two writes", lambda: stand_in.marked["c-03"] == 2, 10)
+            wait_for(lambda: ready_for(2), 30, "generation 2 marked Ready by the stand-in")
+            wait_for(lambda: stand_in.marked["c-03"] == 2, 10, "the stand-in to count its two writes")
         writes = [
             w for w in audit.writes(fleet, "c-03") if w.resource == "redisclusters" and w.name == "cache"
         ]

@@ -12,9 +12,8 @@ import pytest
 
 from syncer.controller.topology import RedisNode, TopologyOptions, bootstrap, parse_cluster_nodes
 from syncer.controller.topology_converge import converge
-from tests.integration.topology.servers import RedisServers, client, cluster_command, shards_of
+from tests.integration.topology.servers import RedisServers, client, cluster_command, shards_of, wait_for
 from tests.integration.topology.traffic import Traffic, TrafficResult
-from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -128,7 +127,7 @@ def test_a_departing_master_fails_over_to_its_kept_replica(servers: RedisServers
     # Make the pod that will be removed (the last of shard 0) its master first.
     leaving = shards[0][2]
     cluster_command(leaving, "FAILOVER")
-    eventually("failover", lambda: role(leaving) == "master" or None, 30.0, every=0.1)
+    wait_for(lambda: role(leaving) == "master" or None, "failover")
 
     kept = [shards[0][:2], [*shards[1]], [*shards[2]]]
     done = converge(kept, [leaving], OPTIONS)
@@ -148,7 +147,7 @@ def test_a_node_back_empty_on_its_address_is_resynced_and_its_ghost_forgotten(
     old_id = cluster_command(master, "MYID")
     servers.kill(master)
     # The replica takes over; the pod comes back on the same address with an empty data directory.
-    eventually("failover", lambda: role(replica) == "master" or None, 30, every=0.1)
+    wait_for(lambda: role(replica) == "master" or None, "failover", 30)
     servers.restart(master, fresh=True)
     assert cluster_command(master, "MYID") != old_id
 
@@ -156,7 +155,7 @@ def test_a_node_back_empty_on_its_address_is_resynced_and_its_ghost_forgotten(
         result = converge(shards, (), OPTIONS)
         return result if result.report.healthy else None
 
-    result = eventually("the cluster to heal", healed, 60, every=0.1)
+    result = wait_for(healed, "the cluster to heal", 60)
     assert result is not None
     entries = parse_cluster_nodes(cluster_command(replica, "NODES"))
     assert old_id not in {e.node_id for e in entries}
