@@ -3,6 +3,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -34,12 +35,10 @@ def test_the_controller_command_is_registered_with_its_options() -> None:
         assert option in result.output
 
 
-def test_a_kubeconfig_without_a_current_context_is_a_clear_error() -> None:
-    runner = CliRunner()
-    with runner.isolated_filesystem():
-        with open("kubeconfig", "w", encoding="utf-8") as handle:
-            handle.write("apiVersion: v1\nkind: Config\n")
-        result = runner.invoke(cli, ["controller", "--kubeconfig", "kubeconfig", "--metrics-port", "0"])
+def test_a_kubeconfig_without_a_current_context_is_a_clear_error(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["controller", "--kubeconfig", str(kubeconfig), "--metrics-port", "0"])
     assert result.exit_code == 1
     assert "has no current-context; pass --context" in result.output
     assert logging.getLogger("syncer").propagate  # failed before touching the process's logging
