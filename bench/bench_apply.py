@@ -45,9 +45,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from syncer.apply import ApplyPolicy, ClusterApplier
 from syncer.config.rollout import RolloutPolicy, WaveGate, WavePolicy
 from syncer.domain import MANAGED_BY_SELECTOR, Inventory, applied_body
-from syncer.domain.changeset import Outcome
+from syncer.domain.changeset import EntryOutcome
 from syncer.engine.diff import DiffOptions, plan_live_cluster
-from syncer.engine.sync import FleetRollout, SyncOptions
+from syncer.engine.rollout import FleetRollout
+from syncer.engine.rollout_model import RolloutOptions
 from syncer.errors import KubeError, NotFound
 from syncer.kube import ApplyOptions, ClientOptions, ClusterClient
 from syncer.manifests import load_fleet
@@ -273,7 +274,7 @@ def syncer_apply(kubeconfig: Path, repo: Path, revision: str, options: ClientOpt
         done = time.perf_counter()
     finally:
         api.close()
-    applied = sum(1 for e in result.entries if e.outcome is Outcome.APPLIED)
+    applied = sum(1 for e in result.entries if e.outcome is EntryOutcome.APPLIED)
     if not result.ok or applied != len(desired.manifests):
         raise RuntimeError(f"syncer applied {applied} of {len(desired.manifests)}: {result.error}")
     return rendered - started, done - rendered
@@ -385,10 +386,10 @@ def compare_apply(kubeconfig: Path, root: Path, args: argparse.Namespace) -> dic
 # -- the agent: no-op requests and peak RSS ---------------------------------------------------------
 
 
-def agent_options() -> SyncOptions:
+def agent_options() -> RolloutOptions:
     gate = WaveGate(max_concurrent=len(CLUSTERS), health_timeout=60.0, bake=0.0)
     policy = RolloutPolicy((WavePolicy("all", 100.0, None, gate),), rollback=False)
-    return SyncOptions(rollout=policy, health_poll=0.5)
+    return RolloutOptions(rollout=policy, health_poll=0.5)
 
 
 def peak_rss_kib() -> int:

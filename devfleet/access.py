@@ -13,6 +13,9 @@ from devfleet import kubeconfig
 from devfleet.fleet import Fleet
 from devfleet.nodes import admin_client
 
+FIELD_MANAGER = "syncer-fleet"
+"""The field manager the fleet's ``apply`` command writes as."""
+
 
 def user_kubeconfig(fleet: Fleet, cluster: str, user: str, groups: tuple[str, ...], out: Path) -> Path:
     """A kubeconfig authenticating as ``user`` (in ``groups``) by a client certificate of the cluster CA."""
@@ -57,7 +60,7 @@ def apply_files(fleet: Fleet, files: list[Path], clusters: tuple[str, ...] = ())
         client = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), cluster)
         try:
             for doc in documents:
-                client.apply(doc, ApplyOptions(field_manager="syncer-fleet", force=True))
+                client.apply(doc, ApplyOptions(field_manager=FIELD_MANAGER, force=True))
                 done.append(f"{cluster}: {doc['kind']}/{doc['metadata']['name']} applied")
             for doc in documents:
                 if doc["kind"] == "CustomResourceDefinition":

@@ -28,7 +28,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, exposition
 
-from syncer.agent.settings import HttpSettings
+from syncer.config.settings import HttpSettings
 
 log = logging.getLogger("syncer.agent")
 

@@ -15,17 +15,18 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from syncer.agent.http import AgentServer, Endpoints
-from syncer.agent.service import Agent, read_secret
-from syncer.agent.settings import AgentSettings
+from syncer.agent.service import Agent
+from syncer.config.settings import AgentSettings
 from syncer.controller.model import ControllerOptions
 from syncer.controller.runner import run_controller
 from syncer.errors import Conflict, KubeError, NotFound
 from syncer.kube import ClusterClient
-from syncer.leader.election import LeaderElector, LeaseOptions
+from syncer.leader.election import LeaderElector
 
 log = logging.getLogger("syncer.agent")
 
@@ -38,13 +39,10 @@ def start_controllers(agent: Agent, settings: AgentSettings, stop: threading.Eve
         return []
     if chosen.every_cluster:
         accesses = {name: agent.access(name) for name in agent.config.clusters}
-        targets = [
-            (str(a.kubeconfig) if a.kubeconfig else settings.kubeconfig, a.context, name)
-            for name, a in accesses.items()
-        ]
+        targets = [(agent.connections.kubeconfig_of(a), a.context, name) for name, a in accesses.items()]
         elect = False
     else:
-        targets = [(settings.lease.kubeconfig or settings.kubeconfig, settings.lease.context, "")]
+        targets = [(settings.home.kubeconfig or settings.kubeconfig, settings.home.context, "")]
         elect = True
     threads = []
     # One metrics registry holds one controller's collectors; on a local fleet only the first reports.
@@ -84,6 +82,11 @@ def ensure_lease_namespace(client: ClusterClient, namespace: str) -> None:
     with contextlib.suppress(Conflict):
         client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
         log.info("created the lease namespace %s", namespace)
+
+
+def read_secret(path: Path | None) -> str:
+    """The webhook's shared secret from its file ("" without one: no webhook)."""
+    return path.read_text().strip() if path else ""
 
 
 class AgentProcess:
@@ -180,33 +183,23 @@ class AgentProcess:
         log.info("listening on %s", server.host)
         self._start_controllers()
         try:
-            if not self.settings.lease.enabled:
+            if not self.settings.leader_elect:
                 self._lead(self.stop)
                 return
-            lease = self.settings.lease
-            client = ClusterClient.from_kubeconfig(
-                lease.kubeconfig or self.settings.kubeconfig, lease.context
-            )
+            home = self.settings.home
+            client = ClusterClient.from_kubeconfig(home.kubeconfig or self.settings.kubeconfig, home.context)
             identity = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
-            options = LeaseOptions(
-                lease.name,
-                lease.namespace,
-                identity,
-                lease.duration,
-                lease.renew_deadline,
-                lease.retry_period,
-            )
             try:
-                elector = LeaderElector(client, options)
+                elector = LeaderElector(client, self.settings.lease, identity)
                 while not self.stop.is_set():
                     # Losing the Lease, or its cluster, returns this replica to standby; it keeps
                     # serving HTTP and trying again, it never exits for it.
                     try:
-                        ensure_lease_namespace(client, lease.namespace)
+                        ensure_lease_namespace(client, self.settings.lease.namespace)
                         elector.run(self.stop, self._lead)
                     except KubeError as err:
                         log.warning("the Lease's cluster does not answer: %s; trying again", err)
-                        self.stop.wait(lease.retry_period)
+                        self.stop.wait(self.settings.lease.retry_period)
             finally:
                 client.close()
         finally:

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from syncer.apply.retry import RetryPolicy, with_retries
-from syncer.domain.applied import applied_body
-from syncer.domain.changes import WRITING_ACTIONS, Action, Change, ClusterPlan
-from syncer.domain.changeset import ChangeEntry, ChangeSet, Outcome
+from syncer.domain.applied import FIELD_MANAGER, applied_body
+from syncer.domain.changeset import ChangeEntry, ChangeSet, EntryOutcome
 from syncer.domain.objects import ClusterManifests, Manifest, ObjectKey
+from syncer.domain.plans import WRITING_ACTIONS, Action, Change, ClusterPlan
 from syncer.domain.rules import (
     PRUNE_ANNOTATION,
     PRUNE_DISABLED,
@@ -55,7 +55,7 @@ class ApplyPolicy:
     heal_drift: bool = True
     prune: bool = True
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-    field_manager: str = "syncer"
+    field_manager: str = FIELD_MANAGER
     workers: int = 8
 
     @property
@@ -106,7 +106,7 @@ class ClusterApplier:
         blocked = blocked_reason(changes, self.policy.rules)
         if blocked:
             stopped = tuple(
-                ChangeEntry(c.key, c.action, Outcome.SKIPPED, c.message)
+                ChangeEntry(c.key, c.action, EntryOutcome.SKIPPED, c.message)
                 for c in changes
                 if c.action in (Action.CONFLICT, Action.DRIFT, Action.ERROR)
             )
@@ -116,7 +116,7 @@ class ClusterApplier:
             missing = [c for c in group if c.key not in manifests]
             if missing:
                 entries += [
-                    ChangeEntry(c.key, c.action, Outcome.FAILED, "not among the desired objects")
+                    ChangeEntry(c.key, c.action, EntryOutcome.FAILED, "not among the desired objects")
                     for c in missing
                 ]
                 return ChangeSet(
@@ -125,20 +125,20 @@ class ClusterApplier:
             with ThreadPoolExecutor(max_workers=max(1, self.policy.workers)) as pool:
                 done = list(pool.map(lambda c: self._apply_one(manifests[c.key], c), group))
             entries += done
-            failed = next((e for e in done if e.outcome is Outcome.FAILED), None)
+            failed = next((e for e in done if e.outcome is EntryOutcome.FAILED), None)
             if failed is not None:
                 return ChangeSet(
                     desired.cluster, revision, tuple(entries), f"{failed.subject}: {failed.message}"
                 )
         entries += [
-            ChangeEntry(c.key, c.action, Outcome.SKIPPED, c.message)
+            ChangeEntry(c.key, c.action, EntryOutcome.SKIPPED, c.message)
             for c in changes
             if c.action is Action.KEEP
         ]
         for change in reversed([c for c in changes if c.action is Action.PRUNE]):
             entry = self._prune_one(change)
             entries.append(entry)
-            if entry.outcome is Outcome.FAILED:
+            if entry.outcome is EntryOutcome.FAILED:
                 return ChangeSet(
                     desired.cluster, revision, tuple(entries), f"{entry.subject}: {entry.message}"
                 )
@@ -154,11 +154,11 @@ class ClusterApplier:
         except Conflict as err:
             managers = ", ".join(err.managers) or "another field manager"
             return ChangeEntry(
-                change.key, Action.CONFLICT, Outcome.FAILED, f"owned by {managers}: {err.detail}"
+                change.key, Action.CONFLICT, EntryOutcome.FAILED, f"owned by {managers}: {err.detail}"
             )
         except KubeError as err:
-            return ChangeEntry(change.key, change.action, Outcome.FAILED, err.detail)
-        return ChangeEntry(change.key, change.action, Outcome.APPLIED, uid=_uid(live))
+            return ChangeEntry(change.key, change.action, EntryOutcome.FAILED, err.detail)
+        return ChangeEntry(change.key, change.action, EntryOutcome.APPLIED, uid=_uid(live))
 
     def _prune_one(self, change: Change) -> ChangeEntry:
         key = change.key
@@ -170,17 +170,17 @@ class ClusterApplier:
             )
             reason = prune_refusal(live, self.policy.rules)
             if reason:
-                return ChangeEntry(key, Action.PRUNE, Outcome.SKIPPED, reason)
+                return ChangeEntry(key, Action.PRUNE, EntryOutcome.SKIPPED, reason)
             with_retries(
                 lambda: self.kube.delete(change.api_version, key.kind, key.name, key.namespace),
                 self.policy.retry,
                 self.stop,
             )
         except NotFound:
-            return ChangeEntry(key, Action.PRUNE, Outcome.SKIPPED, "already gone")
+            return ChangeEntry(key, Action.PRUNE, EntryOutcome.SKIPPED, "already gone")
         except KubeError as err:
-            return ChangeEntry(key, Action.PRUNE, Outcome.FAILED, err.detail)
-        return ChangeEntry(key, Action.PRUNE, Outcome.APPLIED, uid=_uid(live))
+            return ChangeEntry(key, Action.PRUNE, EntryOutcome.FAILED, err.detail)
+        return ChangeEntry(key, Action.PRUNE, EntryOutcome.APPLIED, uid=_uid(live))
 
 
 def _uid(obj: Mapping[str, Any]) -> str:

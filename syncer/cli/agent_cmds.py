@@ -9,6 +9,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,13 +19,26 @@ from rich.table import Table
 
 from syncer.agent.loop import AgentProcess, start_controllers
 from syncer.agent.service import Agent
-from syncer.agent.settings import AgentSettings, ControllerSettings, HttpSettings, LeaseSettings
 from syncer.cli.controller import admission_options, serve_admission, stop_admission
-from syncer.config import load_agent_config
-from syncer.config.rollout import parse_duration
+from syncer.config import AgentConfig, load_agent_config
+from syncer.config.rollout import load_rollout_policy
+from syncer.config.settings import (
+    AGENT_NAMESPACE,
+    DRIFT_INTERVAL,
+    HEALTH_POLL_FOREGROUND,
+    POLL_INTERVAL,
+    POLL_JITTER,
+    AgentSettings,
+    ControllerSettings,
+    HomeCluster,
+    HttpSettings,
+    LeaseSettings,
+)
 from syncer.controller.logs import configure as configure_logs
-from syncer.engine.revision import Outcome
-from syncer.engine.sync import Progress, SyncOutcome
+from syncer.domain.durations import format_duration, parse_duration
+from syncer.domain.progress import PassEvent, Step, Waiting
+from syncer.engine.revision import PollOutcome
+from syncer.engine.rollout_model import RolloutOutcome
 from syncer.errors import SyncerError
 from syncer.kube import ClusterClient
 from syncer.status.metrics import SyncerMetrics
@@ -65,7 +79,7 @@ def common(func: F) -> F:
         ),
         click.option(
             "--state-namespace",
-            default="syncer-system",
+            default=AGENT_NAMESPACE,
             show_default=True,
             help="Namespace of each cluster's sync-state ConfigMap.",
         ),
@@ -81,11 +95,15 @@ class _ConfigProblem(click.ClickException):
     exit_code = EXIT_ERROR
 
 
-def _load(config_path: Path) -> Any:
+def _load(config_path: Path, rollout_policy: Path | None = None) -> AgentConfig:
+    """The agent config, with the rollout policy of ``rollout_policy`` when one is given."""
     try:
-        return load_agent_config(config_path)
+        config = load_agent_config(config_path)
+        if rollout_policy is not None:
+            config = replace(config, rollout=load_rollout_policy(rollout_policy))
     except SyncerError as err:
         raise _ConfigProblem(str(err)) from err
+    return config
 
 
 def _lease_settings(opts: dict[str, Any]) -> LeaseSettings:
@@ -105,12 +123,7 @@ def _lease_settings(opts: dict[str, Any]) -> LeaseSettings:
             "must be above 0 and less than --lease-renew-deadline", param_hint="--lease-retry-period"
         )
     return LeaseSettings(
-        enabled=opts["leader_elect"],
-        namespace=opts["lease_namespace"],
-        context=opts["lease_context"],
-        duration=duration,
-        renew_deadline=deadline,
-        retry_period=retry,
+        namespace=opts["lease_namespace"], duration=duration, renew_deadline=deadline, retry_period=retry
     )
 
 
@@ -130,37 +143,49 @@ def _http_settings(opts: dict[str, Any]) -> HttpSettings:
 @click.command()
 @common
 @click.option(
-    "--interval", default="1m", show_default=True, callback=_duration, help="How often to poll git."
+    "--interval",
+    default=format_duration(POLL_INTERVAL),
+    show_default=True,
+    callback=_duration,
+    help="How often to poll git.",
 )
 @click.option(
-    "--jitter", default="5s", show_default=True, callback=_duration, help="Random delay added to polls."
+    "--jitter",
+    default=format_duration(POLL_JITTER),
+    show_default=True,
+    callback=_duration,
+    help="Random delay added to polls.",
 )
 @click.option(
-    "--drift-interval", default="5m", show_default=True, callback=_duration, help="How often to repair drift."
+    "--drift-interval",
+    default=format_duration(DRIFT_INTERVAL),
+    show_default=True,
+    callback=_duration,
+    help="How often to repair drift.",
 )
 @click.option(
     "--http-port",
     type=click.IntRange(0, 65535),
-    default=8080,
+    default=HttpSettings.port,
     show_default=True,
     help="Port of /metrics, /healthz, /readyz, /hooks/git (0: any free port).",
 )
 @click.option(
     "--http-host",
-    default="127.0.0.1",
+    default=HttpSettings.host,
     show_default=True,
     help="Address the HTTP server binds (0.0.0.0 or :: for every address, as in a pod).",
 )
 @click.option(
     "--http-max-connections",
     type=click.IntRange(1, 10000),
-    default=32,
+    default=HttpSettings.max_connections,
     show_default=True,
     help="Connections served at once; more are answered 503.",
 )
 @click.option(
     "--http-request-timeout",
-    default="10s",
+    default=format_duration(HttpSettings.request_timeout),
     show_default=True,
     callback=_duration,
     help="Time a client has to send a whole request (line, headers and body).",
@@ -174,27 +199,27 @@ def _http_settings(opts: dict[str, Any]) -> HttpSettings:
 @click.option(
     "--leader-elect/--no-leader-elect", default=True, show_default=True, help="Hold a Lease before acting."
 )
-@click.option("--lease-namespace", default="syncer-system", show_default=True)
+@click.option("--lease-namespace", default=LeaseSettings.namespace, show_default=True)
 @click.option(
     "--lease-context", default="", help="Context of the home cluster holding the Lease [default: current]."
 )
 @click.option(
     "--lease-duration",
-    default="15s",
+    default=format_duration(LeaseSettings.duration),
     show_default=True,
     callback=_duration,
     help="How long a Lease not renewed stays held: how soon another replica may take over.",
 )
 @click.option(
     "--lease-renew-deadline",
-    default="10s",
+    default=format_duration(LeaseSettings.renew_deadline),
     show_default=True,
     callback=_duration,
     help="How long the leader keeps acting when it cannot renew the Lease (less than the duration).",
 )
 @click.option(
     "--lease-retry-period",
-    default="2s",
+    default=format_duration(LeaseSettings.retry_period),
     show_default=True,
     callback=_duration,
     help="How often the Lease is renewed or, by a standby, tried (less than the renew deadline).",
@@ -223,14 +248,13 @@ def run(**opts: Any) -> None:
     """Run the agent: poll git, verify, roll out in waves, repair drift, serve metrics."""
     lease = _lease_settings(opts)
     http = _http_settings(opts)
-    config = _load(opts["config_path"])
+    config = _load(opts["config_path"], opts["rollout_policy"])
     # The webhook's certificate is one of the files to check before the process's logging is set up.
-    home = lease.kubeconfig or opts["kubeconfig"], lease.context
-    admission = serve_admission(*home, opts["admission_port"], opts["admission_cert_dir"])
+    admission = serve_admission(
+        opts["kubeconfig"], opts["lease_context"], opts["admission_port"], opts["admission_cert_dir"]
+    )
     configure_logs()  # only once the arguments and files are known to be good
     settings = AgentSettings(
-        config=opts["config_path"],
-        rollout_policy=opts["rollout_policy"],
         kubeconfig=opts["kubeconfig"],
         interval=opts["interval"],
         jitter=opts["jitter"],
@@ -238,7 +262,9 @@ def run(**opts: Any) -> None:
         state_namespace=opts["state_namespace"],
         http=http,
         hook_secret_file=opts["hook_secret_file"],
+        leader_elect=opts["leader_elect"],
         lease=lease,
+        home=HomeCluster(context=opts["lease_context"]),
         controller=ControllerSettings(
             enabled=opts["controller"] or opts["controller_every_cluster"],
             every_cluster=opts["controller_every_cluster"],
@@ -260,29 +286,23 @@ def run(**opts: Any) -> None:
         stop_admission(admission)
 
 
-def _printer(console: Console) -> Callable[[Progress], None]:
-    marks = {
-        "applying": "…",
-        "applied": "✓",
-        "apply-failed": "✗",
-        "already-applied": "=",
-        "gate-proceed": "✓",
-        "gate-halt": "✗",
-        "gate-rollback": "✗",
-        "rolling-back": "↺",
-        "gate-wait": "·",
-    }
-    last: dict[str, str] = {}
+def _printer(console: Console) -> Callable[[PassEvent], None]:
+    last: dict[str, tuple[str, ...]] = {}
 
-    def show(step: Progress) -> None:
-        # Say each kind of wait once: "baking: 8s of 10s left" and "baking: 6s ..." are one wait.
-        kind = step.detail.split(":", 1)[0] if step.step == "gate-wait" else f"{step.step}{step.detail}"
-        if step.step == "gate-wait" and last.get(step.wave) == kind:
+    def show(event: PassEvent) -> None:
+        mark = event.treatment.mark
+        if not mark:
+            return  # shown in the pass's summary
+        # Say each wait once: "baking: 8s of 10s left" and "baking: 6s ..." are one wait.
+        kind: tuple[str, ...] = (event.step, str(event.waiting or ""))
+        if event.waiting is not Waiting.BAKE:
+            kind += (event.detail,)
+        if event.step is Step.GATE_WAIT and last.get(event.wave) == kind:
             return
-        last[step.wave] = kind
-        where = f"[bold]{step.wave}[/bold]" + (f" / {step.cluster}" if step.cluster else "")
-        detail = f": {step.detail}" if step.detail else ""
-        console.print(f"{marks.get(step.step, '-')} {where} {step.step}{detail}", highlight=False)
+        last[event.wave] = kind
+        where = f"[bold]{event.wave}[/bold]" + (f" / {event.cluster}" if event.cluster else "")
+        detail = f": {event.detail}" if event.detail else ""
+        console.print(f"{mark} {where} {event.step}{detail}", highlight=False)
 
     return show
 
@@ -309,13 +329,11 @@ def sync(
     Exit codes: 0 synced (or nothing to do), 1 rejected, halted or rolled back, 2 error.
     """
     console = Console(stderr=True)
-    config = _load(config_path)
+    config = _load(config_path, rollout_policy)
     settings = AgentSettings(
-        config=config_path,
-        rollout_policy=rollout_policy,
         kubeconfig=kubeconfig,
         state_namespace=state_namespace,
-        health_poll=2.0,
+        health_poll=HEALTH_POLL_FOREGROUND,
         controller=ControllerSettings(enabled=controller_every_cluster, every_cluster=True),
     )
     stop = threading.Event()
@@ -338,7 +356,7 @@ def sync(
     advance = result.advance
     if advance.rejection is not None:
         console.print(f"[red]rejected:[/red] {advance.rejection.message}", highlight=False)
-        if advance.outcome is Outcome.REJECTED and advance.current is None:
+        if advance.outcome is PollOutcome.REJECTED and advance.current is None:
             sys.exit(EXIT_NOT_SYNCED)
     report = result.report
     if report is None:
@@ -348,7 +366,7 @@ def sync(
             f"[red]sync state not written[/red] on {cluster}: {error} (the next pass cannot resume there)",
             highlight=False,
         )
-    good = report.outcome in {SyncOutcome.APPLIED, SyncOutcome.UNCHANGED} and not report.unsaved
+    good = report.outcome in {RolloutOutcome.APPLIED, RolloutOutcome.UNCHANGED} and not report.unsaved
     colour = "green" if good else "red"
     console.print(
         f"[{colour}]{report.outcome}[/{colour}] {report.revision[:12]}"
@@ -363,7 +381,7 @@ def sync(
     "--config", "config_path", required=True, type=click.Path(path_type=Path, dir_okay=False, exists=True)
 )
 @click.option("--kubeconfig", default="", envvar="KUBECONFIG")
-@click.option("--state-namespace", default="syncer-system", show_default=True)
+@click.option("--state-namespace", default=AGENT_NAMESPACE, show_default=True)
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def status(config_path: Path, kubeconfig: str, state_namespace: str, output: str) -> None:
     """Each cluster's sync state: wave, applied revision, health, last good revision, last error."""

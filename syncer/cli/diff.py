@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 
 import click
 
+from syncer.config.settings import AGENT_NAMESPACE
 from syncer.kube.api import ClientOptions
-from syncer.status.state_store import DEFAULT_NAMESPACE
 
 if TYPE_CHECKING:
     from syncer.config import ClusterAccess
-    from syncer.domain.changes import FleetPlan
+    from syncer.domain.plans import FleetPlan
     from syncer.engine.diff import ClusterTarget
 
 EXIT_SAME, EXIT_CHANGED, EXIT_ERROR = 0, 1, 2
@@ -100,7 +100,7 @@ def _emit(plan: FleetPlan, output: str) -> None:
 )
 @click.option(
     "--state-namespace",
-    default=DEFAULT_NAMESPACE,
+    default=AGENT_NAMESPACE,
     show_default=True,
     help="Namespace of each cluster's sync state, whose inventory says what a sync would prune.",
 )
@@ -126,7 +126,7 @@ def diff(
     from syncer.config import load_agent_config
     from syncer.config.rollout import RolloutPolicy, load_rollout_policy
     from syncer.engine.diff import DiffOptions, diff_fleet, offline_plan
-    from syncer.engine.revision import RenderRequest, load_desired
+    from syncer.engine.render import RenderRequest, load_desired
     from syncer.errors import ManifestError, SyncerError
 
     try:

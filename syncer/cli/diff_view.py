@@ -18,7 +18,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from syncer.domain.changes import OBJECT_ACTIONS, Action, Change, ClusterPlan, FieldChange, FleetPlan
+from syncer.domain.applied import FIELD_MANAGER
+from syncer.domain.plans import OBJECT_ACTIONS, Action, Change, ClusterPlan, FieldChange, FleetPlan
 
 _STYLE = {
     Action.CREATE: ("+", "green"),
@@ -124,7 +125,7 @@ def _summary(plan: FleetPlan) -> Table:
     return table
 
 
-def render_text(plan: FleetPlan, console: Console, field_manager: str = "syncer") -> None:
+def render_text(plan: FleetPlan, console: Console, field_manager: str = FIELD_MANAGER) -> None:
     """The plan for people: per wave, per cluster, the objects a sync would touch, with their fields
     (a create as the object's YAML) and the field managers that own them."""
     mode = " (offline: rendered and validated only; every object shown as a create)" if plan.offline else ""

@@ -71,7 +71,7 @@ def render(ctx: click.Context, repo: str, rev: str, branch: str, clusters: tuple
 
     Exits 2 and lists every problem as file:line:col: kind: message when the manifests are invalid.
     """
-    from syncer.engine.revision import RenderRequest, load_desired
+    from syncer.engine.render import RenderRequest, load_desired
 
     try:
         with tempfile.TemporaryDirectory(prefix="syncer-render-") as cache:

@@ -5,21 +5,19 @@ Exit codes: 0 trusted, 1 not trusted, 2 error (bad policy, unreachable or unread
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from syncer.config import TrustPolicy, VerifyMode, load_trust_policy
-from syncer.engine.revision import looks_like_url
+from syncer.config import VerifyMode, load_trust_policy
+from syncer.config.settings import GIT_TIMEOUT
+from syncer.engine.verification import verify_repository
 from syncer.errors import ConfigError, SourceError, VerificationError
-from syncer.source import GitSource, SourceOptions
-from syncer.verify import Verdict, VerificationResult, VerifyOptions, verify_revision
+from syncer.verify.model import Verdict, VerificationResult, VerifyOptions
 
 EXIT_TRUSTED, EXIT_UNTRUSTED, EXIT_ERROR = 0, 1, 2
-GIT_TIMEOUT = 60.0
 _STYLE = {Verdict.TRUSTED: "green"}
 
 
@@ -55,7 +53,7 @@ def verify(*, repo: str, rev: str, since: str, policy: Path, mode: str | None, b
     )
     try:
         trust = load_trust_policy(policy)
-        result = _verify(repo, branch, trust, options)
+        result = verify_repository(repo, branch, trust, options)
     except (ConfigError, SourceError) as exc:
         err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
         raise SystemExit(EXIT_ERROR) from None
@@ -68,27 +66,6 @@ def verify(*, repo: str, rev: str, since: str, policy: Path, mode: str | None, b
         return
     out.print(f"[red]not trusted[/red]: {result.failure}", highlight=False)
     raise SystemExit(EXIT_UNTRUSTED)
-
-
-def _verify(repo: str, branch: str, trust: TrustPolicy, options: VerifyOptions) -> VerificationResult:
-    """Verify a clone syncer makes of ``repo`` (a URL, or a repository on this machine, which git is
-    never run inside of: its config, hooks, replace refs and info files take no part)."""
-    if repo.startswith("-"):
-        raise SourceError(f"the repository {repo!r} starts with '-': refusing it (it would be an option)")
-    if not looks_like_url(repo):
-        path = Path(repo)
-        if not path.exists():
-            raise SourceError(f"{repo} is neither an existing folder nor a URL")
-        repo = str(path.resolve())
-    with tempfile.TemporaryDirectory(prefix="syncer-verify-cache-") as cache:
-        source = GitSource(
-            SourceOptions(url=repo, cache_dir=Path(cache), branch=branch, timeout=options.timeout)
-        )
-        tip = source.poll().tip
-        revision = options.revision or tip
-        return verify_revision(
-            source.git_dir, trust, VerifyOptions(revision, options.since, options.mode, options.timeout)
-        )
 
 
 def _table(result: VerificationResult) -> Table:

@@ -1,7 +1,8 @@
-"""Agent configuration and policies (trust, rollout) as frozen dataclasses.
+"""Agent configuration and policies (trust, rollout) as frozen dataclasses, and the settings root.
 
 Owns: loading and validating the agent's own files at the edge (``load_agent_config``,
-``load_trust_policy``); every problem is a ``ConfigError`` naming the file. Must not: read the fleet
+``load_trust_policy``, ``load_rollout_policy``); every problem is a ``ConfigError`` naming the file.
+``settings`` holds every knob of how the agent runs, each default stated once. Must not: read the fleet
 repository (trust never comes from the repo being verified) or talk to clusters.
 """
 
@@ -9,7 +10,7 @@ from syncer.config.agent import (
     AgentConfig,
     ClusterAccess,
     GitCredentials,
-    SourceSettings,
+    SourceOptions,
     load_agent_config,
 )
 from syncer.config.trust import (
@@ -30,7 +31,7 @@ __all__ = [
     "GitCredentials",
     "KeyKind",
     "Signer",
-    "SourceSettings",
+    "SourceOptions",
     "TrustPolicy",
     "VerifyMode",
     "load_agent_config",

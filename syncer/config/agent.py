@@ -12,6 +12,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from syncer.config.loading import Fields, load_yaml_mapping
+from syncer.config.rollout import RolloutPolicy
+from syncer.config.settings import GIT_TIMEOUT
 from syncer.config.trust import TrustPolicy, load_trust_policy
 
 
@@ -27,12 +29,23 @@ class GitCredentials:
 
 
 @dataclass(frozen=True)
-class SourceSettings:
+class SourceOptions:
+    """Where the fleet repository is and how to keep a local copy of it.
+
+    ``clone_filter`` is the partial-clone filter of the one clone (``""`` for a full clone); the
+    commit and tree history is always complete so every new commit can be verified; a repository on
+    this machine (a path or ``file://``) is always cloned whole. ``timeout`` is the deadline in seconds
+    of each git operation. A tip that does not descend from the last synced (or
+    last accepted) revision is refused unless ``allow_history_rewrite`` (the trust policy's say).
+    """
+
     url: str
-    branch: str = "main"
     cache_dir: Path = Path("/var/cache/syncer")
-    timeout: float = 60.0
+    branch: str = "main"
     credentials: GitCredentials = field(default_factory=GitCredentials)
+    timeout: float = GIT_TIMEOUT
+    allow_history_rewrite: bool = False
+    clone_filter: str = "blob:none"
 
 
 @dataclass(frozen=True)
@@ -46,9 +59,13 @@ class ClusterAccess:
 
 @dataclass(frozen=True)
 class AgentConfig:
-    source: SourceSettings
+    """The agent's files, loaded: the fleet repository's source, the trust policy, how each cluster is
+    reached and the rollout policy (one wave when no rollout policy file is given)."""
+
+    source: SourceOptions
     trust: TrustPolicy
     clusters: Mapping[str, ClusterAccess] = field(default_factory=dict)
+    rollout: RolloutPolicy = field(default_factory=RolloutPolicy.single_wave)
 
 
 def _clusters(top: Fields, raw: object, base: Path) -> dict[str, ClusterAccess]:
@@ -88,18 +105,22 @@ def load_agent_config(path: Path) -> AgentConfig:
     def optional_path(key: str) -> Path | None:
         return base / creds.string(key) if creds.has(key) else None
 
-    settings = SourceSettings(
-        url=url,
-        branch=branch,
-        cache_dir=base / src.string("cacheDir", "/var/cache/syncer"),
-        timeout=src.number("timeoutSeconds", 60.0),
-        credentials=GitCredentials(
-            ssh_key_file=optional_path("sshKeyFile"),
-            known_hosts_file=optional_path("knownHostsFile"),
-            token_file=optional_path("tokenFile"),
-            token_user=creds.string("tokenUser", "x-access-token"),
-        ),
+    cache_dir = base / src.string("cacheDir", "/var/cache/syncer")
+    timeout = src.number("timeoutSeconds", GIT_TIMEOUT)
+    credentials = GitCredentials(
+        ssh_key_file=optional_path("sshKeyFile"),
+        known_hosts_file=optional_path("knownHostsFile"),
+        token_file=optional_path("tokenFile"),
+        token_user=creds.string("tokenUser", "x-access-token"),
     )
     clusters = _clusters(top, data.get("clusters"), base)
     trust = load_trust_policy(base / top.string("trustPolicy"))
-    return AgentConfig(source=settings, trust=trust, clusters=clusters)
+    source = SourceOptions(
+        url=url,
+        cache_dir=cache_dir,
+        branch=branch,
+        credentials=credentials,
+        timeout=timeout,
+        allow_history_rewrite=trust.allow_history_rewrite,
+    )
+    return AgentConfig(source=source, trust=trust, clusters=clusters)

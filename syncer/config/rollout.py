@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from syncer.config.loading import Fields, load_yaml_mapping
-from syncer.config.shapes import parse_duration, parse_selector
+from syncer.config.shapes import parse_selector
 from syncer.config.windows import MaintenanceWindow, parse_window
+from syncer.domain.durations import parse_duration
 from syncer.domain.selectors import LabelSelector
 
 __all__ = [
@@ -22,7 +23,6 @@ __all__ = [
     "WaveGate",
     "WavePolicy",
     "load_rollout_policy",
-    "parse_duration",
     "parse_rollout_policy",
 ]
 

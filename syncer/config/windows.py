@@ -16,7 +16,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from cronsim import CronSim, CronSimError
 
 from syncer.config.loading import Fields
-from syncer.config.shapes import parse_duration, parse_selector
+from syncer.config.shapes import parse_selector
+from syncer.domain.durations import parse_duration
 from syncer.domain.selectors import LabelSelector
 
 _KEYS = {"name", "kind", "schedule", "duration", "timeZone", "clusters", "description"}

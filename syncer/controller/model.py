@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from syncer.domain.durations import parse_duration
+
 GROUP = "redis.syncer.dev"
 API_VERSION = f"{GROUP}/v1alpha1"
 KIND = "RedisCluster"
@@ -36,8 +38,6 @@ DEFAULT_IMAGE_REPOSITORY = "redis"
 DEFAULT_EXPORTER_IMAGE = "oliver006/redis_exporter:v1.62.0"
 DEFAULT_VOLUME_SIZE = "1Gi"
 
-_DURATION = re.compile(r"(\d+)(ms|s|m|h)")
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _CONFIG_KEY = re.compile(r"^[a-z][a-z0-9-]*$")
 # Directives the controller sets itself: overriding them would break the cluster it manages.
 RESERVED_DIRECTIVES = frozenset(
@@ -53,11 +53,12 @@ class SpecError(ValueError):
     """The spec passed the CRD schema but cannot be reconciled (a reserved directive, a bad duration)."""
 
 
-def parse_duration(text: str) -> float:
-    """Seconds in a Go-style duration such as ``1h30m``, ``90s`` or ``500ms``."""
-    if not text or _DURATION.sub("", text):
-        raise SpecError(f"invalid duration {text!r}: use numbers with ms, s, m or h, such as 1m30s")
-    return sum(int(n) * _UNITS[unit] for n, unit in _DURATION.findall(text))
+def spec_duration(text: str) -> float:
+    """Seconds of a duration of the spec (``1h30m``, ``90s``, ``500ms``); SpecError for a bad one."""
+    try:
+        return parse_duration(text)
+    except ValueError as err:
+        raise SpecError(f"invalid duration {text!r}: use numbers with ms, s, m or h, such as 1m30s") from err
 
 
 @dataclass(frozen=True)
@@ -135,10 +136,10 @@ def _strategy(raw: Mapping[str, Any]) -> Strategy:
         pods, percent = int(item.get("pods") or 0), int(item.get("percent") or 0)
         if (pods > 0) == (percent > 0):
             raise SpecError("each rollout step sets exactly one of pods and percent")
-        steps.append(Step(pods, percent, parse_duration(item["pause"]) if item.get("pause") else 0.0))
+        steps.append(Step(pods, percent, spec_duration(item["pause"]) if item.get("pause") else 0.0))
     return Strategy(
         steps=tuple(steps),
-        step_timeout=parse_duration(str(raw.get("stepTimeout") or "10m")),
+        step_timeout=spec_duration(str(raw.get("stepTimeout") or "10m")),
         revert_on_failure=bool(raw.get("revertOnFailure", True)),
     )
 

@@ -45,7 +45,7 @@ Log = logging.LoggerAdapter[logging.Logger]
 
 
 @dataclass(frozen=True)
-class Outcome:
+class ReconcileOutcome:
     """How a reconcile ended: ``phase`` (sync, rollout, finalize, absent), ``result`` (success, stalled)."""
 
     phase: str
@@ -115,17 +115,17 @@ class Reconciler:
         # Topology events of the reconcile under way (failovers before restarts), emitted with the status.
         self._pending_events: list[tuple[str, str]] = []
 
-    def reconcile(self, namespace: str, name: str, log: Log) -> Outcome:
+    def reconcile(self, namespace: str, name: str, log: Log) -> ReconcileOutcome:
         try:
             obj = self._kube.get(API_VERSION, KIND, name, namespace)
         except NotFound:
             log.info("gone; its children are left to the garbage collector")
-            return Outcome("absent", "success")
+            return ReconcileOutcome("absent", "success")
         if (obj.get("metadata") or {}).get("deletionTimestamp"):
             return self._finalize(obj, log)
         if str(((obj.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_PAUSED)) == "true":
             log.info("paused (annotation %s): not reconciled", ANNOTATION_PAUSED)
-            return Outcome("paused", "success")
+            return ReconcileOutcome("paused", "success")
         if FINALIZER not in ((obj.get("metadata") or {}).get("finalizers") or ()):
             self._apply_meta(obj, [FINALIZER])
         previous = obj.get("status") or {}
@@ -163,7 +163,7 @@ class Reconciler:
 
     # -- pieces ----------------------------------------------------------------------------------
 
-    def _outcome(self, decision: Decision, status: Mapping[str, Any], *, watched: bool) -> Outcome:
+    def _outcome(self, decision: Decision, status: Mapping[str, Any], *, watched: bool) -> ReconcileOutcome:
         ready = status["conditions"][0]["status"] == "True"
         state = decision.state
         phase = "rollout" if state is not None and state.in_progress else "sync"
@@ -173,7 +173,7 @@ class Reconciler:
             every = self._options.topology_interval if ready else self._options.poll_seconds
             requeue = every if requeue is None else min(requeue, every)
         stalled = status["conditions"][2]["status"] == "True"
-        return Outcome(phase, "stalled" if stalled else "success", ready, requeue)
+        return ReconcileOutcome(phase, "stalled" if stalled else "success", ready, requeue)
 
     def _access(self, password: str | None, tls: Mapping[str, str]) -> TopologyOptions | None:
         """How to reach the Redis servers, or None when the topology is not watched."""
@@ -374,7 +374,7 @@ class Reconciler:
 
     def _stall(
         self, obj: Mapping[str, Any], problem: Problem, log: Log, spec: ClusterSpec | None = None
-    ) -> Outcome:
+    ) -> ReconcileOutcome:
         """Record that nothing can move until the spec (or a referenced Secret) changes."""
         log.warning("stalled: %s: %s", problem.reason, problem.message)
         meta = obj.get("metadata") or {}
@@ -395,13 +395,13 @@ class Reconciler:
             if key in previous:
                 status[key] = previous[key]
         self._write_status(obj, status, log)
-        return Outcome("sync", "stalled")
+        return ReconcileOutcome("sync", "stalled")
 
-    def _finalize(self, obj: KubeObject, log: Log) -> Outcome:
+    def _finalize(self, obj: KubeObject, log: Log) -> ReconcileOutcome:
         done, requeue = finalize(self._kube, self._events, obj, log)
         if done:
             self._apply_meta(obj, [])
-        return Outcome("finalize", "success", requeue_after=requeue)
+        return ReconcileOutcome("finalize", "success", requeue_after=requeue)
 
 
 class _Missing(Exception):

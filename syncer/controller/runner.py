@@ -17,6 +17,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from syncer.config.settings import LeaseSettings
 from syncer.controller.logs import ContextLogger
 from syncer.controller.metrics import Metrics
 from syncer.controller.model import API_VERSION, KIND, ControllerOptions
@@ -24,7 +25,7 @@ from syncer.controller.queue import WorkQueue
 from syncer.controller.reconciler import Reconciler
 from syncer.errors import KubeError
 from syncer.kube import ClusterClient, KubeApi
-from syncer.leader import LeaderElector, LeaseOptions
+from syncer.leader import LeaderElector
 
 log = logging.getLogger("syncer.controller")
 
@@ -95,28 +96,32 @@ class Controller:
     # -- loops -----------------------------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
-        loops: list[tuple[str, Callable[[threading.Event], None]]] = [
+        watches: list[tuple[str, Callable[[threading.Event], None]]] = [
             ("watch-rediscluster", lambda s: self._watch(API_VERSION, KIND, self._cluster_keys, s)),
             ("watch-secret", lambda s: self._watch("v1", "Secret", self._secret_keys, s)),
         ]
         for api_version, kind in CHILD_KINDS:
-            loops.append((f"watch-{kind.lower()}", self._child_watch(api_version, kind)))
-        loops += [(f"worker-{i}", self._work) for i in range(max(self._options.workers, 1))]
-        loops.append(("resync", self._resync))
-        threads = [
-            threading.Thread(target=fn, args=(stop,), name=f"controller-{n}", daemon=True) for n, fn in loops
+            watches.append((f"watch-{kind.lower()}", self._child_watch(api_version, kind)))
+        joined: list[tuple[str, Callable[[threading.Event], None]]] = [
+            (f"worker-{i}", self._work) for i in range(max(self._options.workers, 1))
         ]
+        joined.append(("resync", self._resync))
+
+        def thread(name: str, fn: Callable[[threading.Event], None]) -> threading.Thread:
+            return threading.Thread(target=fn, args=(stop,), name=f"controller-{name}", daemon=True)
+
+        watching = [thread(n, fn) for n, fn in watches]
+        working = [thread(n, fn) for n, fn in joined]
         self._log.info("controller starting", extra={"watch_namespace": self._options.watch_namespace or "*"})
-        for thread in threads:
-            thread.start()
+        for started in (*watching, *working):
+            started.start()
         stop.wait()
         self.queue.shutdown()
         # Workers finish the reconcile in hand; watches blocked on the server are not waited for: they
         # are daemon threads that see the stop at their next event or when the server ends the watch.
         deadline = time.monotonic() + 15
-        for name, thread in zip((n for n, _ in loops), threads, strict=True):
-            if not name.startswith("watch-"):
-                thread.join(max(deadline - time.monotonic(), 0.1))
+        for worker in working:
+            worker.join(max(deadline - time.monotonic(), 0.1))
         self._log.info("controller stopped")
 
     def _child_watch(self, api_version: str, kind: str) -> Callable[[threading.Event], None]:
@@ -219,7 +224,7 @@ def run_controller(
             controller.run(stop)
             return
         identity = options.identity or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
-        lease = LeaseOptions(options.lease_name, options.lease_namespace, identity)
-        LeaderElector(kube, lease).run(stop, controller.run)
+        lease = LeaseSettings(options.lease_name, options.lease_namespace)
+        LeaderElector(kube, lease, identity).run(stop, controller.run)
     finally:
         kube.close()

@@ -1,4 +1,5 @@
-"""Pure value types shared by every stage: object keys, manifests, desired fleets, changes.
+"""Pure value types shared by every stage: object keys, manifests, desired fleets, plans, change sets,
+sync states, pass events and durations.
 
 Owns: frozen dataclasses and string enums, and the body syncer applies for a manifest (its managed-by
 label and applied-fields annotation). Must not: import anything that does I/O or any other syncer
@@ -14,8 +15,8 @@ from syncer.domain.applied import (
     Inventory,
     applied_body,
 )
-from syncer.domain.changes import Action, Change, ClusterPlan, FieldChange, FleetPlan, WavePlan
 from syncer.domain.objects import ClusterManifests, DesiredFleet, Manifest, ObjectKey, api_group
+from syncer.domain.plans import Action, Change, ClusterPlan, FieldChange, FleetPlan, WavePlan
 from syncer.domain.selectors import LabelSelector
 
 __all__ = [

@@ -26,6 +26,9 @@ MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "syncer"
 MANAGED_BY_SELECTOR = f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}"
 APPLIED_FIELDS_ANNOTATION = "syncer.dev/applied-fields"
+FIELD_MANAGER = "syncer"
+"""The field manager syncer applies desired objects as (the controller and the sync state have their
+own: ``syncer.controller.model.FIELD_MANAGER``, ``syncer.status.state_store.STATE_FIELD_MANAGER``)."""
 
 FieldPath = tuple[str, ...]
 """A field as the parts of its JSON pointer: ``("spec", "shards")``; list indexes are strings."""

@@ -6,11 +6,11 @@ from collections import Counter
 from dataclasses import dataclass
 from enum import StrEnum
 
-from syncer.domain.changes import Action
 from syncer.domain.objects import ObjectKey
+from syncer.domain.plans import Action
 
 
-class Outcome(StrEnum):
+class EntryOutcome(StrEnum):
     """``applied``: the server accepted it; ``skipped``: nothing to do or not attempted (the cluster
     stopped before it, or pruning was opted out); ``failed``: the server refused it."""
 
@@ -25,7 +25,7 @@ class ChangeEntry:
 
     key: ObjectKey
     action: Action
-    outcome: Outcome
+    outcome: EntryOutcome
     message: str = ""
     uid: str = ""
 
@@ -45,12 +45,12 @@ class ChangeSet:
 
     @property
     def ok(self) -> bool:
-        return not self.error and all(e.outcome is not Outcome.FAILED for e in self.entries)
+        return not self.error and all(e.outcome is not EntryOutcome.FAILED for e in self.entries)
 
     @property
     def writes(self) -> int:
-        return sum(1 for e in self.entries if e.outcome is Outcome.APPLIED)
+        return sum(1 for e in self.entries if e.outcome is EntryOutcome.APPLIED)
 
     def counts(self) -> dict[str, int]:
         """Applied objects by action (``create``, ``update``, ``prune``, ...), for metrics."""
-        return dict(Counter(str(e.action) for e in self.entries if e.outcome is Outcome.APPLIED))
+        return dict(Counter(str(e.action) for e in self.entries if e.outcome is EntryOutcome.APPLIED))

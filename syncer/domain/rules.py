@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from syncer.domain.applied import MANAGED_BY_LABEL, MANAGED_BY_VALUE
-from syncer.domain.changes import Action, Change
+from syncer.domain.applied import FIELD_MANAGER, MANAGED_BY_LABEL, MANAGED_BY_VALUE
+from syncer.domain.plans import Action, Change
 
 PRUNE_ANNOTATION = "syncer.dev/prune"
 PRUNE_DISABLED = "disabled"
@@ -37,7 +37,7 @@ class SyncRules:
     ``heal_drift`` re-takes with force the fields syncer applied that another client changed;
     ``prune`` deletes what is no longer desired (with proof of ownership)."""
 
-    field_manager: str = "syncer"
+    field_manager: str = FIELD_MANAGER
     conflicts: ConflictPolicy = ConflictPolicy.REPORT
     heal_drift: bool = True
     prune: bool = True

@@ -1,8 +1,10 @@
-"""Runs one revision through the pipeline: source, verify, manifests, plan, rollout, apply, health, status.
+"""Runs revisions through the pipeline: source, verify, manifests, plan, rollout, apply, health, status.
 
-Owns: the order of the stages and passing each one's result to the next. Must not: hold stage logic.
-Submodules are imported by what uses them (``syncer.engine.diff``, ``syncer.engine.sync``, ...), so
-that a command pays only for the stages it runs.
+Owns: the order of the stages and passing each one's result to the next: the agent's pass in one call
+(``fleet_pass.FleetPass.run_pass``), the wave-by-wave rollout and drift repair (``rollout``), the
+revision gate (``revision``), the diff (``diff``) and the unverified render path (``render``). Must
+not: hold stage logic; decisions are made by the pure stages from the values passed in.
+Submodules are imported by what uses them, so that a command pays only for the stages it runs.
 """
 
 from __future__ import annotations

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from syncer.config.rollout import RolloutPolicy
+from syncer.config.settings import AGENT_NAMESPACE
 from syncer.domain.applied import MANAGED_BY_SELECTOR, Inventory
-from syncer.domain.changes import Action, ClusterPlan, FleetPlan, WavePlan
 from syncer.domain.objects import ClusterManifests, DesiredFleet, ObjectKey, api_group
+from syncer.domain.plans import Action, ClusterPlan, FleetPlan, WavePlan
 from syncer.domain.rules import SyncRules
 from syncer.domain.secrets import SensitiveFields
 from syncer.errors import Conflict, KubeError, NotFound, SyncerError
@@ -33,7 +34,7 @@ from syncer.plan import (
     plan_cluster,
 )
 from syncer.rollout import plan_waves
-from syncer.status.state_store import DEFAULT_NAMESPACE, StateStore
+from syncer.status.state_store import StateStore
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ class DiffOptions:
     workers: int = 8
     rules: SyncRules = field(default_factory=lambda: SyncRules(field_manager=FIELD_MANAGER))
     rollout: RolloutPolicy = field(default_factory=RolloutPolicy.single_wave)
-    state_namespace: str = DEFAULT_NAMESPACE
+    state_namespace: str = AGENT_NAMESPACE
     sensitive: SensitiveFields = field(default_factory=SensitiveFields)
 
     @property

@@ -8,16 +8,15 @@ tried again until the branch moves.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from syncer.config import TrustPolicy, VerifyMode
+from syncer.config.settings import GIT_TIMEOUT
 from syncer.domain import DesiredFleet
-from syncer.errors import HistoryRewritten, ManifestError, SourceError, SyncerError, VerificationError
+from syncer.errors import HistoryRewritten, ManifestError, SyncerError, VerificationError
 from syncer.manifests import LoadOptions, load_fleet
 
 if TYPE_CHECKING:  # git and the verifier load only when a revision is fetched (not for a folder)
@@ -31,7 +30,7 @@ class RevisionOptions:
 
     mode: VerifyMode | None = None
     load: LoadOptions = field(default_factory=LoadOptions)
-    timeout: float = 60.0
+    timeout: float = GIT_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -63,7 +62,7 @@ class Rejection:
         return f"revision {self.revision[:12] or '(unknown)'} rejected by {self.stage}: {self.error}"
 
 
-class Outcome(StrEnum):
+class PollOutcome(StrEnum):
     ACCEPTED = "accepted"
     UNCHANGED = "unchanged"
     REJECTED = "rejected"
@@ -73,7 +72,7 @@ class Outcome(StrEnum):
 class Advance:
     """The result of one ``advance``: what happened, the revision in force, and any rejection."""
 
-    outcome: Outcome
+    outcome: PollOutcome
     current: PreparedRevision | None
     rejection: Rejection | None = None
 
@@ -134,9 +133,9 @@ class RevisionGate:
             return self._reject("", err)
         tip = poll.tip
         if self.current is not None and tip == self.current.revision:
-            return Advance(Outcome.UNCHANGED, self.current)
+            return Advance(PollOutcome.UNCHANGED, self.current)
         if self.last_rejection is not None and tip == self.last_rejection.revision:
-            return Advance(Outcome.REJECTED, self.current, self.last_rejection)
+            return Advance(PollOutcome.REJECTED, self.current, self.last_rejection)
         if poll.rewritten:
             since = poll.fork_point
         else:
@@ -149,7 +148,7 @@ class RevisionGate:
         previous, self.current, self.last_rejection = self.current, prepared, None
         if previous is not None and previous.revision != prepared.revision:
             self.source.remove_checkout(previous.revision)
-        return Advance(Outcome.ACCEPTED, prepared)
+        return Advance(PollOutcome.ACCEPTED, prepared)
 
     def _newest(self, revisions: list[str]) -> str:
         """Of revisions on one line of history (all ancestors of the tip), the newest."""
@@ -159,56 +158,19 @@ class RevisionGate:
                 newest = revision
         return newest
 
+    def rebuild(self, revision: str) -> DesiredFleet:
+        """The desired fleet of an earlier revision (the last good one), verified on its own.
+
+        Raises SourceError, VerificationError or ManifestError."""
+        return prepare(self.source, revision, self.policy, self.options).fleet
+
+    def mark_synced(self, revision: str) -> None:
+        """Remember ``revision`` as rolled out: the base of the next strict-mode check."""
+        self.source.mark_synced(revision)
+
     def _reject(self, revision: str, error: SyncerError) -> Advance:
         last = self.last_rejection
         if last is not None and revision and last.revision == revision and str(last.error) == str(error):
-            return Advance(Outcome.REJECTED, self.current, last)
+            return Advance(PollOutcome.REJECTED, self.current, last)
         self.last_rejection = Rejection(revision, _stage_of(error), error)
-        return Advance(Outcome.REJECTED, self.current, self.last_rejection)
-
-
-LOCAL_REVISION = "local"
-_URL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://|[^/\s]+@[^/\s]+:)")
-
-
-def looks_like_url(repo: str) -> bool:
-    """True for ``scheme://...`` and scp-style ``user@host:path`` remotes."""
-    return bool(_URL.match(repo))
-
-
-@dataclass(frozen=True)
-class RenderRequest:
-    """Which desired fleet to render: a folder as it is (no ``rev``), or one revision of a repository
-    (a URL, or a local repository with ``rev``), checked out through a temporary source cache."""
-
-    repo: str
-    rev: str = ""
-    branch: str = "main"
-    load: LoadOptions = field(default_factory=LoadOptions)
-    timeout: float = 60.0
-
-
-def load_desired(request: RenderRequest, cache_dir: Path) -> DesiredFleet:
-    """The desired fleet of ``request`` without signature checks (``syncer verify`` does those).
-
-    A folder is rendered as it is, unless a revision is asked for or it is a bare repository.
-
-    Raises SourceError when the repository or revision cannot be read and ManifestError for a bad tree.
-    """
-    if request.repo.startswith("-"):
-        raise SourceError(
-            f"the repository {request.repo!r} starts with '-': refusing it (it would be an option)"
-        )
-    local = Path(request.repo)
-    bare = (local / "HEAD").is_file() and (local / "objects").is_dir()
-    if not request.rev and local.is_dir() and not bare and not looks_like_url(request.repo):
-        return load_fleet(local, LOCAL_REVISION, request.load)
-    url = str(local.resolve()) if local.is_dir() else request.repo
-    from syncer.source import GitSource, SourceOptions
-
-    source = GitSource(
-        SourceOptions(url=url, cache_dir=cache_dir, branch=request.branch, timeout=request.timeout)
-    )
-    tip = source.poll().tip
-    snapshot = source.checkout(source.resolve(request.rev) if request.rev else tip)
-    return load_fleet(snapshot.tree_path, snapshot.revision, request.load)
+        return Advance(PollOutcome.REJECTED, self.current, self.last_rejection)

@@ -17,7 +17,7 @@ from syncer.guards.model import (
     PlannedChange,
     RevisionLimit,
 )
-from syncer.guards.verdicts import GuardReport, LimitVerdict, Outcome, RuleVerdict
+from syncer.guards.verdicts import GuardOutcome, GuardReport, LimitVerdict, RuleVerdict
 
 __all__ = [
     "DEFAULT_ACTIONS",
@@ -26,10 +26,10 @@ __all__ = [
     "ChangeKind",
     "ChangeRule",
     "Evaluation",
+    "GuardOutcome",
     "GuardPolicy",
     "GuardReport",
     "LimitVerdict",
-    "Outcome",
     "PlannedChange",
     "Program",
     "RevisionLimit",

@@ -9,7 +9,7 @@ from typing import Any
 
 from syncer.guards.language import VARIABLES
 from syncer.guards.model import ChangeRule, GuardPolicy, PlannedChange, RevisionLimit
-from syncer.guards.verdicts import GuardReport, LimitVerdict, Outcome, RuleVerdict
+from syncer.guards.verdicts import GuardOutcome, GuardReport, LimitVerdict, RuleVerdict
 
 _STRING_LITERAL = re.compile(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"")
 _PATH = re.compile(r"(?<![\w.])(" + "|".join(VARIABLES) + r")((?:\s*\.\??\s*[A-Za-z_]\w*\b(?!\s*\())*)")
@@ -60,13 +60,13 @@ def _judge_rule(rule: ChangeRule, change: PlannedChange, revision: Mapping[str, 
     result = rule.program.evaluate(inputs)
     subject = change.key.subject
     if result.value is True:
-        return RuleVerdict(rule.name, change.cluster, subject, Outcome.PASS)
+        return RuleVerdict(rule.name, change.cluster, subject, GuardOutcome.PASS)
     shown = tuple((path, _lookup(inputs, path)) for path in referenced_paths(rule.program.source))
     if result.error:
         message = f"could not be evaluated: {result.error}"
-        return RuleVerdict(rule.name, change.cluster, subject, Outcome.ERROR, message, shown)
+        return RuleVerdict(rule.name, change.cluster, subject, GuardOutcome.ERROR, message, shown)
     message = rule.message or f"{' '.join(rule.program.source.split())} is false"
-    return RuleVerdict(rule.name, change.cluster, subject, Outcome.FAIL, message, shown)
+    return RuleVerdict(rule.name, change.cluster, subject, GuardOutcome.FAIL, message, shown)
 
 
 def _judge_limit(limit: RevisionLimit, changes: Sequence[PlannedChange]) -> LimitVerdict:
@@ -79,8 +79,10 @@ def _judge_limit(limit: RevisionLimit, changes: Sequence[PlannedChange]) -> Limi
     if limit.max_clusters is not None and clusters > limit.max_clusters:
         problems.append(f"{clusters} clusters changed{scope}, at most {limit.max_clusters} allowed")
     if problems:
-        return LimitVerdict(limit.name, Outcome.FAIL, "; ".join(problems))
-    return LimitVerdict(limit.name, Outcome.PASS, f"{objects} objects in {clusters} clusters changed{scope}")
+        return LimitVerdict(limit.name, GuardOutcome.FAIL, "; ".join(problems))
+    return LimitVerdict(
+        limit.name, GuardOutcome.PASS, f"{objects} objects in {clusters} clusters changed{scope}"
+    )
 
 
 def judge_revision(policy: GuardPolicy, revision: str, changes: Sequence[PlannedChange]) -> GuardReport:

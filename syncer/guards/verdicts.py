@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 
-class Outcome(StrEnum):
+class GuardOutcome(StrEnum):
     """``pass``: the rule holds; ``fail``: it does not; ``error``: it could not be evaluated (a missing
     field, a bad version string), which rejects the revision like a failure."""
 
@@ -23,7 +23,7 @@ class RuleVerdict:
     rule: str
     cluster: str
     subject: str
-    outcome: Outcome
+    outcome: GuardOutcome
     message: str = ""
     inputs: tuple[tuple[str, str], ...] = ()
 
@@ -39,7 +39,7 @@ class LimitVerdict:
     """A revision-wide limit judged on the whole revision."""
 
     limit: str
-    outcome: Outcome
+    outcome: GuardOutcome
     message: str
 
     def __str__(self) -> str:
@@ -56,8 +56,8 @@ class GuardReport:
 
     @property
     def failures(self) -> tuple[RuleVerdict | LimitVerdict, ...]:
-        limits = tuple(v for v in self.limits if v.outcome is not Outcome.PASS)
-        return limits + tuple(v for v in self.rules if v.outcome is not Outcome.PASS)
+        limits = tuple(v for v in self.limits if v.outcome is not GuardOutcome.PASS)
+        return limits + tuple(v for v in self.rules if v.outcome is not GuardOutcome.PASS)
 
     @property
     def rejected(self) -> bool:

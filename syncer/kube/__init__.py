@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from syncer.domain.applied import FIELD_MANAGER
 from syncer.kube.api import (
-    FIELD_MANAGER,
     ApplyOptions,
     ClientOptions,
     KubeApi,

@@ -6,10 +6,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from syncer.domain.applied import FIELD_MANAGER
+
 KubeObject = dict[str, Any]
 """A raw Kubernetes object as the apiserver sends it (parsed JSON)."""
-
-FIELD_MANAGER = "syncer"
 
 
 @dataclass(frozen=True)

@@ -16,22 +16,13 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from syncer.config.settings import LeaseSettings
 from syncer.errors import Conflict, KubeError, NotFound
 from syncer.kube import KubeApi
 from syncer.leader.fence import LeaseFence
 
 log = logging.getLogger(__name__)
 LEASE_API = "coordination.k8s.io/v1"
-
-
-@dataclass(frozen=True)
-class LeaseOptions:
-    name: str
-    namespace: str
-    identity: str
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
 
 
 @dataclass(frozen=True)
@@ -82,12 +73,14 @@ class LeaderElector:
     def __init__(
         self,
         kube: KubeApi,
-        options: LeaseOptions,
+        lease: LeaseSettings,
+        identity: str,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
     ) -> None:
         self._kube = kube
-        self.options = options
+        self.lease = lease
+        self.identity = identity
         self._clock = clock
         self._wall = wall
         self._seen: tuple[str, str, str] | None = None
@@ -112,7 +105,7 @@ class LeaderElector:
         0 or less when it may not be."""
         if not self._holding:
             return 0.0
-        return self._renewed_at + self.options.lease_duration - self._clock()
+        return self._renewed_at + self.lease.duration - self._clock()
 
     def fence(self, margin: float) -> LeaseFence:
         """A fence that lets writes out while the Lease is held for ``margin`` more seconds."""
@@ -120,7 +113,7 @@ class LeaderElector:
 
     def _read(self) -> LeaseRecord | None:
         try:
-            lease = self._kube.get(LEASE_API, "Lease", self.options.name, self.options.namespace)
+            lease = self._kube.get(LEASE_API, "Lease", self.lease.name, self.lease.namespace)
         except NotFound:
             return None
         record = LeaseRecord.from_lease(lease)
@@ -141,7 +134,7 @@ class LeaderElector:
             "leaseTransitions": (record.transitions if record else 0)
             + (1 if record and holder and not keep else 0),
         }
-        meta: dict[str, Any] = {"name": self.options.name, "namespace": self.options.namespace}
+        meta: dict[str, Any] = {"name": self.lease.name, "namespace": self.lease.namespace}
         if record is not None:
             meta["resourceVersion"] = record.resource_version
         return {"apiVersion": LEASE_API, "kind": "Lease", "metadata": meta, "spec": spec}
@@ -150,11 +143,11 @@ class LeaderElector:
         """One round: True when this identity holds the Lease afterwards."""
         record = self._read()
         started = self._clock()
-        verdict = judge(record, self.options.identity, self._seen_at, started)
+        verdict = judge(record, self.identity, self._seen_at, started)
         if verdict == Verdict.WAIT:
             self._holding = False
             return False
-        body = self._body(record, self.options.identity, max(int(self.options.lease_duration), 1))
+        body = self._body(record, self.identity, max(int(self.lease.duration), 1))
         try:
             if verdict == Verdict.CREATE:
                 self._kube.create(body)
@@ -166,9 +159,7 @@ class LeaderElector:
         self._renewed_at = started
         self._token = int(body["spec"]["leaseTransitions"]) + 1  # above 0 even for the first holder
         if not self._holding:
-            log.info(
-                "acquired lease %s/%s as %s", self.options.namespace, self.options.name, self.options.identity
-            )
+            log.info("acquired lease %s/%s as %s", self.lease.namespace, self.lease.name, self.identity)
         self._holding = True
         return True
 
@@ -179,33 +170,33 @@ class LeaderElector:
         self._holding = False
         try:
             record = self._read()
-            if record is None or record.holder != self.options.identity:
+            if record is None or record.holder != self.identity:
                 return
             self._kube.replace(self._body(record, "", 1))
         except KubeError as err:  # gone, taken, or its cluster unreachable: it expires by itself
-            log.warning("could not release lease %s/%s: %s", self.options.namespace, self.options.name, err)
+            log.warning("could not release lease %s/%s: %s", self.lease.namespace, self.lease.name, err)
             return
-        log.info("released lease %s/%s", self.options.namespace, self.options.name)
+        log.info("released lease %s/%s", self.lease.namespace, self.lease.name)
 
     def _acquired(self) -> bool:
         """One attempt at the Lease; an apiserver error is a failed attempt, tried again later."""
         try:
             return self.try_acquire_or_renew()
         except KubeError as err:
-            log.warning("cannot reach the lease %s/%s: %s", self.options.namespace, self.options.name, err)
+            log.warning("cannot reach the lease %s/%s: %s", self.lease.namespace, self.lease.name, err)
             return False
 
     def run(self, stop: threading.Event, lead: Callable[[threading.Event], None]) -> bool:
         """Wait for the Lease, then run ``lead(stop_leading)`` while holding it; False if never led."""
         while not self._acquired():
-            if stop.wait(self.options.retry_period):
+            if stop.wait(self.lease.retry_period):
                 return False
         stop_leading = threading.Event()
         worker = threading.Thread(target=lead, args=(stop_leading,), name="leader-work", daemon=True)
         worker.start()
         renewed = self._clock()
         try:
-            while worker.is_alive() and not stop.wait(self.options.retry_period):
+            while worker.is_alive() and not stop.wait(self.lease.retry_period):
                 try:
                     ok = self.try_acquire_or_renew()
                 except Exception as err:  # a failed renewal round is retried until the deadline
@@ -213,8 +204,8 @@ class LeaderElector:
                     ok = False
                 if ok:
                     renewed = self._clock()
-                elif self._clock() - renewed > self.options.renew_deadline:
-                    log.error("lost lease %s/%s", self.options.namespace, self.options.name)
+                elif self._clock() - renewed > self.lease.renew_deadline:
+                    log.error("lost lease %s/%s", self.lease.namespace, self.lease.name)
                     break
         finally:
             stop_leading.set()

@@ -1,4 +1,4 @@
-"""Strict manifest loading, schema validation against the CRD and per-cluster rendering. [pure]
+"""Strict manifest loading, schema validation against the CRD and per-cluster rendering. [reads files only]
 
 Owns: turning a checked-out tree into a DesiredFleet or a ManifestError listing every problem with
 file:line:column. It reads files below the directory it is given and nothing else; the repository

@@ -26,8 +26,8 @@ from syncer.domain.applied import (
     leaf_fields,
     recorded_fields,
 )
-from syncer.domain.changes import Action, Change, ClusterPlan, FieldChange
 from syncer.domain.objects import Manifest, ObjectKey
+from syncer.domain.plans import Action, Change, ClusterPlan, FieldChange
 from syncer.domain.rules import ConflictPolicy, SyncRules, blocked_reason
 from syncer.domain.secrets import SensitiveFields, masked_document, redact, secret_values
 from syncer.plan.fields import Ownership, covered, normalized, same, value_at

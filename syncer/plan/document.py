@@ -13,7 +13,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from syncer.domain.changes import OBJECT_ACTIONS, Action, Change, ClusterPlan, FieldChange, FleetPlan
+from syncer.domain.plans import OBJECT_ACTIONS, Action, Change, ClusterPlan, FieldChange, FleetPlan
 
 API_VERSION = "syncer.dev/diff/v2"
 SCHEMA_FILE = "diff.v2.schema.json"

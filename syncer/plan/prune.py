@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from syncer.domain.applied import MANAGED_BY_LABEL, MANAGED_BY_VALUE, Inventory, InventorySource
-from syncer.domain.changes import Action, Change
 from syncer.domain.objects import Manifest, ObjectKey
+from syncer.domain.plans import Action, Change
 from syncer.domain.rules import NO_INVENTORY, SyncRules, prune_refusal
 from syncer.domain.secrets import SensitiveFields, masked_document
 from syncer.plan.fields import normalized

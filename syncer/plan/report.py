@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from syncer.domain.applied import FieldPath, leaf_fields, parse_pointer, pointer
-from syncer.domain.changes import Action, FieldChange
+from syncer.domain.plans import Action, FieldChange
 from syncer.domain.secrets import SensitiveFields, masked
 from syncer.plan.fields import Ownership, normalized, same
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from syncer.domain.health import Health
+from syncer.domain.progress import Waiting
 from syncer.rollout.waves import Wave
 
 # How long to wait before looking again when nothing else gives a better moment.
@@ -35,12 +36,14 @@ class ClusterProgress:
 
 @dataclass(frozen=True)
 class GateVerdict:
-    """What to do about a wave, why, how long to wait before asking again, and which clusters failed."""
+    """What to do about a wave, why, how long to wait before asking again, which clusters failed,
+    and, when it waits, what for."""
 
     decision: Decision
     reason: str
     wait: float = 0.0
     failed: tuple[str, ...] = ()
+    waiting: Waiting | None = None
 
 
 def judge_wave(
@@ -54,40 +57,45 @@ def judge_wave(
     ``halt``. It proceeds once every cluster has been healthy for the wave's bake time.
     """
     gate = wave.gate
-    failures: list[str] = []
+    failures: dict[str, str] = {}
     waits: list[float] = []
     for name in wave.clusters:
         p = progress.get(name, ClusterProgress(name))
         if p.apply_error:
-            failures.append(f"{name}: apply failed: {p.apply_error}")
+            failures[name] = f"apply failed: {p.apply_error}"
         elif p.applied_at is None:
             waits.append(RECHECK_SECONDS)
         elif p.health is Health.DEGRADED:
-            failures.append(f"{name}: degraded: {p.detail or 'stalled'}")
+            failures[name] = f"degraded: {p.detail or 'stalled'}"
         elif p.health is not Health.HEALTHY:
             left = p.applied_at + gate.health_timeout - now
             if left <= 0:
-                failures.append(
-                    f"{name}: not healthy {gate.health_timeout:g}s after apply ({p.health}"
-                    + (f": {p.detail})" if p.detail else ")")
+                failures[name] = f"not healthy {gate.health_timeout:g}s after apply ({p.health}" + (
+                    f": {p.detail})" if p.detail else ")"
                 )
             else:
                 waits.append(min(left, RECHECK_SECONDS))
     if failures:
-        failed = tuple(sorted(f.split(":", 1)[0] for f in failures))
         decision = Decision.ROLLBACK if rollback else Decision.HALT
-        return GateVerdict(decision, "; ".join(failures), failed=failed)
+        reason = "; ".join(f"{name}: {why}" for name, why in failures.items())
+        return GateVerdict(decision, reason, failed=tuple(sorted(failures)))
     if waits:
         pending = sum(
             1 for n in wave.clusters if progress.get(n, ClusterProgress(n)).health is not Health.HEALTHY
         )
         return GateVerdict(
-            Decision.WAIT, f"{pending} of {len(wave.clusters)} cluster(s) not healthy yet", min(waits)
+            Decision.WAIT,
+            f"{pending} of {len(wave.clusters)} cluster(s) not healthy yet",
+            min(waits),
+            waiting=Waiting.HEALTH,
         )
     since = max(p.healthy_since or now for p in (progress[n] for n in wave.clusters))
     baked_at = since + gate.bake
     if now < baked_at:
         return GateVerdict(
-            Decision.WAIT, f"baking: {baked_at - now:.0f}s of {gate.bake:g}s left", baked_at - now
+            Decision.WAIT,
+            f"baking: {baked_at - now:.0f}s of {gate.bake:g}s left",
+            baked_at - now,
+            waiting=Waiting.BAKE,
         )
     return GateVerdict(Decision.PROCEED, f"all {len(wave.clusters)} cluster(s) healthy and baked")

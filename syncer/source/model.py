@@ -1,42 +1,14 @@
-"""Values of the git source: the options of a source, the result of a poll, a checked-out snapshot."""
+"""Values of the git source: the result of a poll and a checked-out snapshot (its options,
+``SourceOptions``, are part of the agent config and loaded with it)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from syncer.config import GitCredentials, SourceSettings
+from syncer.config import SourceOptions
 
-
-@dataclass(frozen=True)
-class SourceOptions:
-    """Where the fleet repository is and how to keep a local copy of it.
-
-    ``clone_filter`` is the partial-clone filter of the one clone (``""`` for a full clone); the
-    commit and tree history is always complete so every new commit can be verified; a repository on
-    this machine (a path or ``file://``) is always cloned whole. ``timeout`` is the
-    deadline in seconds of each git operation. A tip that does not descend from the last synced (or
-    last accepted) revision is refused unless ``allow_history_rewrite``.
-    """
-
-    url: str
-    cache_dir: Path
-    branch: str = "main"
-    credentials: GitCredentials = field(default_factory=GitCredentials)
-    timeout: float = 60.0
-    allow_history_rewrite: bool = False
-    clone_filter: str = "blob:none"
-
-    @staticmethod
-    def from_settings(settings: SourceSettings, *, allow_history_rewrite: bool = False) -> SourceOptions:
-        return SourceOptions(
-            url=settings.url,
-            cache_dir=settings.cache_dir,
-            branch=settings.branch,
-            credentials=settings.credentials,
-            timeout=settings.timeout,
-            allow_history_rewrite=allow_history_rewrite,
-        )
+__all__ = ["PollResult", "Snapshot", "SourceOptions"]
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-WAVE_STATES = ("pending", "applying", "waiting", "baking", "done", "halted", "rolled-back")
+from syncer.domain.progress import WaveState
 
 
 class SyncerMetrics:
@@ -74,7 +74,7 @@ class SyncerMetrics:
         self.revision_info.clear()
         self.revision_info.labels(revision=revision).set(1)
 
-    def set_wave(self, wave: str, state: str) -> None:
+    def set_wave(self, wave: str, state: WaveState | str) -> None:
         """Mark ``wave`` as being in ``state`` (one state per wave at a time)."""
-        for other in WAVE_STATES:
-            self.wave_state.labels(wave=wave, state=other).set(1 if other == state else 0)
+        for other in WaveState:
+            self.wave_state.labels(wave=wave, state=str(other)).set(1 if other == state else 0)

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from syncer.config.settings import AGENT_NAMESPACE
 from syncer.domain.applied import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from syncer.domain.sync_state import ClusterSyncState, InventoryEntry, SyncPhase
 from syncer.errors import Conflict, FencedOut, NotFound
@@ -22,7 +23,6 @@ from syncer.leader.fence import UNFENCED, Fence
 STATE_CONFIGMAP = "syncer-sync-state"
 STATE_KEY = "state.json"
 FORMAT_VERSION = 1
-DEFAULT_NAMESPACE = "syncer-system"
 STATE_FIELD_MANAGER = "syncer-state"
 FENCING_TOKEN = "syncer.dev/fencing-token"
 
@@ -140,7 +140,7 @@ class StateStore:
     a write in between makes ours fail and be judged again.
     """
 
-    def __init__(self, kube: KubeApi, namespace: str = DEFAULT_NAMESPACE, fence: Fence = UNFENCED) -> None:
+    def __init__(self, kube: KubeApi, namespace: str = AGENT_NAMESPACE, fence: Fence = UNFENCED) -> None:
         self.kube = kube
         self.namespace = namespace
         self.fence = fence

@@ -21,7 +21,7 @@ class SignatureKind(StrEnum):
     X509 = "x509"
 
 
-class Outcome(StrEnum):
+class SignatureOutcome(StrEnum):
     GOOD = "good"
     BAD = "bad"
     UNKNOWN_KEY = "unknown-key"
@@ -35,7 +35,7 @@ class SignatureCheck:
     """What the signature check said: the outcome, the key's fingerprint (primary key for OpenPGP,
     ``SHA256:...`` for SSH), the identity (user id or principal) and a human-readable detail."""
 
-    outcome: Outcome
+    outcome: SignatureOutcome
     fingerprint: str = ""
     identity: str = ""
     detail: str = ""
@@ -104,19 +104,21 @@ def parse_gpg_status(text: str) -> SignatureCheck:
     ]
     keywords = [fields[0] for fields in lines if fields]
     if keywords.count("NEWSIG") > 1:
-        return SignatureCheck(Outcome.ERROR, detail="more than one signature on the commit")
+        return SignatureCheck(SignatureOutcome.ERROR, detail="more than one signature on the commit")
     by_keyword = {fields[0]: fields[1:] for fields in lines if fields}
     valid = by_keyword.get("VALIDSIG", [])
     fingerprint = (valid[-1] if len(valid) >= 10 else valid[0] if valid else "").upper()
     for keyword, outcome in (
-        ("GOODSIG", Outcome.GOOD),
-        ("EXPKEYSIG", Outcome.EXPIRED_KEY),
-        ("REVKEYSIG", Outcome.REVOKED_KEY),
+        ("GOODSIG", SignatureOutcome.GOOD),
+        ("EXPKEYSIG", SignatureOutcome.EXPIRED_KEY),
+        ("REVKEYSIG", SignatureOutcome.REVOKED_KEY),
     ):
         if keyword in by_keyword:
             identity = " ".join(by_keyword[keyword][1:])
             if not fingerprint:
-                return SignatureCheck(Outcome.ERROR, identity=identity, detail=f"{keyword} without VALIDSIG")
+                return SignatureCheck(
+                    SignatureOutcome.ERROR, identity=identity, detail=f"{keyword} without VALIDSIG"
+                )
             return SignatureCheck(outcome, fingerprint, identity, detail=keyword)
     return _failed_gpg_check(by_keyword)
 
@@ -125,17 +127,19 @@ def _failed_gpg_check(by_keyword: dict[str, list[str]]) -> SignatureCheck:
     """The check for status output with no valid signature: bad, expired, unknown key or error."""
     if "BADSIG" in by_keyword:
         key_id = (by_keyword["BADSIG"] or ["?"])[0]
-        return SignatureCheck(Outcome.BAD, detail=f"bad signature from key {key_id}")
+        return SignatureCheck(SignatureOutcome.BAD, detail=f"bad signature from key {key_id}")
     if "EXPSIG" in by_keyword:
-        return SignatureCheck(Outcome.BAD, detail="the signature itself has expired")
+        return SignatureCheck(SignatureOutcome.BAD, detail="the signature itself has expired")
     if "ERRSIG" not in by_keyword:
-        return SignatureCheck(Outcome.ERROR, detail="gpg reported no signature verdict")
+        return SignatureCheck(SignatureOutcome.ERROR, detail="gpg reported no signature verdict")
     fields = by_keyword["ERRSIG"]
     key_id = fields[0] if fields else "?"
     issuer = fields[6].upper() if len(fields) > 6 and fields[6] != "-" else key_id
     if (len(fields) > 5 and fields[5] == _NO_PUBKEY_RC) or "NO_PUBKEY" in by_keyword:
-        return SignatureCheck(Outcome.UNKNOWN_KEY, issuer, detail=f"no trusted OpenPGP key {issuer}")
-    return SignatureCheck(Outcome.ERROR, issuer, detail=f"gpg could not check the signature of {issuer}")
+        return SignatureCheck(SignatureOutcome.UNKNOWN_KEY, issuer, detail=f"no trusted OpenPGP key {issuer}")
+    return SignatureCheck(
+        SignatureOutcome.ERROR, issuer, detail=f"gpg could not check the signature of {issuer}"
+    )
 
 
 def parse_ssh_check(line: str) -> SignatureCheck:
@@ -148,13 +152,15 @@ def parse_ssh_check(line: str) -> SignatureCheck:
     fingerprint, _, principal = rest.partition("\x00")
     code = code.strip()
     if code == "G" and principal:
-        return SignatureCheck(Outcome.GOOD, fingerprint, principal, detail="good SSH signature")
+        return SignatureCheck(SignatureOutcome.GOOD, fingerprint, principal, detail="good SSH signature")
     if code in {"G", "U"}:
-        return SignatureCheck(Outcome.UNKNOWN_KEY, fingerprint, detail=f"no trusted SSH key {fingerprint}")
+        return SignatureCheck(
+            SignatureOutcome.UNKNOWN_KEY, fingerprint, detail=f"no trusted SSH key {fingerprint}"
+        )
     if code == "B":
-        return SignatureCheck(Outcome.BAD, fingerprint, detail="bad SSH signature")
+        return SignatureCheck(SignatureOutcome.BAD, fingerprint, detail="bad SSH signature")
     if code == "R":
-        return SignatureCheck(Outcome.REVOKED_KEY, fingerprint, detail="the SSH key is revoked")
+        return SignatureCheck(SignatureOutcome.REVOKED_KEY, fingerprint, detail="the SSH key is revoked")
     return SignatureCheck(
-        Outcome.ERROR, fingerprint, detail=f"git could not check the SSH signature ({code!r})"
+        SignatureOutcome.ERROR, fingerprint, detail=f"git could not check the SSH signature ({code!r})"
     )

@@ -23,9 +23,9 @@ from syncer.verify.environment import PinnedGit
 from syncer.verify.model import CommitVerdict, Verdict, VerificationResult, VerifyOptions
 from syncer.verify.scope import merge_paths, outside
 from syncer.verify.status import (
-    Outcome,
     SignatureCheck,
     SignatureKind,
+    SignatureOutcome,
     parse_gpg_status,
     parse_ssh_check,
     signature_header_problem,
@@ -37,11 +37,11 @@ from syncer.verify.vouch import unvouched
 _LISTED_PATHS = 5
 _FULL_SHA = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
 _OUTCOME_VERDICT = {
-    Outcome.UNKNOWN_KEY: Verdict.UNKNOWN_KEY,
-    Outcome.EXPIRED_KEY: Verdict.EXPIRED_KEY,
-    Outcome.REVOKED_KEY: Verdict.REVOKED_KEY,
-    Outcome.BAD: Verdict.BAD_SIGNATURE,
-    Outcome.ERROR: Verdict.BAD_SIGNATURE,
+    SignatureOutcome.UNKNOWN_KEY: Verdict.UNKNOWN_KEY,
+    SignatureOutcome.EXPIRED_KEY: Verdict.EXPIRED_KEY,
+    SignatureOutcome.REVOKED_KEY: Verdict.REVOKED_KEY,
+    SignatureOutcome.BAD: Verdict.BAD_SIGNATURE,
+    SignatureOutcome.ERROR: Verdict.BAD_SIGNATURE,
 }
 
 
@@ -203,10 +203,10 @@ class _Judge:
         check, signer = self.signature(commit)
         kind = KeyKind.OPENPGP if commit.signature is SignatureKind.OPENPGP else KeyKind.SSH
         name = signer.name if signer else ""
-        if check.outcome is not Outcome.GOOD:
+        if check.outcome is not SignatureOutcome.GOOD:
             reason = check.detail
-            if check.outcome in {Outcome.EXPIRED_KEY, Outcome.REVOKED_KEY}:
-                state = "has expired" if check.outcome is Outcome.EXPIRED_KEY else "is revoked"
+            if check.outcome in {SignatureOutcome.EXPIRED_KEY, SignatureOutcome.REVOKED_KEY}:
+                state = "has expired" if check.outcome is SignatureOutcome.EXPIRED_KEY else "is revoked"
                 reason = (
                     f"signed with {kind} key {check.fingerprint} ({name or check.identity}), which {state}"
                 )
@@ -240,8 +240,8 @@ class _Judge:
         else:
             done = self.git.git(["log", "-1", "--no-walk", "--format=%G?%x00%GF%x00%GS", commit.sha])
             check = parse_ssh_check(done.stdout.decode(errors="replace"))
-        if check.outcome is Outcome.GOOD and done.returncode != 0:
-            check = SignatureCheck(Outcome.ERROR, check.fingerprint, detail="git reported a failure")
+        if check.outcome is SignatureOutcome.GOOD and done.returncode != 0:
+            check = SignatureCheck(SignatureOutcome.ERROR, check.fingerprint, detail="git reported a failure")
         kind = KeyKind.OPENPGP if commit.signature is SignatureKind.OPENPGP else KeyKind.SSH
         signer = self.policy.signer_for(kind, check.fingerprint) if check.fingerprint else None
         if signer is not None and kind is KeyKind.SSH and check.identity != signer.name:
@@ -254,7 +254,7 @@ class _Judge:
         if commit.header_problem or commit.signature in {SignatureKind.NONE, SignatureKind.X509}:
             return None
         check, signer = self.signature(commit)
-        return signer if check.outcome is Outcome.GOOD else None
+        return signer if check.outcome is SignatureOutcome.GOOD else None
 
     def _out_of_scope(self, commit: _Commit, signer: Signer, *, since: str) -> tuple[str, ...]:
         if signer.unrestricted:

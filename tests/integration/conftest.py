@@ -87,6 +87,14 @@ def cluster(fleet: FleetHandle) -> str:
 
 
 @pytest.fixture
+def kube(fleet: FleetHandle, cluster: str) -> Iterator[ClusterClient]:
+    """A client of ``cluster`` as the fleet's admin, closed afterwards."""
+    client = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), cluster)
+    yield client
+    client.close()
+
+
+@pytest.fixture
 def namespace(fleet: FleetHandle, cluster: str, request: pytest.FixtureRequest) -> Iterator[str]:
     """A namespace unique to this test in ``cluster``, deleted afterwards."""
     digest = hashlib.sha1(f"{request.node.nodeid}{os.getpid()}".encode()).hexdigest()[:8]

@@ -12,27 +12,17 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.support.waiting import eventually
+
 T = TypeVar("T")
 
 SERVING = "serving /metrics, /healthz, /readyz and /hooks/git on port "
-
-
-def eventually(what: str, probe: Callable[[], T | None], timeout: float, every: float = 0.2) -> T:
-    """Poll ``probe`` until it returns something true; fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = probe()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
-        time.sleep(every)
 
 
 class AgentProc:

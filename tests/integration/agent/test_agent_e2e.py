@@ -9,6 +9,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +17,15 @@ import pytest
 import yaml
 
 from syncer.agent.service import Agent
-from syncer.agent.settings import AgentSettings
 from syncer.config import load_agent_config
+from syncer.config.rollout import load_rollout_policy
+from syncer.config.settings import AgentSettings
 from syncer.controller.model import ControllerOptions
 from syncer.controller.runner import run_controller
+from syncer.domain.progress import PassEvent
 from syncer.domain.sync_state import SyncPhase
 from syncer.engine.revision import Stage
-from syncer.engine.sync import Progress, SyncOutcome
+from syncer.engine.rollout_model import RolloutOutcome
 from syncer.errors import NotFound
 from syncer.kube import ClusterClient
 from syncer.status import StateStore
@@ -86,18 +89,13 @@ class Setup:
             "clusters": {n: {"context": n, "kubeconfig": str(fleet.kubeconfig)} for n in fleet.names},
         }
         (root / "agent.yaml").write_text(yaml.safe_dump(config))
-        self.settings = AgentSettings(
-            config=root / "agent.yaml",
-            rollout_policy=root / "rollout.yaml",
-            state_namespace=f"{namespace}-state",
-            health_poll=0.5,
-        )
+        self.settings = AgentSettings(state_namespace=f"{namespace}-state", health_poll=0.5)
+        loaded = load_agent_config(root / "agent.yaml")
+        agent_config = replace(loaded, rollout=load_rollout_policy(root / "rollout.yaml"))
         self.metrics = SyncerMetrics()
         self.stop = threading.Event()
-        self.steps: list[Progress] = []
-        self.agent = Agent(
-            load_agent_config(root / "agent.yaml"), self.settings, self.metrics, self.stop, self.steps.append
-        )
+        self.steps: list[PassEvent] = []
+        self.agent = Agent(agent_config, self.settings, self.metrics, self.stop, self.steps.append)
 
     def commit(self, message: str, objects: list[dict[str, Any]], *, signed: bool = True) -> str:
         docs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}, *objects]
@@ -170,7 +168,7 @@ def test_a_signed_commit_rolls_out_wave_by_wave_once_the_controller_reports_read
     revision = setup.commit("sessions cache", [redis_cluster(setup.namespace, "7.2.4")])
     result = setup.agent.sync_once()
     assert result.report is not None
-    assert result.report.outcome is SyncOutcome.APPLIED, result.report
+    assert result.report.outcome is RolloutOutcome.APPLIED, result.report
     assert result.report.revision == revision
 
     found = states(setup)
@@ -195,7 +193,7 @@ def test_an_unsigned_commit_is_applied_nowhere_and_metrics_and_events_say_why(se
     setup.commit("signed start", [])
     first = setup.agent.sync_once()
     assert first.report is not None
-    assert first.report.outcome is SyncOutcome.APPLIED
+    assert first.report.outcome is RolloutOutcome.APPLIED
     before = states(setup)
     unsigned = setup.commit("unsigned", [redis_cluster(setup.namespace, "7.2.4")], signed=False)
 
@@ -222,12 +220,12 @@ def test_an_unsigned_commit_is_applied_nowhere_and_metrics_and_events_say_why(se
 
 def test_a_canary_that_never_becomes_ready_halts_and_returns_to_the_last_good_revision(setup: Setup) -> None:
     good = setup.commit("good", [redis_cluster(setup.namespace, "7.2.4")])
-    assert setup.agent.sync_once().report.outcome is SyncOutcome.APPLIED  # type: ignore[union-attr]
+    assert setup.agent.sync_once().report.outcome is RolloutOutcome.APPLIED  # type: ignore[union-attr]
     bad = setup.commit("pods never ready", [redis_cluster(setup.namespace, "7.2.5", hold=True)])
 
     result = setup.agent.sync_once()
     assert result.report is not None
-    assert result.report.outcome is SyncOutcome.ROLLED_BACK, result.report
+    assert result.report.outcome is RolloutOutcome.ROLLED_BACK, result.report
     assert [w.name for w in result.report.waves] == ["canary"]
     assert "canary: degraded" in result.report.message or "canary: not healthy" in result.report.message
     found = states(setup)

@@ -10,10 +10,11 @@ from collections import Counter
 
 import pytest
 
-from tests.integration.agent.procs import Agents, eventually
+from tests.integration.agent.procs import Agents
 from tests.integration.agent.test_agent_process import CLUSTERS, RC_API, ROLLOUT_TIMEOUT, Rig, agents, rig
 from tests.integration.source.test_cache_recovery import kill_git_holding_a_ref_lock
 from tests.integration.verify.kit import run
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 __all__ = ["agents", "rig"]  # fixtures

@@ -25,9 +25,10 @@ from syncer.errors import NotFound
 from syncer.kube import ClusterClient
 from syncer.status import StateStore
 from syncer.status.state_store import LoadedState
-from tests.integration.agent.procs import AgentProc, Agents, eventually
+from tests.integration.agent.procs import AgentProc, Agents
 from tests.integration.conftest import FleetHandle
 from tests.integration.verify.kit import GitRepo, SshKey, bare_remote, write_policy
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 

@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration.agent.procs import Agents, eventually
+from tests.integration.agent.procs import Agents
 from tests.integration.agent.test_agent_process import CLUSTERS, RC_API, ROLLOUT_TIMEOUT, Rig
 from tests.integration.conftest import FleetHandle
 from tests.integration.verify.kit import Keys, SshKey, write_policy
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from syncer.agent.http import AgentServer, Endpoints
-from syncer.agent.settings import HttpSettings
+from syncer.config.settings import HttpSettings
 from syncer.status.metrics import SyncerMetrics
 
 pytestmark = pytest.mark.integration

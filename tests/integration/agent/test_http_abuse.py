@@ -23,9 +23,10 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from syncer.agent.http import AgentServer, Endpoints
-from syncer.agent.settings import HttpSettings
-from tests.integration.agent.procs import Agents, eventually
+from syncer.config.settings import HttpSettings
+from tests.integration.agent.procs import Agents
 from tests.integration.verify.kit import bare_remote, write_policy
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 

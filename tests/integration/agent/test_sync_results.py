@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from syncer.agent.service import Agent
-from syncer.agent.settings import AgentSettings
 from syncer.config import load_agent_config
+from syncer.config.settings import AgentSettings
 from syncer.engine.revision import Stage
 from syncer.status.metrics import SyncerMetrics
 from tests.integration.verify.kit import write_policy
@@ -26,7 +26,7 @@ def test_an_unreachable_remote_counts_as_an_error_not_a_rejection(tmp_path: Path
     }
     (tmp_path / "agent.yaml").write_text(yaml.safe_dump(config))
     metrics = SyncerMetrics()
-    settings = AgentSettings(config=tmp_path / "agent.yaml")
+    settings = AgentSettings()
     agent = Agent(load_agent_config(tmp_path / "agent.yaml"), settings, metrics, threading.Event())
     try:
         for _ in range(3):

@@ -5,6 +5,7 @@ out."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import yaml
 from syncer.agent.service import Agent
 from syncer.config import load_agent_config
 from syncer.engine.revision import Stage
-from syncer.engine.sync import SyncOutcome
+from syncer.engine.rollout_model import RolloutOutcome
 from tests.integration.agent.test_agent_e2e import Setup, redis_cluster, states
 from tests.integration.agent.test_agent_e2e import setup as e2e_setup
 from tests.integration.verify.kit import Keys, SshKey, write_policy
@@ -42,9 +43,10 @@ def guarded(setup: Setup, approver: SshKey, tmp_path: Path) -> Setup:
     trust = write_policy(tmp_path / "trust.yaml", signers=signers, keys=[])
     rule = {"twoPersonRules": [{"name": "prod", "paths": ["base/prod/**"]}]}
     trust.write_text(trust.read_text() + yaml.safe_dump(rule))
+    rollout = setup.agent.config.rollout
     setup.agent.close()
     setup.agent = Agent(
-        load_agent_config(tmp_path / "agent.yaml"),
+        replace(load_agent_config(tmp_path / "agent.yaml"), rollout=rollout),
         setup.settings,
         setup.metrics,
         setup.stop,
@@ -63,7 +65,7 @@ def test_one_signer_is_refused_before_any_cluster_changes_and_two_signers_roll_o
     start = guarded.commit("namespace", [])
     first = guarded.agent.sync_once()
     assert first.report is not None
-    assert first.report.outcome is SyncOutcome.APPLIED, first.report
+    assert first.report.outcome is RolloutOutcome.APPLIED, first.report
     before = states(guarded)
 
     work.git("checkout", "-q", "-b", "change")
@@ -97,7 +99,7 @@ def test_one_signer_is_refused_before_any_cluster_changes_and_two_signers_roll_o
     result = guarded.agent.sync_once()
     assert result.advance.rejection is None, result.advance.rejection
     assert result.report is not None
-    assert (result.report.outcome, result.report.revision) == (SyncOutcome.APPLIED, approved)
+    assert (result.report.outcome, result.report.revision) == (RolloutOutcome.APPLIED, approved)
     for client in guarded.agent.clients.values():
         live = client.get("redis.syncer.dev/v1alpha1", "RedisCluster", "sessions", guarded.namespace)
         assert live["spec"]["version"] == "7.2.4"

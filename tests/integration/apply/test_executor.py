@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from syncer.apply import ApplyPolicy, ClusterApplier, ConflictPolicy
 from syncer.domain import Action, Change, ClusterManifests, ClusterPlan, Manifest, ObjectKey
-from syncer.domain.changeset import Outcome
+from syncer.domain.changeset import EntryOutcome
 from syncer.errors import Location, NotFound
 from syncer.kube import ApplyOptions, ClusterClient
-from tests.integration.conftest import FleetHandle
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def kube(fleet: FleetHandle, cluster: str) -> Iterator[ClusterClient]:
-    client = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), cluster)
-    yield client
-    client.close()
 
 
 def manifest(cluster: str, body: dict[str, Any]) -> Manifest:
@@ -56,8 +47,8 @@ def test_a_namespace_is_created_before_the_objects_in_it(kube: ClusterClient, na
         )
         assert result.ok, result.error
         assert [(e.key.kind, e.outcome) for e in result.entries] == [
-            ("Namespace", Outcome.APPLIED),
-            ("ConfigMap", Outcome.APPLIED),
+            ("Namespace", EntryOutcome.APPLIED),
+            ("ConfigMap", EntryOutcome.APPLIED),
         ]
         assert all(e.uid for e in result.entries)
         live = kube.get("v1", "ConfigMap", "settings", fresh)
@@ -152,12 +143,12 @@ def test_prune_respects_the_opt_out_and_our_label(kube: ClusterClient, namespace
     )
     assert result.ok, result.error
     outcomes = {e.key.name: (e.outcome, e.message) for e in result.entries}
-    assert outcomes["old"] == (Outcome.APPLIED, "")
-    assert outcomes["keep"] == (Outcome.SKIPPED, "kept: prune disabled (syncer.dev/prune: disabled)")
-    assert outcomes["foreign"] == (Outcome.SKIPPED, "kept: no longer labelled as managed by syncer")
-    assert outcomes["missing"] == (Outcome.SKIPPED, "already gone")
+    assert outcomes["old"] == (EntryOutcome.APPLIED, "")
+    assert outcomes["keep"] == (EntryOutcome.SKIPPED, "kept: prune disabled (syncer.dev/prune: disabled)")
+    assert outcomes["foreign"] == (EntryOutcome.SKIPPED, "kept: no longer labelled as managed by syncer")
+    assert outcomes["missing"] == (EntryOutcome.SKIPPED, "already gone")
     assert outcomes["hand-made"] == (
-        Outcome.SKIPPED,
+        EntryOutcome.SKIPPED,
         "kept: no proof syncer applied it (no server-side apply by 'syncer')",
     )
     kube.get("v1", "ConfigMap", "hand-made", namespace)

@@ -29,7 +29,8 @@ from syncer.errors import Invalid
 from syncer.kube import ApplyOptions, ClusterClient
 from tests.integration.chart.kit import agent_values, only, render
 from tests.integration.conftest import FleetHandle
-from tests.integration.controller.kit import redis_cluster, wait_for
+from tests.integration.controller.kit import redis_cluster
+from tests.support.waiting import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("crd_installed")]
 
@@ -103,7 +104,7 @@ def refused_once_in_force(fleet: FleetHandle, cluster: str, obj: dict[str, Any],
         done = kubectl(fleet, cluster, "create", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump(obj))
         return done.returncode != 0 and message in done.stderr
 
-    wait_for(in_force, 30, f"the apiserver to refuse with {message!r}", interval=0.5)
+    eventually(f"the apiserver to refuse with {message!r}", in_force, 30, every=0.5)
     done = apply(fleet, cluster, obj)
     assert done.returncode != 0, done.stdout
     assert message in done.stderr
@@ -255,7 +256,7 @@ def test_a_webhook_that_is_down_or_hangs_refuses_creates_under_fail_and_not_unde
             timed_out = "context deadline exceeded" in done.stderr or "timeout" in done.stderr.lower()
             return took if done.returncode != 0 and timed_out else None
 
-        took = wait_for(times_out, 40, "a create to time out at the webhook", interval=0.5)
+        took = eventually("a create to time out at the webhook", times_out, 40, every=0.5)
         assert 1.5 <= took < 15
 
     # Ignore: the same dead webhook lets creates through, unchecked.
@@ -265,4 +266,4 @@ def test_a_webhook_that_is_down_or_hangs_refuses_creates_under_fail_and_not_unde
     def passes() -> bool:
         return apply(fleet, cluster, redis_cluster("unchecked", namespace, version="7.2.5")).returncode == 0
 
-    wait_for(passes, 30, "a create to pass a dead webhook under failurePolicy Ignore", interval=0.5)
+    eventually("a create to pass a dead webhook under failurePolicy Ignore", passes, 30, every=0.5)

@@ -35,8 +35,9 @@ from syncer.status import StateStore
 from tests.integration.chart import test_on_apiserver as on_apiserver
 from tests.integration.chart.kit import LocalPod, agent_values, local_pod, only
 from tests.integration.conftest import FleetHandle
-from tests.integration.controller.kit import is_ready, wait_for
+from tests.integration.controller.kit import is_ready
 from tests.integration.verify.kit import GitRepo, Keys, SshKey, bare_remote
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -172,7 +173,7 @@ def remove_app(admin: ClusterClient, app: str) -> None:
     def gone() -> bool:
         return not admin.list(RC_API, "RedisCluster", namespace=app).items
 
-    wait_for(gone, 60, "the controller to release the RedisCluster")
+    eventually("the controller to release the RedisCluster", gone, 60)
 
 
 @dataclass
@@ -304,7 +305,7 @@ def test_the_rendered_command_line_leads_syncs_and_reconciles_as_the_service_acc
             state = StateStore(admin, namespace).load().state
             return state.revision == revision and state.phase is SyncPhase.HEALTHY
 
-        wait_for(synced, 180, "the agent to sync the revision", interval=1.0)
+        eventually("the agent to sync the revision", synced, 180, every=1.0)
         assert agent.poll() is None
         live = admin.get(RC_API, "RedisCluster", "sessions", app)
         assert is_ready(live), live.get("status")

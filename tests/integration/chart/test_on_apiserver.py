@@ -23,7 +23,8 @@ from syncer.errors import Forbidden
 from syncer.kube import ApplyOptions, ClusterClient
 from tests.integration.chart.kit import agent_values, only, render
 from tests.integration.conftest import FleetHandle
-from tests.integration.controller.kit import controller_running, is_ready, redis_cluster, wait_for
+from tests.integration.controller.kit import controller_running, is_ready, redis_cluster
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -59,7 +60,7 @@ def _apply_crd(fleet: FleetHandle, cluster: str, crd: dict[str, Any]) -> None:
             conditions = (live.get("status") or {}).get("conditions") or []
             return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
 
-        wait_for(served, 30, "the CRD to be Established")
+        eventually("the CRD to be Established", served, 30)
     finally:
         kube.close()
 
@@ -360,7 +361,7 @@ def test_the_controller_reconciles_under_the_charts_identity(
         with controller_running(options):
             admin.create(redis_cluster("cache", other_namespace, shards=1, replicasPerShard=1))
             get = lambda: admin.get("redis.syncer.dev/v1alpha1", "RedisCluster", "cache", other_namespace)  # noqa: E731
-            wait_for(lambda: is_ready(get()), 90, "cache to be Ready under the chart's identity")
+            eventually("cache to be Ready under the chart's identity", lambda: is_ready(get()), 90)
             lease = admin.get("coordination.k8s.io/v1", "Lease", options.lease_name, namespace)
             assert lease["spec"]["holderIdentity"] == "chart-test"
             sets = admin.list("apps/v1", "StatefulSet", namespace=other_namespace).items
@@ -372,7 +373,7 @@ def test_the_controller_reconciles_under_the_charts_identity(
                     "redis.syncer.dev/v1alpha1", "RedisCluster", namespace=other_namespace
                 ).items
 
-            wait_for(gone, 60, "the finalizer to be removed by the controller")
+            eventually("the finalizer to be removed by the controller", gone, 60)
     finally:
         admin.close()
 

@@ -8,7 +8,8 @@ from devfleet import fleet as devfleet
 from syncer.controller.model import API_VERSION, KIND, ControllerOptions
 from syncer.kube import ClusterClient
 from tests.integration.conftest import FleetHandle
-from tests.integration.controller.kit import RunningController, controller_running, install_crd, wait_for
+from tests.integration.controller.kit import RunningController, controller_running, install_crd
+from tests.support.waiting import eventually
 
 LOOPBACK_CLUSTER = "topo"
 
@@ -40,10 +41,10 @@ def controller(
         # keep the namespace terminating for ever.
         for item in kube.list(API_VERSION, KIND, namespace=namespace).items:
             kube.delete(API_VERSION, KIND, item["metadata"]["name"], namespace)
-        wait_for(
+        eventually(
+            "the test's RedisClusters to be finalized",
             lambda: not kube.list(API_VERSION, KIND, namespace=namespace).items,
             60,
-            "the test's RedisClusters to be finalized",
         )
 
 

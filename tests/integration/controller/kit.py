@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -23,18 +22,6 @@ CRD_API = "apiextensions.k8s.io/v1"
 def install_crd(kube: ClusterClient) -> None:
     """Apply the RedisCluster CRD (idempotent: server-side apply) and wait until it is served."""
     install_redis_crd(kube, field_manager="syncer-tests")
-
-
-def wait_for(check: Callable[[], T], timeout: float, what: str, interval: float = 0.2) -> T:
-    """Poll ``check`` until it returns something truthy; fail with ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    last: T = check()
-    while not last:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
-        time.sleep(interval)
-        last = check()
-    return last
 
 
 def condition(obj: KubeObject, kind: str) -> dict[str, Any]:

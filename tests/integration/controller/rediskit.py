@@ -21,10 +21,11 @@ from syncer.controller.model import API_VERSION, KIND, ControllerOptions
 from syncer.controller.topology import RedisNode, parse_cluster_nodes
 from syncer.kube import ClusterClient, KubeObject
 from tests.integration.controller.conftest import LOOPBACK_CLUSTER
-from tests.integration.controller.kit import condition, controller_running, install_crd, is_ready, wait_for
+from tests.integration.controller.kit import condition, controller_running, install_crd, is_ready
 from tests.integration.controller.podredis import PodRedis
 from tests.integration.topology.servers import client
 from tests.integration.topology.traffic import Traffic, TrafficResult
+from tests.support.waiting import eventually
 
 NAME = "cache"
 
@@ -70,7 +71,7 @@ class Scene:
             found = self.obj()
             return found if is_ready(found) else None
 
-        return wait_for(ready, timeout, "Ready=True")
+        return eventually("Ready=True", ready, timeout)
 
     def ready(self) -> dict[str, Any]:
         return condition(self.obj(), "Ready")
@@ -156,7 +157,7 @@ def scene(
 
 def _delete(made: Scene) -> None:
     made.kube.delete(API_VERSION, KIND, NAME, made.namespace)
-    wait_for(lambda: not made.kube.list(API_VERSION, KIND, namespace=made.namespace).items, 60, "deleted")
+    eventually("deleted", lambda: not made.kube.list(API_VERSION, KIND, namespace=made.namespace).items, 60)
 
 
 @contextmanager

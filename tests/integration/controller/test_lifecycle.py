@@ -7,7 +7,8 @@ import pytest
 from syncer.controller.model import API_VERSION, FINALIZER, KIND
 from syncer.errors import NotFound
 from syncer.kube import ApplyOptions, ClusterClient, KubeObject
-from tests.integration.controller.kit import RunningController, condition, is_ready, redis_cluster, wait_for
+from tests.integration.controller.kit import RunningController, condition, is_ready, redis_cluster
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +47,7 @@ def test_create_builds_owned_children_and_reports_ready_then_not_ready_when_pods
     kube: ClusterClient, namespace: str, controller: RunningController
 ) -> None:
     kube.create(redis_cluster("cache", namespace, shards=2, replicasPerShard=1))
-    obj = wait_for(lambda: _ready(kube, namespace, "cache"), 90, "cache to be Ready")
+    obj = eventually("cache to be Ready", lambda: _ready(kube, namespace, "cache"), 90)
     uid = obj["metadata"]["uid"]
 
     assert obj["status"]["observedGeneration"] == obj["metadata"]["generation"] == 1
@@ -69,10 +70,10 @@ def test_create_builds_owned_children_and_reports_ready_then_not_ready_when_pods
     for entry in obj["metadata"]["managedFields"]:
         if entry["manager"] == "syncer-controller" and entry.get("subresource") != "status":
             assert set(entry["fieldsV1"]) == {"f:metadata"}, entry
-    assert wait_for(
+    assert eventually(
+        "the ready gauge",
         lambda: controller.metric("rediscluster_ready", {"namespace": namespace, "name": "cache"}) == 1.0,
         10,
-        "the ready gauge",
     )
     assert (
         controller.metric("rediscluster_reconcile_total", {"phase": "sync", "result": "success"}) or 0
@@ -100,7 +101,7 @@ def test_create_builds_owned_children_and_reports_ready_then_not_ready_when_pods
         obj = _when(kube, namespace, "cache", "Ready", "False")
         return obj if obj and "shard 1: 0/2 pods Ready" in condition(obj, "Ready")["message"] else None
 
-    broken = wait_for(both_down, 60, "Ready to turn False with both pods of shard 1 down")
+    broken = eventually("Ready to turn False with both pods of shard 1 down", both_down, 60)
     assert condition(broken, "Ready")["reason"] == "ShardsNotReady"
     assert "shard 1: 0/2 pods Ready" in condition(broken, "Ready")["message"]
     assert condition(broken, "Reconciling")["status"] == "True"
@@ -108,22 +109,22 @@ def test_create_builds_owned_children_and_reports_ready_then_not_ready_when_pods
     # Replaced pods come back Ready, and so does the cluster.
     for pod in pods:
         kube.delete("v1", "Pod", pod["metadata"]["name"], namespace)
-    wait_for(lambda: _ready(kube, namespace, "cache"), 60, "cache to be Ready again")
+    eventually("cache to be Ready again", lambda: _ready(kube, namespace, "cache"), 60)
 
 
 def test_scaling_shards_and_replicas_moves_children_and_status(
     kube: ClusterClient, namespace: str, controller: RunningController
 ) -> None:
     kube.create(redis_cluster("scaled", namespace, shards=1, replicasPerShard=1))
-    wait_for(lambda: _ready(kube, namespace, "scaled"), 90, "scaled to be Ready")
+    eventually("scaled to be Ready", lambda: _ready(kube, namespace, "scaled"), 90)
 
     live = _get(kube, namespace, "scaled")
     live["spec"].update(shards=3, replicasPerShard=2)
     kube.replace(live)
-    obj = wait_for(
+    obj = eventually(
+        "scaled to be Ready at generation 2",
         lambda: (o := _ready(kube, namespace, "scaled")) and o["metadata"]["generation"] == 2 and o,
         90,
-        "scaled to be Ready at generation 2",
     )
     uid = obj["metadata"]["uid"]
     sets = _owned(kube, namespace, "apps/v1", "StatefulSet", uid)
@@ -138,19 +139,19 @@ def test_scaling_shards_and_replicas_moves_children_and_status(
     live = _get(kube, namespace, "scaled")
     live["spec"]["shards"] = 2
     kube.replace(live)
-    obj = wait_for(
+    obj = eventually(
+        "scaled to be Ready at generation 3",
         lambda: (o := _ready(kube, namespace, "scaled")) and o["metadata"]["generation"] == 3 and o,
         90,
-        "scaled to be Ready at generation 3",
     )
     assert len(obj["status"]["shards"]) == 2
-    wait_for(
+    eventually(
+        "shard 2's StatefulSet to be deleted",
         lambda: (
             _names(_owned(kube, namespace, "apps/v1", "StatefulSet", uid))
             == {"scaled-shard-0", "scaled-shard-1"}
         ),
         30,
-        "shard 2's StatefulSet to be deleted",
     )
     assert _names(_owned(kube, namespace, "policy/v1", "PodDisruptionBudget", uid)) == {
         "scaled-shard-0",
@@ -178,18 +179,18 @@ def test_delete_applies_the_volume_retention_policy_and_children_are_collected(
         persistence = {"enabled": True, "size": "1Gi", "retentionPolicy": policy}
         kube.create(redis_cluster(name, namespace, shards=1, replicasPerShard=1, persistence=persistence))
     for name in ("keep", "drop"):
-        wait_for(lambda n=name: len(_claims(kube, namespace, n)) == 2, 60, f"{name}'s volume claims")
-        wait_for(
+        eventually(f"{name}'s volume claims", lambda n=name: len(_claims(kube, namespace, n)) == 2, 60)
+        eventually(
+            "finalizer",
             lambda n=name: FINALIZER in _get(kube, namespace, n)["metadata"].get("finalizers", ()),
             30,
-            "finalizer",
         )
     uids = {name: _get(kube, namespace, name)["metadata"]["uid"] for name in ("keep", "drop")}
 
     for name in ("keep", "drop"):
         kube.delete(API_VERSION, KIND, name, namespace)
     for name in ("keep", "drop"):
-        wait_for(lambda n=name: _gone(kube, namespace, n), 60, f"{name} to be deleted")
+        eventually(f"{name} to be deleted", lambda n=name: _gone(kube, namespace, n), 60)
 
     # Delete: every claim is deleted (it may linger Terminating while a pod still uses it).
     assert all(c["metadata"].get("deletionTimestamp") for c in _claims(kube, namespace, "drop"))
@@ -204,12 +205,12 @@ def test_delete_applies_the_volume_retention_policy_and_children_are_collected(
             ("v1", "ConfigMap"),
             ("policy/v1", "PodDisruptionBudget"),
         ):
-            wait_for(
+            eventually(
+                f"{name}'s {kind} to be collected",
                 lambda a=api_version, k=kind, u=uid: not _owned(kube, namespace, a, k, u),
                 60,
-                f"{name}'s {kind} to be collected",
             )
-    wait_for(lambda: not _claims(kube, namespace, "drop"), 60, "drop's claims to be gone")
+    eventually("drop's claims to be gone", lambda: not _claims(kube, namespace, "drop"), 60)
     events = kube.list("v1", "Event", namespace=namespace).items
     reasons = {(e["involvedObject"]["name"], e["reason"]) for e in events}
     assert ("drop", "VolumesDeleted") in reasons
@@ -224,11 +225,7 @@ def test_a_missing_secret_stalls_until_it_appears(
             "locked", namespace, shards=1, replicasPerShard=0, auth={"secretRef": {"name": "redis-auth"}}
         )
     )
-    stalled = wait_for(
-        lambda: _when(kube, namespace, "locked", "Stalled", "True"),
-        30,
-        "Stalled",
-    )
+    stalled = eventually("Stalled", lambda: _when(kube, namespace, "locked", "Stalled", "True"), 30)
     assert condition(stalled, "Stalled")["reason"] == "SecretNotFound"
     assert "redis-auth" in condition(stalled, "Stalled")["message"]
     assert condition(stalled, "Ready")["status"] == "False"
@@ -242,7 +239,7 @@ def test_a_missing_secret_stalls_until_it_appears(
             "stringData": {"password": "s3cret"},
         }
     )
-    obj = wait_for(lambda: _ready(kube, namespace, "locked"), 60, "Ready once the Secret exists")
+    obj = eventually("Ready once the Secret exists", lambda: _ready(kube, namespace, "locked"), 60)
     assert condition(obj, "Stalled")["status"] == "False"
     (sts,) = kube.list("apps/v1", "StatefulSet", namespace=namespace).items
     env = sts["spec"]["template"]["spec"]["containers"][0]["env"]
@@ -256,11 +253,7 @@ def test_a_reserved_redis_directive_stalls_with_the_reason(
     kube: ClusterClient, namespace: str, controller: RunningController
 ) -> None:
     kube.create(redis_cluster("odd", namespace, shards=1, redisConfig={"port": "7000"}))
-    stalled = wait_for(
-        lambda: _when(kube, namespace, "odd", "Stalled", "True"),
-        30,
-        "Stalled",
-    )
+    stalled = eventually("Stalled", lambda: _when(kube, namespace, "odd", "Stalled", "True"), 30)
     assert condition(stalled, "Stalled")["reason"] == "InvalidSpec"
     assert "'port'" in condition(stalled, "Stalled")["message"]
     assert not kube.list("apps/v1", "StatefulSet", namespace=namespace).items

@@ -9,7 +9,8 @@ import pytest
 
 from syncer.controller.model import ANNOTATION_PAUSED, API_VERSION, KIND
 from syncer.kube import ApplyOptions, ClusterClient
-from tests.integration.controller.kit import RunningController, is_ready, redis_cluster, wait_for
+from tests.integration.controller.kit import RunningController, is_ready, redis_cluster
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -26,7 +27,7 @@ def test_a_paused_cluster_is_not_reconciled_until_resumed(
 ) -> None:
     body = redis_cluster("cache", namespace, shards=2, replicasPerShard=1)
     kube.apply(body, APPLY)
-    wait_for(lambda: is_ready(kube.get(API_VERSION, KIND, "cache", namespace)), 90, "Ready")
+    eventually("Ready", lambda: is_ready(kube.get(API_VERSION, KIND, "cache", namespace)), 90)
     before = _statefulsets(kube, namespace)
     status_before = kube.get(API_VERSION, KIND, "cache", namespace)["status"]
 
@@ -40,5 +41,5 @@ def test_a_paused_cluster_is_not_reconciled_until_resumed(
 
     body["metadata"]["annotations"] = {ANNOTATION_PAUSED: "false"}
     kube.apply(body, APPLY)
-    wait_for(lambda: is_ready(kube.get(API_VERSION, KIND, "cache", namespace)), 90, "Ready after resume")
+    eventually("Ready after resume", lambda: is_ready(kube.get(API_VERSION, KIND, "cache", namespace)), 90)
     assert _statefulsets(kube, namespace) == {f"cache-shard-{i}": 3 for i in range(3)}

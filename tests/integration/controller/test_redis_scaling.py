@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from devfleet import fleet as devfleet
-from tests.integration.controller.kit import wait_for
 from tests.integration.controller.rediskit import NAME, check, controller_process, scene
 from tests.integration.topology.servers import client, cluster_command
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -72,7 +72,7 @@ def test_replicas_1_to_2_to_1_never_removes_a_master(
         # Make the pod that scaling down removes (ordinal 2 of shard 0) that shard's master.
         leaving = s.pods.node_of("cache-shard-0-2")
         cluster_command(leaving, "FAILOVER")
-        wait_for(lambda: client(leaving).info("replication")["role"] == "master", 30, "manual failover")
+        eventually("manual failover", lambda: client(leaving).info("replication")["role"] == "master", 30)
         s.wait_ready()
 
         traffic = s.traffic(bulk=5000)
@@ -103,7 +103,7 @@ def test_a_controller_killed_mid_migration_is_finished_by_the_next_one(
             def migrating() -> bool:
                 return any(e.migrating or e.importing for e in s.myselves())
 
-            wait_for(migrating, 120, "a slot migration in progress", interval=0.01)
+            eventually("a slot migration in progress", migrating, 120, every=0.01)
             first.send_signal(signal.SIGKILL)
             first.wait(10)
         time.sleep(1)
@@ -118,4 +118,4 @@ def test_a_controller_killed_mid_migration_is_finished_by_the_next_one(
             check(traffic.stop(s.nodes()), "controller killed mid-migration")
             s.kube.delete("redis.syncer.dev/v1alpha1", "RedisCluster", NAME, s.namespace)
             gone = "redis.syncer.dev/v1alpha1", "RedisCluster"
-            wait_for(lambda: not s.kube.list(*gone, namespace=s.namespace).items, 120, "finalized")
+            eventually("finalized", lambda: not s.kube.list(*gone, namespace=s.namespace).items, 120)

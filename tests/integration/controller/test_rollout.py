@@ -18,7 +18,8 @@ from syncer.controller.model import API_VERSION, KIND
 from syncer.controller.upgrade import parse_time
 from syncer.errors import KubeError
 from syncer.kube import ClusterClient, KubeObject
-from tests.integration.controller.kit import RunningController, condition, is_ready, redis_cluster, wait_for
+from tests.integration.controller.kit import RunningController, condition, is_ready, redis_cluster
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -113,14 +114,14 @@ def test_a_version_change_steps_partitions_down_in_order_and_bakes_each_step(
 ) -> None:
     strategy = {"steps": [{"pods": 1, "pause": "2s"}, {"percent": 50, "pause": "2s"}], "stepTimeout": "60s"}
     kube.create(redis_cluster("canary", namespace, shards=2, replicasPerShard=3, rolloutStrategy=strategy))
-    wait_for(lambda: _ready_at(kube, namespace, "canary", 1), 90, "canary Ready")
+    eventually("canary Ready", lambda: _ready_at(kube, namespace, "canary", 1), 90)
 
     with (
         recording(kube, "apps/v1", "StatefulSet", namespace) as sets,
         recording(kube, API_VERSION, KIND, namespace) as clusters,
     ):
         _edit(kube, namespace, "canary", version="7.4")
-        done = wait_for(lambda: _ready_at(kube, namespace, "canary", 2), 120, "canary Ready at version 7.4")
+        done = eventually("canary Ready at version 7.4", lambda: _ready_at(kube, namespace, "canary", 2), 120)
 
     # Four pods per shard: one pod, then half, then all -- partitions 3, 2, 0 on every shard.
     assert partitions(sets, "canary-shard-0") == [0, 3, 2, 0]
@@ -157,24 +158,25 @@ def test_a_step_whose_pods_never_get_ready_stalls_and_leaves_later_pods_alone(
         "revertOnFailure": revert,
     }
     kube.create(redis_cluster("fragile", namespace, shards=2, replicasPerShard=3, rolloutStrategy=strategy))
-    wait_for(lambda: _ready_at(kube, namespace, "fragile", 1), 90, "fragile Ready")
+    eventually("fragile Ready", lambda: _ready_at(kube, namespace, "fragile", 1), 90)
     before = {name: pod["metadata"]["uid"] for name, pod in _pods(kube, namespace).items()}
     assert len(before) == 8
 
     with recording(kube, "apps/v1", "StatefulSet", namespace) as sets:
         # The new pods carry the kwok label that keeps them NotReady: the canary step must fail.
         _edit(kube, namespace, "fragile", version="7.4", podMetadata={"labels": {HOLD: "true"}})
-        stalled = wait_for(
+        stalled = eventually(
+            "Stalled",
             lambda: (
                 (o := _get(kube, namespace, "fragile"))
                 and condition(o, "Stalled").get("status") == "True"
                 and o
             ),
             60,
-            "Stalled",
         )
         if revert:
-            wait_for(
+            eventually(
+                "every pod back on 7.2 and Ready",
                 lambda: (
                     all(
                         _pod_ready(p) and p["spec"]["containers"][0]["image"] == "redis:7.2"
@@ -183,7 +185,6 @@ def test_a_step_whose_pods_never_get_ready_stalls_and_leaves_later_pods_alone(
                     and len(_pods(kube, namespace)) == 8
                 ),
                 60,
-                "every pod back on 7.2 and Ready",
             )
 
     stall = condition(stalled, "Stalled")
@@ -210,6 +211,6 @@ def test_a_step_whose_pods_never_get_ready_stalls_and_leaves_later_pods_alone(
 
     # A fixed spec is a new rollout: it goes through and the cluster is Ready on the new version.
     _edit(kube, namespace, "fragile", podMetadata={"labels": {"team": "cache"}})
-    done = wait_for(lambda: _ready_at(kube, namespace, "fragile", 3), 120, "fragile Ready at generation 3")
+    done = eventually("fragile Ready at generation 3", lambda: _ready_at(kube, namespace, "fragile", 3), 120)
     assert done["status"]["currentVersion"] == "7.4"
     assert condition(done, "Stalled")["status"] == "False"

@@ -23,9 +23,9 @@ from tests.integration.controller.kit import (
     install_crd,
     is_ready,
     redis_cluster,
-    wait_for,
 )
 from tests.integration.topology.servers import RedisServers, client
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -77,10 +77,12 @@ def test_the_controller_forms_the_redis_cluster_and_reports_a_killed_master(
     try:
         with controller_running(options):
             kube.apply(redis_cluster("cache", "topo", shards=SHARDS, replicasPerShard=1))
-            nodes = wait_for(lambda: pod_nodes(kube, loopback_fleet), 60, "six pods with loopback IPs")
+            nodes = eventually("six pods with loopback IPs", lambda: pod_nodes(kube, loopback_fleet), 60)
             servers.start_at(nodes)
 
-            formed = wait_for(lambda: is_ready(live(kube)) or None, 90, "Ready with the Redis cluster formed")
+            formed = eventually(
+                "Ready with the Redis cluster formed", lambda: is_ready(live(kube)) or None, 90
+            )
             assert formed
             with client(nodes[0]) as conn:
                 info = conn.execute_command("CLUSTER", "INFO")
@@ -99,13 +101,13 @@ def test_the_controller_forms_the_redis_cluster_and_reports_a_killed_master(
                     else None
                 )
 
-            ready = wait_for(reports_it, 60, "Ready=False naming the killed master")
+            ready = eventually("Ready=False naming the killed master", reports_it, 60)
             assert "Redis topology" in ready["message"]
             kube.delete(API_VERSION, KIND, "cache", "topo")
-            wait_for(
+            eventually(
+                "the RedisCluster to be gone",
                 lambda: not kube.list(API_VERSION, KIND, namespace="topo").items,
                 60,
-                "the RedisCluster to be gone",
             )
     finally:
         assert servers.stop() == []

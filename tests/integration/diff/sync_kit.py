@@ -26,7 +26,8 @@ from syncer.cli import cli
 from syncer.config.rollout import RolloutPolicy, WaveGate, WavePolicy
 from syncer.controller.model import ControllerOptions
 from syncer.controller.runner import run_controller
-from syncer.engine.sync import FleetRollout, SyncOptions, SyncReport
+from syncer.engine.rollout import FleetRollout
+from syncer.engine.rollout_model import RolloutOptions, RolloutReport
 from syncer.errors import NotFound
 from syncer.kube import ClusterClient
 from syncer.manifests import load_fleet
@@ -146,10 +147,10 @@ class Cluster:
     def repo(self, root: Path, bodies: list[Body]) -> Path:
         return write_repo(root, [self.name], {self.name: bodies})
 
-    def sync(self, repo: Path, revision: str) -> SyncReport:
+    def sync(self, repo: Path, revision: str) -> RolloutReport:
         """One sync of ``repo`` at ``revision`` through the engine, as ``syncer sync --once`` runs it."""
         gate = WaveGate(max_concurrent=1, health_timeout=120.0, bake=0.0)
-        options = SyncOptions(
+        options = RolloutOptions(
             rollout=RolloutPolicy((WavePolicy("all", 100.0, None, gate),), rollback=False),
             state_namespace=self.state_namespace,
             health_poll=0.5,

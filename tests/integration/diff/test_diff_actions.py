@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from kubernetes import client
 
 from syncer.cli import cli
-from syncer.domain.changes import Action
+from syncer.domain.plans import Action
 from syncer.domain.sync_state import ClusterSyncState, InventoryEntry
 from syncer.engine.diff import ClusterTarget, DiffOptions, diff_fleet
 from syncer.manifests import load_fleet

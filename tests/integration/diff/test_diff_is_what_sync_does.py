@@ -21,7 +21,7 @@ import pytest
 from kubernetes import client as k8s
 
 from syncer.domain.sync_state import SyncPhase
-from syncer.engine.sync import SyncOutcome, SyncReport
+from syncer.engine.rollout_model import RolloutOutcome, RolloutReport
 from syncer.errors import NotFound
 from syncer.kube import ApplyOptions, ClusterClient
 from syncer.status import StateStore
@@ -95,7 +95,7 @@ class Result:
 
     exit: int
     cluster: Mapping[str, Any]
-    report: SyncReport
+    report: RolloutReport
     document: dict[str, Any]
     shown: dict[str, str]
     after: dict[Key, Body]
@@ -118,7 +118,7 @@ def run_table(
             first = cluster.sync(
                 cluster.repo(tmp_path / "r1", [b for s in scenarios for b in s.before]), "r1"
             )
-            assert first.outcome is SyncOutcome.APPLIED, first
+            assert first.outcome is RolloutOutcome.APPLIED, first
         for scenario in scenarios:
             if scenario.meddle is not None:
                 scenario.meddle(cluster)
@@ -325,7 +325,7 @@ def test_ordinary_changes_are_applied_exactly_as_the_diff_shows(
         with contextlib.suppress(NotFound):
             target.api.delete("v1", "Namespace", fresh)
     assert result.exit == 1
-    assert result.report.outcome is SyncOutcome.APPLIED, result.report
+    assert result.report.outcome is RolloutOutcome.APPLIED, result.report
     # The secret never shows in clear, in any format; its digest does.
     for output, shown in result.shown.items():
         assert "new-acl-pass" not in shown, output
@@ -498,7 +498,7 @@ def test_a_sync_of_the_revision_in_force_repairs_drift_and_recreates_a_deleted_o
         Scenario("untouched", "unchanged", "untouched", (rc(ns, "untouched"),), (rc(ns, "untouched"),)),
     ]  # fmt: skip
     _, result = run_table(target, tmp_path, scenarios, revision="r1")
-    assert result.report.outcome is SyncOutcome.APPLIED, result.report
+    assert result.report.outcome is RolloutOutcome.APPLIED, result.report
     state = StateStore(target.api, target.state_namespace).load().state
     assert (state.revision, state.phase, state.last_good) == ("r1", SyncPhase.HEALTHY, "r1")
     assert "r1" not in state.bad_revisions

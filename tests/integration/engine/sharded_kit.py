@@ -14,7 +14,8 @@ from pathlib import Path
 import yaml
 
 from syncer.config.rollout import RolloutPolicy, WaveGate, WavePolicy
-from syncer.engine.sync import FleetRollout, SyncOptions, SyncReport
+from syncer.engine.rollout import FleetRollout
+from syncer.engine.rollout_model import RolloutOptions, RolloutReport
 from syncer.kube import ClientOptions, ClusterClient
 from syncer.leader.assignment import owned_by
 from syncer.leader.shards import ShardKube, ShardOptions, Shards
@@ -74,9 +75,9 @@ class Replica:
         self._renewing = threading.Thread(target=self._renew, daemon=True)
         self._renewing.start()
         clients = {n: ShardKube(api, self.shards) for n, api in self.raw.items()}
-        rollout_options = SyncOptions(rollout=policy(canary_bake), health_poll=0.5)
+        rollout_options = RolloutOptions(rollout=policy(canary_bake), health_poll=0.5)
         self.rollout = FleetRollout(clients, rollout_options, stop=self.stop, owns=self.shards.holds)
-        self.report: SyncReport | None = None
+        self.report: RolloutReport | None = None
 
     def _renew(self) -> None:
         while not self.stop.wait(RETRY):

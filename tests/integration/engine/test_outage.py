@@ -25,25 +25,24 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from syncer.apply import ApplyPolicy, RetryPolicy
-from syncer.config.rollout import RolloutPolicy, WaveGate, WavePolicy
+from syncer.config.rollout import WaveGate
 from syncer.domain.objects import DesiredFleet
-from syncer.domain.selectors import LabelSelector
+from syncer.domain.progress import PassEvent
 from syncer.domain.sync_state import SyncPhase
-from syncer.engine.sync import FleetRollout, Progress, SyncOptions, SyncOutcome
+from syncer.engine.rollout import FleetRollout
+from syncer.engine.rollout_model import RolloutOptions, RolloutOutcome
 from syncer.errors import NotFound
 from syncer.kube import ClientOptions, ClusterClient
-from syncer.manifests import load_fleet
 from syncer.rollout import Decision
 from syncer.status import StateStore
 from syncer.status.state_store import STATE_CONFIGMAP
 from tests.integration.conftest import FleetHandle
+from tests.support.fleet_repo import FleetRepo, canary_then_rest
 
 pytestmark = pytest.mark.integration
 
-LABELS = {"canary": {"tier": "canary"}, "eu-1": {"tier": "prod"}, "us-1": {"tier": "prod"}}
 STOPPED = "eu-1"
 APISERVER = "kube-apiserver"
 REVISION_LABEL = "outage.syncer.dev/revision"
@@ -57,29 +56,11 @@ def _quiet(_: str) -> None:
     pass
 
 
-class Repo:
-    """A fleet repository on disk whose one Namespace carries the revision as a label."""
-
-    def __init__(self, root: Path, prefix: str) -> None:
-        self.root = root
-        self.prefix = prefix
-        fleet_file = {
-            "apiVersion": "syncer.dev/v1alpha1",
-            "kind": "Fleet",
-            "defaults": {"namespace": prefix},
-            "clusters": [{"name": n, "labels": labels} for n, labels in LABELS.items()],
-        }
-        (root / "base").mkdir(parents=True)
-        (root / "fleet.yaml").write_text(yaml.safe_dump(fleet_file))
+class Repo(FleetRepo):
+    """The fleet repository of these tests: one Namespace that carries the revision as a label."""
 
     def write(self, revision: str) -> DesiredFleet:
-        namespace = {
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {"name": self.prefix, "labels": {REVISION_LABEL: revision}},
-        }
-        (self.root / "base" / "objects.yaml").write_text(yaml.safe_dump(namespace))
-        return load_fleet(self.root, revision)
+        return self.write_documents(revision, [self.namespace({REVISION_LABEL: revision})])
 
 
 @pytest.fixture
@@ -103,11 +84,9 @@ def prefix(namespace: str, clients: dict[str, ClusterClient]) -> Iterator[str]:
                 client.delete("v1", "Namespace", ns)
 
 
-def sync_options(prefix: str) -> SyncOptions:
-    gate = WaveGate(max_concurrent=2, health_timeout=HEALTH_TIMEOUT, bake=0)
-    canary = WavePolicy("canary", 1, LabelSelector.from_dict({"matchLabels": {"tier": "canary"}}), gate)
-    return SyncOptions(
-        rollout=RolloutPolicy((canary, WavePolicy("rest", 100, None, gate)), rollback=True),
+def sync_options(prefix: str) -> RolloutOptions:
+    return RolloutOptions(
+        rollout=canary_then_rest(WaveGate(max_concurrent=2, health_timeout=HEALTH_TIMEOUT, bake=0)),
         apply=ApplyPolicy(retry=RETRIES),
         state_namespace=f"{prefix}-state",
         health_poll=0.5,
@@ -115,7 +94,7 @@ def sync_options(prefix: str) -> SyncOptions:
 
 
 def rollout(
-    clients: dict[str, ClusterClient], prefix: str, listener: Callable[[Progress], None] | None = None
+    clients: dict[str, ClusterClient], prefix: str, listener: Callable[[PassEvent], None] | None = None
 ) -> FleetRollout:
     return FleetRollout(clients, sync_options(prefix), listener=listener)
 
@@ -146,14 +125,14 @@ def test_an_apiserver_lost_mid_wave_fails_that_wave_only_and_a_newer_revision_pr
     repo = Repo(tmp_path / "repo", prefix)
     rev1 = repo.write("rev-1")
     first = rollout(clients, prefix).sync(rev1)
-    assert first.outcome is SyncOutcome.APPLIED, first
+    assert first.outcome is RolloutOutcome.APPLIED, first
     rev2 = repo.write("rev-2")
 
     stopped = threading.Event()
     canary_at_stop: list[tuple[str, str]] = []
-    log: list[Progress] = []
+    log: list[PassEvent] = []
 
-    def stop_eu1_at_the_moment(progress: Progress) -> None:
+    def stop_eu1_at_the_moment(progress: PassEvent) -> None:
         """Takes eu-1's apiserver down when the rollout reports the chosen step of eu-1's wave."""
         log.append(progress)
         if stopped.is_set() or (progress.wave, progress.cluster, progress.step) != ("rest", STOPPED, moment):
@@ -167,7 +146,7 @@ def test_an_apiserver_lost_mid_wave_fails_that_wave_only_and_a_newer_revision_pr
         assert stopped.is_set(), "the rollout never reached the step where eu-1 goes down"
 
         # eu-1's wave failed on eu-1 alone and was rolled back; the canary wave had proceeded.
-        assert report.outcome is SyncOutcome.ROLLED_BACK, report
+        assert report.outcome is RolloutOutcome.ROLLED_BACK, report
         assert [(w.name, sorted(w.clusters), w.decision) for w in report.waves] == [
             ("canary", ["canary"], Decision.PROCEED),
             ("rest", ["eu-1", "us-1"], Decision.ROLLBACK),
@@ -197,7 +176,7 @@ def test_an_apiserver_lost_mid_wave_fails_that_wave_only_and_a_newer_revision_pr
         # While eu-1 is down, a sync cannot read its state and halts before touching any cluster.
         untouched = {n: versions(clients[n], prefix) for n in ("canary", "us-1")}
         early = rollout(clients, prefix).sync(repo.write("rev-2b"), last_good=rev1)
-        assert early.outcome is SyncOutcome.HALTED
+        assert early.outcome is RolloutOutcome.HALTED
         assert early.message.startswith("cannot read the sync state: [eu-1]"), early.message
         assert early.waves == ()
         assert {n: versions(clients[n], prefix) for n in ("canary", "us-1")} == untouched
@@ -220,7 +199,7 @@ def test_an_apiserver_lost_mid_wave_fails_that_wave_only_and_a_newer_revision_pr
     log.clear()
     rev3 = repo.write("rev-3")
     final = rollout(clients, prefix, log.append).sync(rev3, last_good=rev1)
-    assert final.outcome is SyncOutcome.APPLIED, final
+    assert final.outcome is RolloutOutcome.APPLIED, final
     assert [w.decision for w in final.waves] == [Decision.PROCEED, Decision.PROCEED]
     assert final.unsaved == ()
     assert {p.cluster for p in log if p.step == "applied"} == {"canary", "eu-1", "us-1"}

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from syncer.cli import cli
 from syncer.config import TrustPolicy, load_trust_policy
-from syncer.engine.revision import Outcome, RevisionGate, RevisionOptions, Stage
+from syncer.engine.revision import PollOutcome, RevisionGate, RevisionOptions, Stage
 from syncer.errors import HistoryRewritten, ManifestError
 from syncer.source import GitSource, SourceOptions
 from tests.integration.verify.kit import GitRepo, Keys, SshKey, bare_remote, write_policy
@@ -57,7 +57,7 @@ BAD_SHARDS = (EXAMPLES / "base" / "sessions.yaml").read_text().replace("shards: 
 
 def test_a_signed_valid_revision_is_accepted_and_an_unchanged_tip_is_not_fetched(repo: Fixture) -> None:
     first = repo.gate.advance()
-    assert first.outcome is Outcome.ACCEPTED
+    assert first.outcome is PollOutcome.ACCEPTED
     assert first.current is not None
     assert sorted(first.current.fleet.clusters) == ["canary", "eu-1", "us-1"]
     assert first.current.verification.trusted
@@ -65,7 +65,7 @@ def test_a_signed_valid_revision_is_accepted_and_an_unchanged_tip_is_not_fetched
     fetches = repo.source.fetch_count
 
     again = repo.gate.advance()
-    assert again.outcome is Outcome.UNCHANGED
+    assert again.outcome is PollOutcome.UNCHANGED
     assert again.current == first.current
     assert repo.source.fetch_count == fetches
 
@@ -79,7 +79,7 @@ def test_a_bad_revision_is_rejected_whole_with_every_problem_and_the_last_good_s
     )
 
     result = repo.gate.advance()
-    assert result.outcome is Outcome.REJECTED
+    assert result.outcome is PollOutcome.REJECTED
     assert result.rejection is not None
     assert result.rejection.revision == bad
     assert result.rejection.stage is Stage.MANIFESTS
@@ -91,7 +91,7 @@ def test_a_bad_revision_is_rejected_whole_with_every_problem_and_the_last_good_s
 
     fetches = repo.source.fetch_count
     repeat = repo.gate.advance()
-    assert repeat.outcome is Outcome.REJECTED
+    assert repeat.outcome is PollOutcome.REJECTED
     assert repeat.rejection == result.rejection
     assert repo.source.fetch_count == fetches
 
@@ -101,7 +101,7 @@ def test_an_unsigned_revision_is_rejected_before_its_manifests_are_read(repo: Fi
     unsigned = repo.push("unsigned change", {"base/namespaces-extra.yaml": BROKEN_YAML}, signed=False)
 
     result = repo.gate.advance()
-    assert result.outcome is Outcome.REJECTED
+    assert result.outcome is PollOutcome.REJECTED
     assert result.rejection is not None
     assert result.rejection.stage is Stage.VERIFY
     assert unsigned[:12] in str(result.rejection.error)
@@ -110,7 +110,7 @@ def test_an_unsigned_revision_is_rejected_before_its_manifests_are_read(repo: Fi
 
     fixed = repo.push("signed fix", {"base/namespaces-extra.yaml": "# nothing here\n"})
     after = repo.gate.advance()
-    assert after.outcome is Outcome.ACCEPTED
+    assert after.outcome is PollOutcome.ACCEPTED
     assert after.current is not None
     assert after.current.revision == fixed
 
@@ -120,12 +120,12 @@ def test_strict_mode_rejects_an_unsigned_commit_hidden_below_a_signed_tip(
 ) -> None:
     strict = Fixture(tmp_path, ops_key, mode="strict")
     strict.push("signed start")
-    assert strict.gate.advance().outcome is Outcome.ACCEPTED
+    assert strict.gate.advance().outcome is PollOutcome.ACCEPTED
     hidden = strict.push("unsigned in the middle", {"notes/a.txt": "a\n"}, signed=False)
     strict.push("signed tip", {"notes/b.txt": "b\n"})
 
     result = strict.gate.advance()
-    assert result.outcome is Outcome.REJECTED
+    assert result.outcome is PollOutcome.REJECTED
     assert result.rejection is not None
     assert result.rejection.stage is Stage.VERIFY
     assert hidden[:12] in str(result.rejection.error)
@@ -190,7 +190,7 @@ def test_a_new_replica_with_an_empty_cache_refuses_a_force_push_back_to_what_the
 
     gate = fresh_gate(repo, tmp_path / "fresh", {b: RECORDED_BY})
     result = gate.advance()
-    assert (result.outcome, result.current) == (Outcome.REJECTED, None)
+    assert (result.outcome, result.current) == (PollOutcome.REJECTED, None)
     assert result.rejection is not None
     assert result.rejection.stage is Stage.VERIFY
     assert isinstance(result.rejection.error, HistoryRewritten)
@@ -204,7 +204,7 @@ def test_a_new_replica_with_an_empty_cache_refuses_a_force_push_back_to_what_the
     # The record is what refuses it: the same replica without it takes the older signed revision.
     forgetful = fresh_gate(repo, tmp_path / "forgetful", None)
     taken = forgetful.advance()
-    assert taken.outcome is Outcome.ACCEPTED
+    assert taken.outcome is PollOutcome.ACCEPTED
     assert taken.current is not None
     assert taken.current.revision == a
 
@@ -221,7 +221,7 @@ def test_a_replica_whose_own_cache_is_behind_still_refuses_what_the_fleet_moved_
     recorded[b] = RECORDED_BY  # another replica rolled b out meanwhile
     gate.recorded = lambda: dict(recorded)
     result = gate.advance()
-    assert result.outcome is Outcome.REJECTED
+    assert result.outcome is PollOutcome.REJECTED
     assert isinstance(result.rejection and result.rejection.error, HistoryRewritten)
 
 
@@ -247,7 +247,7 @@ def test_the_fleet_base_bounds_what_a_path_limited_tip_signer_vouches_for(
     fx.work.git("push", "-q", str(fx.remote), "main")
 
     result = fresh_gate(fx, tmp_path / "fresh", {b: RECORDED_BY}, policy).advance()
-    assert result.outcome is Outcome.REJECTED
+    assert result.outcome is PollOutcome.REJECTED
     assert result.rejection is not None
     assert result.rejection.stage is Stage.VERIFY
     assert str(result.rejection.error) == (
@@ -271,7 +271,7 @@ def test_strict_mode_ranges_start_at_the_fleet_base(tmp_path: Path, ops_key: Ssh
     fx.work.git("reset", "-q", "--hard", b)
     fx.push("signed fix", {"notes/c.txt": "c\n"}, force=True)
     taken = fresh_gate(fx, tmp_path / "fresh-2", {b: RECORDED_BY}).advance()
-    assert taken.outcome is Outcome.ACCEPTED, taken.rejection
+    assert taken.outcome is PollOutcome.ACCEPTED, taken.rejection
     assert taken.current is not None
     assert taken.current.verification.since == b
 
@@ -287,12 +287,12 @@ def test_allow_history_rewrite_takes_a_rewritten_tip_end_to_end_and_judges_it_fr
         SourceOptions(url=str(fx.remote), cache_dir=tmp_path / "cache", allow_history_rewrite=True)
     )
     gate = RevisionGate(source, policy, RevisionOptions(timeout=30), lambda: {b: RECORDED_BY})
-    assert gate.advance().outcome is Outcome.ACCEPTED
+    assert gate.advance().outcome is PollOutcome.ACCEPTED
     fx.work.git("reset", "-q", "--hard", a)
     c = fx.push("signed replacement", {"notes/c.txt": "c\n"}, force=True)
 
     taken = gate.advance()
-    assert taken.outcome is Outcome.ACCEPTED, taken.rejection
+    assert taken.outcome is PollOutcome.ACCEPTED, taken.rejection
     assert taken.current is not None
     assert (taken.current.revision, taken.current.verification.since) == (c, a)
     assert [v.commit for v in taken.current.verification.commits] == [c]
@@ -301,7 +301,7 @@ def test_allow_history_rewrite_takes_a_rewritten_tip_end_to_end_and_judges_it_fr
     unsigned = fx.push("unsigned replacement", {"notes/d.txt": "d\n"}, signed=False, force=True)
     fx.push("signed on top", {"notes/e.txt": "e\n"})
     refused = gate.advance()
-    assert refused.outcome is Outcome.REJECTED
+    assert refused.outcome is PollOutcome.REJECTED
     assert f"commit {unsigned[:12]} ('unsigned replacement') is not trusted: unsigned" in str(
         refused.rejection and refused.rejection.error
     )

@@ -13,61 +13,33 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-import yaml
 
-from syncer.config.rollout import RolloutPolicy, WaveGate, WavePolicy
+from syncer.config.rollout import RolloutPolicy, WaveGate
 from syncer.domain.objects import DesiredFleet
-from syncer.domain.selectors import LabelSelector
+from syncer.domain.progress import PassEvent
 from syncer.domain.sync_state import SyncPhase
 from syncer.engine.diff import DiffOptions
-from syncer.engine.sync import FleetRollout, Progress, SyncOptions, SyncOutcome
+from syncer.engine.rollout import FleetRollout
+from syncer.engine.rollout_model import RolloutOptions, RolloutOutcome
 from syncer.errors import NotFound
 from syncer.kube import ClusterClient
-from syncer.manifests import load_fleet
 from syncer.rollout import Decision
 from syncer.status import StateStore
 from tests.integration.conftest import FleetHandle
+from tests.support.fleet_repo import FleetRepo, canary_then_rest
 
 pytestmark = pytest.mark.integration
 
-LABELS = {"canary": {"tier": "canary"}, "eu-1": {"tier": "prod"}, "us-1": {"tier": "prod"}}
-
 
 def policy(bake: float = 1.0, timeout: float = 60.0) -> RolloutPolicy:
-    gate = WaveGate(max_concurrent=2, health_timeout=timeout, bake=bake)
-    canary = WavePolicy("canary", 1, LabelSelector.from_dict({"matchLabels": {"tier": "canary"}}), gate)
-    return RolloutPolicy((canary, WavePolicy("rest", 100, None, gate)), rollback=True)
+    return canary_then_rest(WaveGate(max_concurrent=2, health_timeout=timeout, bake=bake))
 
 
-class Repo:
-    """A fleet repository written to disk: fleet.yaml plus shared manifests."""
-
-    def __init__(self, root: Path, prefix: str) -> None:
-        self.root = root
-        self.prefix = prefix
-        clusters = [{"name": n, "labels": labels} for n, labels in LABELS.items()]
-        fleet_file = {
-            "apiVersion": "syncer.dev/v1alpha1",
-            "kind": "Fleet",
-            "defaults": {"namespace": prefix},
-            "clusters": clusters,
-        }
-        (root / "base").mkdir(parents=True)
-        (root / "fleet.yaml").write_text(yaml.safe_dump(fleet_file))
+class Repo(FleetRepo):
+    """The fleet repository of these tests: the prefix's Namespace, and a RedisCluster on demand."""
 
     def write(self, revision: str, *, redis: bool) -> DesiredFleet:
-        docs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.prefix}}]
-        if redis:
-            docs.append(
-                {
-                    "apiVersion": "redis.syncer.dev/v1alpha1",
-                    "kind": "RedisCluster",
-                    "metadata": {"name": "sessions", "namespace": self.prefix},
-                    "spec": {"shards": 1, "replicasPerShard": 0, "version": "7.2.4"},
-                }
-            )
-        (self.root / "base" / "objects.yaml").write_text(yaml.safe_dump_all(docs))
-        return load_fleet(self.root, revision)
+        return self.write_documents(revision, [self.namespace(), *([self.redis_cluster()] if redis else [])])
 
 
 @pytest.fixture
@@ -89,9 +61,9 @@ def prefix(namespace: str, clients: dict[str, ClusterClient]) -> Iterator[str]:
 
 
 def rollout(
-    clients: dict[str, ClusterClient], prefix: str, rollout_policy: RolloutPolicy, log: list[Progress]
+    clients: dict[str, ClusterClient], prefix: str, rollout_policy: RolloutPolicy, log: list[PassEvent]
 ) -> FleetRollout:
-    options = SyncOptions(
+    options = RolloutOptions(
         rollout=rollout_policy, diff=DiffOptions(), state_namespace=f"{prefix}-state", health_poll=0.5
     )
     return FleetRollout(clients, options, listener=log.append)
@@ -102,9 +74,9 @@ def test_the_canary_is_applied_healthy_and_baked_before_the_next_wave(
 ) -> None:
     repo = Repo(tmp_path / "repo", prefix)
     desired = repo.write("rev-1", redis=False)
-    log: list[Progress] = []
+    log: list[PassEvent] = []
     report = rollout(clients, prefix, policy(bake=2.0), log).sync(desired)
-    assert report.outcome is SyncOutcome.APPLIED, report
+    assert report.outcome is RolloutOutcome.APPLIED, report
     assert [(w.name, sorted(w.clusters), w.decision) for w in report.waves] == [
         ("canary", ["canary"], Decision.PROCEED),
         ("rest", ["eu-1", "us-1"], Decision.PROCEED),
@@ -128,10 +100,10 @@ def test_a_second_sync_of_the_same_revision_writes_nothing(
 ) -> None:
     desired = Repo(tmp_path / "repo", prefix).write("rev-1", redis=False)
     first = rollout(clients, prefix, policy(bake=0), []).sync(desired)
-    assert first.outcome is SyncOutcome.APPLIED
-    log: list[Progress] = []
+    assert first.outcome is RolloutOutcome.APPLIED
+    log: list[PassEvent] = []
     again = rollout(clients, prefix, policy(bake=0), log).sync(desired)
-    assert again.outcome is SyncOutcome.UNCHANGED
+    assert again.outcome is RolloutOutcome.UNCHANGED
     assert {p.cluster for p in log if p.step == "already-applied"} == {"canary", "eu-1", "us-1"}
     assert not [p for p in log if p.step == "applying"]
 
@@ -141,12 +113,12 @@ def test_a_canary_that_never_becomes_ready_halts_and_rolls_back(
 ) -> None:
     repo = Repo(tmp_path / "repo", prefix)
     good = repo.write("rev-good", redis=False)
-    assert rollout(clients, prefix, policy(bake=0), []).sync(good).outcome is SyncOutcome.APPLIED
+    assert rollout(clients, prefix, policy(bake=0), []).sync(good).outcome is RolloutOutcome.APPLIED
     bad = repo.write("rev-bad", redis=True)
 
-    log: list[Progress] = []
+    log: list[PassEvent] = []
     report = rollout(clients, prefix, policy(bake=0, timeout=3), log).sync(bad, last_good=good)
-    assert report.outcome is SyncOutcome.ROLLED_BACK, report
+    assert report.outcome is RolloutOutcome.ROLLED_BACK, report
     assert [w.name for w in report.waves] == ["canary"], "later waves must not start"
     assert "canary: not healthy 3s after apply" in report.message
     assert "rolled back to rev-good" in report.message
@@ -164,12 +136,12 @@ def test_a_canary_that_never_becomes_ready_halts_and_rolls_back(
             clients[name].get("redis.syncer.dev/v1alpha1", "RedisCluster", "sessions", prefix)
 
     retry = rollout(clients, prefix, policy(bake=0, timeout=3), []).sync(bad, last_good=good)
-    assert retry.outcome is SyncOutcome.HALTED
+    assert retry.outcome is RolloutOutcome.HALTED
     assert "failed before on canary; not retried until they change" in retry.message
     # The same objects under another commit id (a re-signed or re-wrapped commit) are refused too.
     rewrapped = replace(bad, revision="rev-bad-rewrapped")
     again = rollout(clients, prefix, policy(bake=0, timeout=3), []).sync(rewrapped, last_good=good)
-    assert again.outcome is SyncOutcome.HALTED
+    assert again.outcome is RolloutOutcome.HALTED
     assert "failed before on canary; not retried until they change" in again.message
     assert StateStore(clients["canary"], f"{prefix}-state").load().state.revision == "rev-good"
 
@@ -183,7 +155,7 @@ def test_without_rollback_a_failed_wave_halts_and_stays(
     bad = repo.write("rev-bad", redis=True)
     no_rollback = replace(policy(bake=0, timeout=2), rollback=False)
     report = rollout(clients, prefix, no_rollback, []).sync(bad, last_good=good)
-    assert report.outcome is SyncOutcome.HALTED
+    assert report.outcome is RolloutOutcome.HALTED
     canary = StateStore(clients["canary"], f"{prefix}-state").load().state
     assert (canary.revision, canary.phase) == ("rev-bad", SyncPhase.FAILED)
     clients["canary"].get("redis.syncer.dev/v1alpha1", "RedisCluster", "sessions", prefix)

@@ -22,7 +22,7 @@ from devfleet import fleet as devfleet
 from devfleet.access import install_redis_crd
 from devfleet.standin import ReadyStatusStandIn
 from syncer.domain.sync_state import SyncPhase
-from syncer.engine.sync import SyncOutcome
+from syncer.engine.rollout_model import RolloutOutcome
 from syncer.kube import ClusterClient
 from syncer.rollout import plan_waves
 from syncer.status.state_store import StateStore
@@ -92,7 +92,7 @@ def test_two_replicas_roll_out_in_global_waves_each_writing_only_its_own_cluster
             for thread in threads:
                 thread.join(timeout=600)
         reports = [r.report for r in replicas]
-        assert all(r is not None and r.outcome is SyncOutcome.APPLIED for r in reports), reports
+        assert all(r is not None and r.outcome is RolloutOutcome.APPLIED for r in reports), reports
     finally:
         for replica in replicas:
             replica.close()

@@ -22,7 +22,8 @@ from devfleet import fleet as devfleet
 from devfleet.standin import REASON, ReadyStatusStandIn
 from syncer.errors import Forbidden, NotFound
 from syncer.kube import ApplyOptions, ClientOptions, ClusterClient
-from tests.integration.controller.kit import install_crd, wait_for
+from tests.integration.controller.kit import install_crd
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -165,10 +166,10 @@ def test_the_stand_in_marks_each_generation_ready_and_the_audit_log_names_every_
                     and conditions.get("Ready", {}).get("reason") == REASON
                 )
 
-            wait_for(lambda: ready_for(1), 30, "generation 1 marked Ready by the stand-in")
+            eventually("generation 1 marked Ready by the stand-in", lambda: ready_for(1), 30)
             writer.apply(_redis("prod", "cache", shards=4), ApplyOptions(field_manager="syncer"))
-            wait_for(lambda: ready_for(2), 30, "generation 2 marked Ready by the stand-in")
-            wait_for(lambda: stand_in.marked["c-03"] == 2, 10, "the stand-in to count its two writes")
+            eventually("generation 2 marked Ready by the stand-in", lambda: ready_for(2), 30)
+            eventually("the stand-in to count its two writes", lambda: stand_in.marked["c-03"] == 2, 10)
         writes = [
             w for w in audit.writes(fleet, "c-03") if w.resource == "redisclusters" and w.name == "cache"
         ]

@@ -8,8 +8,6 @@ owner-reference garbage collection, RBAC denial and field-manager conflicts.
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ from kubernetes.dynamic.exceptions import ConflictError, UnprocessibleEntityErro
 
 from devfleet import access
 from tests.integration.conftest import FleetHandle
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -58,15 +57,6 @@ WIDGET_CRD: dict[str, Any] = {
 }
 
 
-def eventually(check: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.25)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-
-
 @pytest.fixture(scope="module")
 def widgets(fleet: FleetHandle) -> Any:
     """The Widget CRD installed on the first cluster, as a dynamic resource."""
@@ -78,7 +68,7 @@ def widgets(fleet: FleetHandle) -> Any:
         crd = ext.read_custom_resource_definition(f"widgets.{GROUP}")
         return any(c.type == "Established" and c.status == "True" for c in crd.status.conditions or [])
 
-    eventually(established, what="the Widget CRD to be Established")
+    eventually("the Widget CRD to be Established", established, 60.0)
     return DynamicClient(api_client).resources.get(api_version=f"{GROUP}/v1", kind="Widget")
 
 
@@ -173,7 +163,7 @@ def test_a_statefulset_becomes_ready_through_scheduler_and_kwok(
         sts = apps.read_namespaced_stateful_set("redis", namespace)
         return (sts.status.ready_replicas or 0) == 3
 
-    eventually(all_ready, what="3 ready replicas")
+    eventually("3 ready replicas", all_ready, 60.0)
     pods = core.list_namespaced_pod(namespace, label_selector="app=redis").items
     assert sorted(p.metadata.name for p in pods) == ["redis-0", "redis-1", "redis-2"]
     assert all(p.spec.node_name.startswith("kwok-node-") for p in pods)
@@ -204,7 +194,7 @@ def test_deleting_an_owner_garbage_collects_its_dependents(
         names = {cm.metadata.name for cm in core.list_namespaced_config_map(namespace).items}
         return not names & {"owner", "child-a", "child-b"}
 
-    eventually(children_gone, what="the garbage collector to delete the dependents")
+    eventually("the garbage collector to delete the dependents", children_gone, 60.0)
     names = {cm.metadata.name for cm in core.list_namespaced_config_map(namespace).items}
     assert "bystander" in names
 
@@ -244,7 +234,7 @@ def test_a_user_without_the_permission_is_forbidden(
                 raise
             return True
 
-        eventually(can_list, what="the RoleBinding to take effect")
+        eventually("the RoleBinding to take effect", can_list, 60.0)
         with pytest.raises(ApiException) as caught:
             reader.create_namespaced_config_map(namespace, {"metadata": {"name": "nope"}})
         assert caught.value.status == 403

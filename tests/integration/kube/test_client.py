@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +14,6 @@ from syncer.kube import ApplyOptions, ClientOptions, ClusterClient, WatchEvent
 from tests.integration.conftest import FleetHandle
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def kube(fleet: FleetHandle, cluster: str) -> Iterator[ClusterClient]:
-    client = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), cluster)
-    yield client
-    client.close()
 
 
 def config_map(namespace: str, name: str, **data: str) -> dict[str, Any]:

@@ -3,27 +3,19 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
 import pytest
 
+from syncer.config.settings import LeaseSettings
 from syncer.kube import ClusterClient
-from syncer.leader import LeaderElector, LeaseOptions
-from tests.integration.conftest import FleetHandle
+from syncer.leader import LeaderElector
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def kube(fleet: FleetHandle, cluster: str) -> Iterator[ClusterClient]:
-    client = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), cluster)
-    yield client
-    client.close()
-
-
 def elector(kube: ClusterClient, namespace: str, identity: str, duration: float = 15.0) -> LeaderElector:
     return LeaderElector(
-        kube, LeaseOptions("lock", namespace, identity, lease_duration=duration, retry_period=0.2)
+        kube, LeaseSettings("lock", namespace, duration=duration, retry_period=0.2), identity
     )
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,13 +12,6 @@ from syncer.status.events import EventRecorder, Regarding
 from tests.integration.conftest import FleetHandle
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def kube(fleet: FleetHandle, cluster: str) -> Iterator[ClusterClient]:
-    client = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), cluster)
-    yield client
-    client.close()
 
 
 def test_an_event_regarding_an_object_is_listed_with_it(kube: ClusterClient, namespace: str) -> None:

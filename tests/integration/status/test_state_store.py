@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from syncer.domain.sync_state import ClusterSyncState, InventoryEntry, SyncPhase
 from syncer.kube import ClusterClient
 from syncer.status import STATE_CONFIGMAP, StateStore
-from tests.integration.conftest import FleetHandle
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def kube(fleet: FleetHandle, cluster: str) -> Iterator[ClusterClient]:
-    client = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), cluster)
-    yield client
-    client.close()
 
 
 def test_a_missing_state_is_a_cluster_never_synced(kube: ClusterClient, namespace: str) -> None:

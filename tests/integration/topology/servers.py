@@ -14,7 +14,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -205,18 +205,6 @@ class RedisServers:
 def shards_of(nodes: Sequence[RedisNode], masters: int) -> list[list[RedisNode]]:
     """Shard i is [nodes[i], nodes[masters + i], nodes[2 * masters + i], ...]."""
     return [list(nodes[i::masters]) for i in range(masters)]
-
-
-def wait_for(check: Callable[[], T | None], what: str, timeout: float = 30.0) -> T:
-    """Poll ``check`` until it returns something other than None; fail naming ``what`` at the deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found is not None:
-            return found
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.1)
 
 
 def knows(node: RedisNode, other: RedisNode) -> bool:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from syncer.controller.topology import TopologyOptions, TopologyReport, bootstrap, inspect
-from tests.integration.topology.servers import RedisServers, shards_of, wait_for
+from tests.integration.topology.servers import RedisServers, shards_of
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -26,7 +27,7 @@ def test_killed_master_is_reported_failed_and_unreachable(servers: RedisServers)
         flagged = str(victim) in report.failed_nodes and str(victim) not in report.suspected_nodes
         return report if flagged else None
 
-    report = wait_for(confirmed_fail, f"the peers to flag {victim} fail")
+    report = eventually(f"the peers to flag {victim} fail", confirmed_fail, 30.0, every=0.1)
     assert not report.healthy
     assert report.unreachable == (str(victim),)
     assert any(e.startswith(f"{victim}: unreachable") for e in report.errors), report.errors
@@ -42,7 +43,7 @@ def test_killed_master_is_reported_failed_and_unreachable(servers: RedisServers)
         masters = {m.master for m in seen.masters_with_slots}
         return seen if str(heir) in masters and seen.cluster_state == "ok" else None
 
-    after = wait_for(failed_over, f"{heir} to take over the slots of {victim}")
+    after = eventually(f"{heir} to take over the slots of {victim}", failed_over, 30.0, every=0.1)
     assert after.slots_covered == 16384
     assert len(after.masters_with_slots) == 3
     assert str(victim) in after.failed_nodes

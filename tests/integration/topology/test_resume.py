@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from syncer.controller.topology import SlotRange, TopologyOptions, bootstrap, inspect
-from tests.integration.topology.servers import RedisServers, cluster_command, knows, shards_of, wait_for
+from tests.integration.topology.servers import RedisServers, cluster_command, knows, shards_of
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -20,7 +21,12 @@ def test_half_formed_cluster_is_completed_without_redoing_what_is_done(servers: 
     # r0 already follows m0. m2, r1 and r2 are still strangers.
     cluster_command(m0, "MEET", m1.host, m1.port)
     cluster_command(m0, "MEET", r0.host, r0.port)
-    wait_for(lambda: True if knows(r0, m0) and knows(m1, m0) and knows(m0, r0) else None, "the first meets")
+    eventually(
+        "the first meets",
+        lambda: True if knows(r0, m0) and knows(m1, m0) and knows(m0, r0) else None,
+        30.0,
+        every=0.1,
+    )
     cluster_command(m0, "ADDSLOTSRANGE", 0, 5460)
     cluster_command(m1, "ADDSLOTSRANGE", 6000, 7000)
     cluster_command(r0, "REPLICATE", cluster_command(m0, "MYID"))

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from syncer.controller.model import SecretRef, SpecError, Step, parse, parse_duration
+from syncer.controller.model import SecretRef, SpecError, Step, parse, spec_duration
 
 
 def cluster(**spec: Any) -> dict[str, Any]:
@@ -18,13 +18,13 @@ def cluster(**spec: Any) -> dict[str, Any]:
     ("text", "seconds"), [("30s", 30.0), ("5m", 300.0), ("1h30m", 5400.0), ("1500ms", 1.5), ("1m0s", 60.0)]
 )
 def test_durations(text: str, seconds: float) -> None:
-    assert parse_duration(text) == seconds
+    assert spec_duration(text) == seconds
 
 
 @pytest.mark.parametrize("text", ["", "5", "1d", "m5", "5 m", "1h 30m"])
 def test_bad_durations(text: str) -> None:
     with pytest.raises(SpecError, match="invalid duration"):
-        parse_duration(text)
+        spec_duration(text)
 
 
 def test_defaults_are_applied_in_memory() -> None:

@@ -11,8 +11,8 @@ from syncer.domain.selectors import LabelSelector
 from syncer.guards import (
     ChangeKind,
     ChangeRule,
+    GuardOutcome,
     GuardPolicy,
-    Outcome,
     PlannedChange,
     Program,
     RevisionLimit,
@@ -124,7 +124,9 @@ def test_rules_scoped_by_cluster_labels_kind_and_action() -> None:
     )
     changes = [redis_change("eu-1", {"tier": "prod"}), redis_change("canary", {"tier": "canary"})]
     report = judge_revision(GuardPolicy(rules), "abc", changes)
-    assert [(v.rule, v.cluster, v.outcome) for v in report.rules] == [("prod-only", "eu-1", Outcome.FAIL)]
+    assert [(v.rule, v.cluster, v.outcome) for v in report.rules] == [
+        ("prod-only", "eu-1", GuardOutcome.FAIL)
+    ]
     assert report.for_change("eu-1", "RedisCluster/redis/orders")[0].message == "no"
 
 
@@ -143,7 +145,7 @@ def test_revision_variables() -> None:
     )
     changes = [redis_change("eu-1", {}), redis_change("us-1", {})]
     report = judge_revision(GuardPolicy((rule,)), "abc", changes)
-    assert [v.outcome for v in report.rules] == [Outcome.FAIL, Outcome.FAIL]
+    assert [v.outcome for v in report.rules] == [GuardOutcome.FAIL, GuardOutcome.FAIL]
     assert report.rules[0].inputs == (
         ("revision.objectsChanged", "2"),
         ("revision.id", '"abc"'),

@@ -9,7 +9,7 @@ import pytest
 
 from syncer.config.guards import load_guard_policy
 from syncer.domain.objects import ObjectKey
-from syncer.guards import ChangeKind, GuardPolicy, Outcome, PlannedChange, judge_revision
+from syncer.guards import ChangeKind, GuardOutcome, GuardPolicy, PlannedChange, judge_revision
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 PROD = {"tier": "prod", "region": "eu-west"}
@@ -68,10 +68,10 @@ def test_a_good_upgrade_passes_every_rule(shipped: GuardPolicy) -> None:
     )
     assert not report.rejected
     assert [(v.rule, v.outcome) for v in report.rules] == [
-        ("no-redis-downgrade", Outcome.PASS),
-        ("shards-one-step", Outcome.PASS),
-        ("allowed-versions", Outcome.PASS),
-        ("storage-never-shrinks", Outcome.PASS),
+        ("no-redis-downgrade", GuardOutcome.PASS),
+        ("shards-one-step", GuardOutcome.PASS),
+        ("allowed-versions", GuardOutcome.PASS),
+        ("storage-never-shrinks", GuardOutcome.PASS),
     ]
     assert report.limits[0].message == "1 objects in 1 clusters changed"
 

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from syncer.config.settings import LeaseSettings
 from syncer.errors import Conflict, FencedOut, NotFound
-from syncer.leader import LeaderElector, LeaseOptions
+from syncer.leader import LeaderElector
 from syncer.leader.fence import UNFENCED, FencedKube
 
 
@@ -65,8 +66,8 @@ class Clock:
 
 
 def elector(leases: Leases, clock: Clock, identity: str) -> LeaderElector:
-    options = LeaseOptions("syncer-agent", "syncer-system", identity, 4, 3, 1)
-    return LeaderElector(leases, options, clock=clock)  # type: ignore[arg-type]
+    lease = LeaseSettings("syncer-agent", "syncer-system", duration=4, renew_deadline=3, retry_period=1)
+    return LeaderElector(leases, lease, identity, clock=clock)  # type: ignore[arg-type]
 
 
 def test_a_replica_frozen_past_its_lease_is_fenced_out_when_it_runs_again() -> None:

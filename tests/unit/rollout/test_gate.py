@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from syncer.config.rollout import WaveGate
 from syncer.domain.health import Health
+from syncer.domain.progress import Waiting
 from syncer.rollout import ClusterProgress, Decision, Wave, judge_wave
 
 GATE = WaveGate(max_concurrent=2, health_timeout=300, bake=60)
@@ -66,3 +67,24 @@ def test_an_apply_error_fails_the_wave() -> None:
 def test_clusters_not_applied_yet_make_the_wave_wait() -> None:
     verdict = judge_wave(WAVE, progress(a=healthy("a", 100)), now=500, rollback=True)
     assert verdict.decision is Decision.WAIT
+
+
+def test_a_waiting_verdict_says_what_it_waits_for() -> None:
+    unhealthy = progress(a=healthy("a", 100), b=ClusterProgress("b", applied_at=100))
+    assert judge_wave(WAVE, unhealthy, now=101, rollback=True).waiting is Waiting.HEALTH
+    baking = judge_wave(WAVE, progress(a=healthy("a", 100), b=healthy("b", 100)), now=101, rollback=True)
+    assert (baking.decision, baking.waiting) == (Decision.WAIT, Waiting.BAKE)
+    assert (
+        judge_wave(WAVE, progress(a=healthy("a", 1), b=healthy("b", 1)), 10_000, rollback=True).waiting
+        is None
+    )
+
+
+def test_the_failed_clusters_are_named_from_the_progress_not_parsed_from_the_reason() -> None:
+    state = progress(
+        a=ClusterProgress("a", apply_error="b: this text names another cluster"),
+        b=healthy("b", 100),
+    )
+    verdict = judge_wave(WAVE, state, now=101, rollback=False)
+    assert verdict.failed == ("a",)
+    assert verdict.reason == "a: apply failed: b: this text names another cluster"

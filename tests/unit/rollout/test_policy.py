@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from syncer.config.rollout import load_rollout_policy, parse_duration, parse_rollout_policy
+from syncer.config.rollout import load_rollout_policy, parse_rollout_policy
+from syncer.domain.durations import parse_duration
 from syncer.errors import ConfigError
 
 SHIPPED = Path(__file__).resolve().parents[3] / "policies" / "rollout.yaml"

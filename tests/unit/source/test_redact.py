@@ -1,4 +1,4 @@
-"""Redaction of secrets and source options built from the agent config."""
+"""Redaction of secrets, and the source options as the agent config loads them."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from syncer.config import GitCredentials, SourceSettings
+from syncer.config import GitCredentials, load_agent_config
 from syncer.source import SourceOptions, redact
 from syncer.source.gitenv import url_secrets
 
@@ -29,15 +29,19 @@ def test_redact(text: str, secrets: tuple[str, ...], expected: str) -> None:
     assert redact(text, secrets) == expected
 
 
-def test_options_from_settings() -> None:
-    creds = GitCredentials(ssh_key_file=Path("k"), known_hosts_file=Path("kh"))
-    settings = SourceSettings(
-        url="ssh://git@host/f.git", branch="prod", cache_dir=Path("c"), timeout=5, credentials=creds
+def test_the_agent_config_holds_the_source_options_with_the_trust_policys_say_on_rewrites(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "trust.yaml").write_text("mode: head\nsigners: []\nallowHistoryRewrite: true\n")
+    (tmp_path / "agent.yaml").write_text(
+        "source:\n  url: ssh://git@host/f.git\n  branch: prod\n  cacheDir: c\n  timeoutSeconds: 5\n"
+        "  credentials: {sshKeyFile: k, knownHostsFile: kh}\ntrustPolicy: trust.yaml\n"
     )
-    options = SourceOptions.from_settings(settings, allow_history_rewrite=True)
+    options = load_agent_config(tmp_path / "agent.yaml").source
+    creds = GitCredentials(ssh_key_file=tmp_path / "k", known_hosts_file=tmp_path / "kh")
     assert options == SourceOptions(
         url="ssh://git@host/f.git",
-        cache_dir=Path("c"),
+        cache_dir=tmp_path / "c",
         branch="prod",
         credentials=creds,
         timeout=5,

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from syncer.verify.status import Outcome, SignatureKind, parse_gpg_status, parse_ssh_check, signature_kind
+from syncer.verify.status import (
+    SignatureKind,
+    SignatureOutcome,
+    parse_gpg_status,
+    parse_ssh_check,
+    signature_kind,
+)
 
 FPR = "F1D6C0A6C4DF25B8EE64131215948D1A6A5E2F75"
 SUBKEY = "AAAAC0A6C4DF25B8EE64131215948D1A6A5E2F75"
@@ -22,13 +28,13 @@ def status(*lines: str) -> str:
     [
         (
             status("[GNUPG:] GOODSIG 15948D1A6A5E2F75 Release Signer <r@example.org>", VALIDSIG),
-            Outcome.GOOD,
+            SignatureOutcome.GOOD,
             FPR,
             "GOODSIG",
         ),
         (
             status("[GNUPG:] EXPKEYSIG 15948D1A6A5E2F75 Old <o@example.org>", VALIDSIG),
-            Outcome.EXPIRED_KEY,
+            SignatureOutcome.EXPIRED_KEY,
             FPR,
             "EXPKEYSIG",
         ),
@@ -36,20 +42,25 @@ def status(*lines: str) -> str:
             status(
                 "[GNUPG:] REVKEYSIG 15948D1A6A5E2F75 Old <o@example.org>", VALIDSIG, "[GNUPG:] KEYREVOKED"
             ),
-            Outcome.REVOKED_KEY,
+            SignatureOutcome.REVOKED_KEY,
             FPR,
             "REVKEYSIG",
         ),
-        (status("[GNUPG:] GOODSIG 15948D1A6A5E2F75 Release"), Outcome.ERROR, "", "GOODSIG without VALIDSIG"),
+        (
+            status("[GNUPG:] GOODSIG 15948D1A6A5E2F75 Release"),
+            SignatureOutcome.ERROR,
+            "",
+            "GOODSIG without VALIDSIG",
+        ),
         (
             status("[GNUPG:] BADSIG 15948D1A6A5E2F75 Release"),
-            Outcome.BAD,
+            SignatureOutcome.BAD,
             "",
             "bad signature from key 15948D1A6A5E2F75",
         ),
         (
             status("[GNUPG:] EXPSIG 15948D1A6A5E2F75 Release", VALIDSIG),
-            Outcome.BAD,
+            SignatureOutcome.BAD,
             "",
             "the signature itself has expired",
         ),
@@ -58,37 +69,37 @@ def status(*lines: str) -> str:
                 f"[GNUPG:] ERRSIG 15948D1A6A5E2F75 22 8 00 1714521600 9 {FPR}",
                 "[GNUPG:] NO_PUBKEY 15948D1A6A5E2F75",
             ),
-            Outcome.UNKNOWN_KEY,
+            SignatureOutcome.UNKNOWN_KEY,
             FPR,
             f"no trusted OpenPGP key {FPR}",
         ),
         (
             status("[GNUPG:] ERRSIG 15948D1A6A5E2F75 22 8 00 1714521600 9 -"),
-            Outcome.UNKNOWN_KEY,
+            SignatureOutcome.UNKNOWN_KEY,
             "15948D1A6A5E2F75",
             "no trusted OpenPGP key 15948D1A6A5E2F75",
         ),
         (
             status("[GNUPG:] ERRSIG 15948D1A6A5E2F75 99 8 00 1714521600 4"),
-            Outcome.ERROR,
+            SignatureOutcome.ERROR,
             "15948D1A6A5E2F75",
             "gpg could not check",
         ),
         (
             "gpg: Signature made ... Good signature (not a status line)",
-            Outcome.ERROR,
+            SignatureOutcome.ERROR,
             "",
             "no signature verdict",
         ),
         (
             status("[GNUPG:] GOODSIG 1 A", VALIDSIG) + "\n" + status("[GNUPG:] GOODSIG 1 A", VALIDSIG),
-            Outcome.ERROR,
+            SignatureOutcome.ERROR,
             "",
             "more than one signature",
         ),
     ],
 )
-def test_gpg_status(text: str, outcome: Outcome, fingerprint: str, detail: str) -> None:
+def test_gpg_status(text: str, outcome: SignatureOutcome, fingerprint: str, detail: str) -> None:
     check = parse_gpg_status(text)
     assert (check.outcome, check.fingerprint) == (outcome, fingerprint)
     assert detail in check.detail
@@ -104,16 +115,16 @@ def test_gpg_status_keeps_the_user_id() -> None:
 @pytest.mark.parametrize(
     ("line", "outcome", "identity"),
     [
-        ("G\x00SHA256:abc\x00ops\n", Outcome.GOOD, "ops"),
-        ("U\x00SHA256:abc\x00\n", Outcome.UNKNOWN_KEY, ""),
-        ("G\x00SHA256:abc\x00\n", Outcome.UNKNOWN_KEY, ""),
-        ("B\x00SHA256:abc\x00\n", Outcome.BAD, ""),
-        ("R\x00SHA256:abc\x00ops\n", Outcome.REVOKED_KEY, ""),
-        ("N\x00\x00\n", Outcome.ERROR, ""),
-        ("", Outcome.ERROR, ""),
+        ("G\x00SHA256:abc\x00ops\n", SignatureOutcome.GOOD, "ops"),
+        ("U\x00SHA256:abc\x00\n", SignatureOutcome.UNKNOWN_KEY, ""),
+        ("G\x00SHA256:abc\x00\n", SignatureOutcome.UNKNOWN_KEY, ""),
+        ("B\x00SHA256:abc\x00\n", SignatureOutcome.BAD, ""),
+        ("R\x00SHA256:abc\x00ops\n", SignatureOutcome.REVOKED_KEY, ""),
+        ("N\x00\x00\n", SignatureOutcome.ERROR, ""),
+        ("", SignatureOutcome.ERROR, ""),
     ],
 )
-def test_ssh_check(line: str, outcome: Outcome, identity: str) -> None:
+def test_ssh_check(line: str, outcome: SignatureOutcome, identity: str) -> None:
     check = parse_ssh_check(line)
     assert (check.outcome, check.identity) == (outcome, identity)
     if line.count("\x00") == 2 and "abc" in line:

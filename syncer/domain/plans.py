@@ -1,4 +1,4 @@
-"""What a revision would change: per object an action and its field changes, per cluster and wave."""
+"""The plan types: per object an action and its field changes, per cluster and per wave."""
 
 from __future__ import annotations
 

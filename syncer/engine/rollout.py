@@ -1,9 +1,11 @@
-"""One revision rolled out across the fleet in waves, gated on health, halting and rolling back.
+"""``FleetRollout``: one revision rolled out across the fleet in waves, gated on health, halting and
+rolling back; and drift repair of the clusters already on it (``FleetRollout.heal``).
 
-Every decision is recorded in the clusters themselves (their sync-state ConfigMaps) before the next
-step, so a rollout interrupted at any point (SIGTERM, a crash, a lost leader lease) resumes from the
-clusters: finished waves are not redone, applied clusters are not re-applied, and health timeouts
-and bake times count from the times recorded there.
+The clusters' sync states are read once (``read_states``); from then on the rollout keeps them
+current as it writes them. Every decision is recorded in the clusters themselves (their sync-state
+ConfigMaps) before the next step, so a rollout interrupted at any point (SIGTERM, a crash, a lost
+leader lease) resumes from the clusters: finished waves are not redone, applied clusters are not
+re-applied, and health timeouts and bake times count from the times recorded there.
 """
 
 from __future__ import annotations
@@ -14,93 +16,45 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
-from enum import StrEnum
+from dataclasses import replace
 
-from syncer.apply import ApplyPolicy, ClusterApplier, with_retries
-from syncer.config.rollout import RolloutPolicy
-from syncer.domain.applied import MANAGED_BY_SELECTOR
-from syncer.domain.changeset import ChangeSet, Outcome
-from syncer.domain.health import ClusterHealth, Health
+from syncer.apply import ClusterApplier, with_retries
+from syncer.domain.changeset import ChangeSet, EntryOutcome
+from syncer.domain.health import Health
 from syncer.domain.objects import ClusterManifests, DesiredFleet
+from syncer.domain.progress import Listener, PassEvent, Step
 from syncer.domain.sync_state import ClusterSyncState, InventoryEntry, SyncPhase
-from syncer.engine.diff import DiffOptions, plan_live_cluster
-from syncer.errors import FencedOut, KubeError, NotFound
-from syncer.health import cluster_health
+from syncer.engine.diff import plan_live_cluster
+from syncer.engine.live import live_health
+from syncer.engine.rollout_model import RolloutOptions, RolloutOutcome, RolloutReport, WaveReport, unreadable
+from syncer.errors import FencedOut, KubeError
 from syncer.kube import KubeApi
-from syncer.rollout import ClusterProgress, Decision, GateVerdict, Wave, judge_wave, plan_waves
+from syncer.rollout import (
+    ClusterProgress,
+    Decision,
+    GateVerdict,
+    Wave,
+    failed_apply,
+    is_done,
+    judge_wave,
+    phase_after_rollback,
+    plan_waves,
+    refusing,
+    rolls_back,
+)
 from syncer.rollout.recorded import recorded_progress
-from syncer.status.state_store import DEFAULT_NAMESPACE, StateStore
+from syncer.status.state_store import LoadedState, StateStore
 
-
-class SyncOutcome(StrEnum):
-    APPLIED = "applied"
-    UNCHANGED = "unchanged"
-    HALTED = "halted"
-    ROLLED_BACK = "rolled-back"
-    INTERRUPTED = "interrupted"
-
-
-@dataclass(frozen=True)
-class SyncOptions:
-    """How a revision is rolled out; ``health_poll`` is the longest wait between two health checks."""
-
-    rollout: RolloutPolicy = field(default_factory=RolloutPolicy.single_wave)
-    apply: ApplyPolicy = field(default_factory=ApplyPolicy)
-    diff: DiffOptions = field(default_factory=DiffOptions)
-    state_namespace: str = DEFAULT_NAMESPACE
-    health_poll: float = 2.0
-
-
-@dataclass(frozen=True)
-class WaveReport:
-    """What happened to one wave: the gate's last decision and why, and each cluster's change set."""
-
-    name: str
-    clusters: tuple[str, ...]
-    decision: Decision
-    reason: str
-    change_sets: tuple[ChangeSet, ...] = ()
-
-
-@dataclass(frozen=True)
-class SyncReport:
-    """How a sync ended. ``unsaved`` names the clusters whose sync state could not be written (their
-    apiserver did not answer) with the last error: what they store is older than what happened."""
-
-    revision: str
-    outcome: SyncOutcome
-    waves: tuple[WaveReport, ...] = ()
-    message: str = ""
-    unsaved: tuple[tuple[str, str], ...] = ()
-
-
-@dataclass(frozen=True)
-class Progress:
-    """A step of the rollout, for whoever shows progress (CLI, logs, events, metrics)."""
-
-    wave: str
-    cluster: str
-    step: str
-    detail: str = ""
-
-
-Listener = Callable[[Progress], None]
-
-
-def _health_of(api: KubeApi, desired: ClusterManifests) -> ClusterHealth:
-    kinds = sorted({(m.api_version, m.key.kind) for m in desired.manifests})
-    live = []
-    for api_version, kind in kinds:
-        try:
-            live += api.list(api_version, kind, label_selector=MANAGED_BY_SELECTOR).items
-        except NotFound:
-            continue
-    return cluster_health(desired.cluster, [m.key.subject for m in desired.manifests], live)
+_GATE_STEPS = {
+    Decision.WAIT: Step.GATE_WAIT,
+    Decision.PROCEED: Step.GATE_PROCEED,
+    Decision.HALT: Step.GATE_HALT,
+    Decision.ROLLBACK: Step.GATE_ROLLBACK,
+}
 
 
 def _inventory(desired: ClusterManifests, applied: ChangeSet) -> tuple[InventoryEntry, ...]:
-    uids = {e.key: e.uid for e in applied.entries if e.outcome is Outcome.APPLIED}
+    uids = {e.key: e.uid for e in applied.entries if e.outcome is EntryOutcome.APPLIED}
     return tuple(
         sorted(
             InventoryEntry(m.api_version, m.key.kind, m.key.namespace, m.key.name, uids.get(m.key, ""))
@@ -110,12 +64,12 @@ def _inventory(desired: ClusterManifests, applied: ChangeSet) -> tuple[Inventory
 
 
 class FleetRollout:
-    """Rolls revisions out to the clusters it has clients for."""
+    """Rolls revisions out to the clusters it has clients for, and repairs their drift."""
 
     def __init__(
         self,
         clients: Mapping[str, KubeApi],
-        options: SyncOptions = SyncOptions(),
+        options: RolloutOptions = RolloutOptions(),
         *,
         stop: threading.Event | None = None,
         clock: Callable[[], float] = time.time,
@@ -140,15 +94,23 @@ class FleetRollout:
 
     # -- state ------------------------------------------------------------------------------------
 
-    def load_states(self) -> dict[str, ClusterSyncState]:
-        """Every cluster's stored state; KubeError when a cluster's state cannot be read."""
+    def load_state(self, cluster: str) -> LoadedState:
+        """One read of ``cluster``'s stored state (retried while the apiserver is busy); KubeError when
+        it cannot be read."""
         kinds = [(k.api_version, k.kind) for k in self.options.diff.kinds]
-        for name, store in self.stores.items():
-            loaded = with_retries(functools.partial(store.load, kinds), self.options.apply.retry, self.stop)
+        store = self.stores[cluster]
+        return with_retries(functools.partial(store.load, kinds), self.options.apply.retry, self.stop)
+
+    def read_states(self, preloaded: Mapping[str, LoadedState] | None = None) -> dict[str, ClusterSyncState]:
+        """Every cluster's stored state, read once per pass (``preloaded`` ones, read earlier in the
+        same pass, are not read again); the rollout keeps them current after. KubeError when a
+        cluster's state cannot be read."""
+        for name in self.stores:
+            loaded = (preloaded or {}).get(name) or self.load_state(name)
             self.states[name] = loaded.state
             self.unsaved.pop(name, None)
             if loaded.problem:
-                self.listener(Progress("", name, "state-rebuilt", loaded.problem))
+                self.listener(PassEvent(Step.STATE_REBUILT, cluster=name, reason=loaded.problem))
         return dict(self.states)
 
     def _save(self, cluster: str, state: ClusterSyncState) -> None:
@@ -172,49 +134,53 @@ class FleetRollout:
             except KubeError as err:
                 self.states[cluster] = state
                 self.unsaved[cluster] = problem = str(err)
-        self.listener(Progress(state.wave, cluster, "state-unsaved", problem))
+                cause = err
+        self.listener(
+            PassEvent(Step.STATE_UNSAVED, state.wave, cluster, state.revision, error=problem, cause=cause)
+        )
 
     # -- the rollout ------------------------------------------------------------------------------
 
-    def sync(self, fleet: DesiredFleet, last_good: DesiredFleet | None = None) -> SyncReport:
-        """Roll ``fleet`` out wave by wave; on a failed wave halt, or roll it back to ``last_good``."""
+    def sync(self, fleet: DesiredFleet, last_good: DesiredFleet | None = None) -> RolloutReport:
+        """Read the clusters' states, then roll ``fleet`` out (see ``roll_out``)."""
+        try:
+            self.read_states()
+        except KubeError as err:
+            return unreadable(fleet.revision, err)
+        return self.roll_out(fleet, last_good)
+
+    def roll_out(self, fleet: DesiredFleet, last_good: DesiredFleet | None = None) -> RolloutReport:
+        """Roll ``fleet`` out wave by wave from the states read last; on a failed wave halt, or roll it
+        back to ``last_good``."""
         missing = sorted(set(fleet.clusters) - set(self.clients))
         if missing:
-            return SyncReport(
-                fleet.revision, SyncOutcome.HALTED, message=f"no connection for {', '.join(missing)}"
+            return RolloutReport(
+                fleet.revision, RolloutOutcome.HALTED, message=f"no connection for {', '.join(missing)}"
             )
-        try:
-            self.load_states()
-        except KubeError as err:
-            # Without every cluster's state the waves cannot be judged; nothing has been touched yet.
-            return SyncReport(
-                fleet.revision, SyncOutcome.HALTED, message=f"cannot read the sync state: {err}"
-            )
+        unread = sorted(set(fleet.clusters) - set(self.states))
+        if unread:
+            raise ValueError(f"roll_out before read_states: no state for {', '.join(unread)}")
         report = self._roll_out(fleet, last_good)
         return replace(report, unsaved=tuple(sorted(self.unsaved.items())))
 
-    def _roll_out(self, fleet: DesiredFleet, last_good: DesiredFleet | None) -> SyncReport:
+    def _roll_out(self, fleet: DesiredFleet, last_good: DesiredFleet | None) -> RolloutReport:
         labels = {name: c.labels for name, c in fleet.clusters.items()}
         waves = plan_waves(labels, self.options.rollout)
         reports: list[WaveReport] = []
         touched = False
         for wave in waves:
             if self.stop.is_set():
-                return SyncReport(
-                    fleet.revision, SyncOutcome.INTERRUPTED, tuple(reports), "stopped between waves"
+                return RolloutReport(
+                    fleet.revision, RolloutOutcome.INTERRUPTED, tuple(reports), "stopped between waves"
                 )
-            refused = [
-                c
-                for c in wave.clusters
-                if self.states[c].refuses(fleet.revision, fleet.clusters[c].content_hash)
-            ]
+            refused = refusing(wave.clusters, fleet, self.states)
             if refused:
                 reason = (
                     f"revision (or the same objects under another commit) failed before on "
                     f"{', '.join(refused)}; not retried until they change"
                 )
                 reports.append(WaveReport(wave.name, wave.clusters, Decision.HALT, reason))
-                return SyncReport(fleet.revision, SyncOutcome.HALTED, tuple(reports), reason)
+                return RolloutReport(fleet.revision, RolloutOutcome.HALTED, tuple(reports), reason)
             change_sets = self._apply_wave(wave, fleet)
             touched = touched or any(cs.writes for cs in change_sets)
             verdict = self._gate(wave, fleet)
@@ -222,13 +188,13 @@ class FleetRollout:
                 WaveReport(wave.name, wave.clusters, verdict.decision, verdict.reason, change_sets)
             )
             if verdict.decision is Decision.WAIT:
-                return SyncReport(
-                    fleet.revision, SyncOutcome.INTERRUPTED, tuple(reports), "stopped while waiting"
+                return RolloutReport(
+                    fleet.revision, RolloutOutcome.INTERRUPTED, tuple(reports), "stopped while waiting"
                 )
             if verdict.decision is not Decision.PROCEED:
                 return self._fail_wave(wave, fleet, last_good, verdict.decision, tuple(reports))
-        outcome = SyncOutcome.APPLIED if touched else SyncOutcome.UNCHANGED
-        return SyncReport(fleet.revision, outcome, tuple(reports))
+        outcome = RolloutOutcome.APPLIED if touched else RolloutOutcome.UNCHANGED
+        return RolloutReport(fleet.revision, outcome, tuple(reports))
 
     def _apply_wave(
         self, wave: Wave, fleet: DesiredFleet, taking_over: bool = False
@@ -240,13 +206,13 @@ class FleetRollout:
             for c in wave.clusters
             if self.owns(c)
             and (
-                not self._done(c, fleet.revision)
+                not is_done(self.states[c], fleet.revision)
                 or (not taking_over and self._drifted(fleet.clusters[c], fleet.revision))
             )
         ]
         for name in wave.clusters:
             if name not in todo and self.owns(name) and not self.sharded:
-                self.listener(Progress(wave.name, name, "already-applied", fleet.revision))
+                self.listener(PassEvent(Step.ALREADY_APPLIED, wave.name, name, fleet.revision))
         if not todo:
             return ()
         with ThreadPoolExecutor(max_workers=max(1, wave.gate.max_concurrent)) as pool:
@@ -269,23 +235,21 @@ class FleetRollout:
             return False
         return not plan.error and not plan.blocked and plan.has_changes
 
-    def _done(self, cluster: str, revision: str) -> bool:
-        state = self.states[cluster]
-        return state.revision == revision and state.phase in {SyncPhase.APPLIED, SyncPhase.HEALTHY}
-
     def _apply_cluster(self, wave: Wave, desired: ClusterManifests, revision: str) -> ChangeSet:
         try:
             return self._apply_owned(wave, desired, revision)
         except FencedOut as err:
             # Lost the cluster to another replica mid-apply: it carries on from the cluster's state.
-            self.listener(Progress(wave.name, desired.cluster, "not-owner", str(err)))
+            self.listener(
+                PassEvent(Step.NOT_OWNER, wave.name, desired.cluster, revision, error=str(err), cause=err)
+            )
             return ChangeSet(desired.cluster, revision, error=str(err))
 
     def _apply_owned(self, wave: Wave, desired: ClusterManifests, revision: str) -> ChangeSet:
         name = desired.cluster
         api = self.clients[name]
         state = self.states[name]
-        self.listener(Progress(wave.name, name, "applying", revision))
+        self.listener(PassEvent(Step.APPLYING, wave.name, name, revision))
         self._save(
             name, replace(state, revision=revision, phase=SyncPhase.APPLYING, wave=wave.name, last_error="")
         )
@@ -320,7 +284,8 @@ class FleetRollout:
                 self.states[name], phase=SyncPhase.FAILED, applied_at=now, last_error=result.error
             )
         self._save(name, applied)
-        self.listener(Progress(wave.name, name, "applied" if result.ok else "apply-failed", result.error))
+        step = Step.APPLIED if result.ok else Step.APPLY_FAILED
+        self.listener(PassEvent(step, wave.name, name, revision, error=result.error, objects=result.writes))
         return result
 
     def _recorded(self, name: str, revision: str) -> ClusterProgress:
@@ -336,13 +301,12 @@ class FleetRollout:
                 progress[name] = self._recorded(name, revision)
                 continue
             state = self.states[name]
-            if state.phase is SyncPhase.FAILED and state.revision == revision:
-                progress[name] = ClusterProgress(
-                    name, state.applied_at, apply_error=state.last_error or "failed"
-                )
+            failed = failed_apply(state, revision)
+            if failed is not None:
+                progress[name] = failed
                 continue
             try:
-                health = _health_of(self.clients[name], fleet.clusters[name])
+                health = live_health(self.clients[name], fleet.clusters[name])
                 verdict, detail = health.health, health.summary()
             except KubeError as err:
                 verdict, detail = Health.PROGRESSING, f"health check failed: {err}"
@@ -362,7 +326,15 @@ class FleetRollout:
                 self._apply_wave(wave, fleet, taking_over=True)  # clusters gained meanwhile
             progress = self._progress(wave, fleet, fleet.revision)
             verdict = judge_wave(wave, progress, self.clock(), rollback=allowed)
-            self.listener(Progress(wave.name, "", f"gate-{verdict.decision}", verdict.reason))
+            self.listener(
+                PassEvent(
+                    _GATE_STEPS[verdict.decision],
+                    wave.name,
+                    revision=fleet.revision,
+                    reason=verdict.reason,
+                    waiting=verdict.waiting,
+                )
+            )
             if verdict.decision is Decision.PROCEED:
                 for name in filter(self.owns, wave.clusters):
                     self._save(
@@ -380,7 +352,7 @@ class FleetRollout:
         last_good: DesiredFleet | None,
         decision: Decision,
         reports: tuple[WaveReport, ...],
-    ) -> SyncReport:
+    ) -> RolloutReport:
         reason = reports[-1].reason
         for name in filter(self.owns, wave.clusters):
             state = self.states[name]
@@ -392,22 +364,62 @@ class FleetRollout:
                     last_error=reason,
                 ),
             )
-        if decision is not Decision.ROLLBACK or last_good is None:
-            return SyncReport(fleet.revision, SyncOutcome.HALTED, reports, reason)
-        self.listener(Progress(wave.name, "", "rolling-back", last_good.revision))
+        if not rolls_back(decision, last_good is not None) or last_good is None:
+            return RolloutReport(fleet.revision, RolloutOutcome.HALTED, reports, reason)
+        self.listener(PassEvent(Step.ROLLING_BACK, wave.name, revision=last_good.revision))
         for name in filter(self.owns, wave.clusters):
             self._apply_cluster(wave, last_good.clusters[name], last_good.revision)
         verdict = self._gate(wave, last_good, rollback=False)
         for name in filter(self.owns, wave.clusters):
-            self._save(name, replace(self.states[name], phase=self._after_rollback(name, verdict)))
+            state = self.states[name]
+            self._save(name, replace(state, phase=phase_after_rollback(state, verdict)))
         message = f"{reason}; rolled back to {last_good.revision[:12]}: {verdict.reason}"
-        return SyncReport(fleet.revision, SyncOutcome.ROLLED_BACK, reports, message)
+        return RolloutReport(fleet.revision, RolloutOutcome.ROLLED_BACK, reports, message)
 
-    def _after_rollback(self, cluster: str, verdict: GateVerdict) -> SyncPhase:
-        """A cluster the last good revision was applied to is rolled back even when another cluster of
-        the wave failed (e.g. could not be reached); it is failed when its own rollback failed."""
-        if verdict.decision is Decision.PROCEED:
-            return SyncPhase.ROLLED_BACK
-        if cluster in verdict.failed or self.states[cluster].phase is SyncPhase.FAILED:
-            return SyncPhase.FAILED
-        return SyncPhase.ROLLED_BACK
+    # -- drift repair -----------------------------------------------------------------------------
+
+    def heal(self, fleet: DesiredFleet) -> tuple[ChangeSet, ...]:
+        """For every cluster that finished ``fleet``'s revision: plan it against live state and, when
+        something drifted (another manager changed a field syncer owns, an object was deleted), apply
+        the plan. Clusters still rolling out are left to the rollout. Returns the change sets that
+        wrote or failed; KubeError when a cluster's state cannot be read."""
+        states = self.read_states()
+        repaired: list[ChangeSet] = []
+        for name, desired in fleet.clusters.items():
+            state = states.get(name)
+            if state is None or not is_done(state, fleet.revision):
+                continue
+            result = self._repair(self.clients[name], desired, state)
+            if result is None:
+                continue
+            repaired.append(result)
+            if result.error:
+                step = Step.DRIFT_REPAIR_FAILED
+            elif result.writes:
+                step = Step.DRIFT_REPAIRED
+            else:
+                continue
+            self.listener(
+                PassEvent(
+                    step,
+                    cluster=name,
+                    revision=fleet.revision,
+                    reason=f"{result.writes} object(s) re-applied" if result.writes else "",
+                    error=result.error,
+                    objects=result.writes,
+                )
+            )
+        return tuple(repaired)
+
+    def _repair(self, api: KubeApi, desired: ClusterManifests, state: ClusterSyncState) -> ChangeSet | None:
+        try:
+            plan = plan_live_cluster(
+                api, desired, self.options.diff, state.applied_inventory(), self.options.apply.rules
+            )
+        except KubeError as err:
+            return ChangeSet(state.cluster, state.revision, error=f"drift check failed: {err}")
+        if plan.error:
+            return ChangeSet(state.cluster, state.revision, error=plan.error)
+        if not plan.has_changes:
+            return None
+        return ClusterApplier(api, self.options.apply, self.stop).apply(desired, plan, state.revision)

@@ -1,0 +1,153 @@
+"""The settings root: every knob of how the agent runs, each with its default stated once, here.
+
+The agent's files (``AgentConfig``: the source, the trust policy, the clusters, the rollout policy)
+say *what* syncer keeps in step; these settings say *how* the process runs: where it keeps its state,
+how often it polls, how it elects a leader, what it embeds. Command-line flags fill them in; every
+other default in syncer (option dataclasses, flag defaults) refers to the constants below instead of
+repeating a number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+AGENT_NAMESPACE = "syncer-system"
+"""The agent's namespace in each cluster: its sync-state ConfigMap, its Events and (in the home
+cluster) its Lease live there."""
+
+GIT_TIMEOUT = 60.0
+"""Seconds any one git operation (ls-remote, fetch, checkout, verification) may take."""
+
+HEALTH_POLL = 5.0
+"""The longest wait, in seconds, between two health checks of a wave waiting on its gate."""
+
+HEALTH_POLL_FOREGROUND = 2.0
+"""``HEALTH_POLL`` for ``syncer sync --once``, which shows each check to someone watching."""
+
+POLL_INTERVAL = 60.0
+"""Seconds between two polls of the git remote (the webhook polls at once)."""
+
+POLL_JITTER = 5.0
+"""Up to this many seconds added at random to each poll, so many agents do not poll together."""
+
+DRIFT_INTERVAL = 300.0
+"""Seconds between two drift repairs of the clusters already on the revision in force."""
+
+
+@dataclass(frozen=True)
+class LeaseSettings:
+    """A ``coordination.k8s.io`` Lease held by the one replica that acts."""
+
+    name: str = "syncer-agent"
+    """The Lease's name."""
+
+    namespace: str = AGENT_NAMESPACE
+    """The Lease's namespace (the agent creates it when it is missing)."""
+
+    duration: float = 15.0
+    """Seconds a Lease that is not renewed stays held: how soon another replica may take over."""
+
+    renew_deadline: float = 10.0
+    """Seconds the holder keeps acting while it cannot renew the Lease (less than ``duration``)."""
+
+    retry_period: float = 2.0
+    """Seconds between two renewals, or between two tries of a replica waiting for the Lease (less
+    than ``renew_deadline``)."""
+
+
+@dataclass(frozen=True)
+class HomeCluster:
+    """The cluster the agent runs in: where its Lease and its embedded controller's Lease are."""
+
+    kubeconfig: str = ""
+    """Kubeconfig file of the home cluster ("": the agent's default kubeconfig)."""
+
+    context: str = ""
+    """Context of the home cluster ("": the kubeconfig's current context)."""
+
+
+@dataclass(frozen=True)
+class ControllerSettings:
+    """The embedded RedisCluster controller."""
+
+    enabled: bool = False
+    """Run it (for the home cluster, leader-elected)."""
+
+    every_cluster: bool = False
+    """Run one per cluster of the config instead, without election (local fleets)."""
+
+    watch_namespace: str = ""
+    """Only RedisClusters of this namespace ("": all namespaces)."""
+
+    workers: int = 2
+    """Reconciles running at once."""
+
+    topology: bool = False
+    """Form the Redis Cluster topology by talking to the Redis servers (off where pods are fake)."""
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    """The HTTP server of /metrics, /healthz, /readyz and /hooks/git, and the limits that keep one
+    client from starving the others."""
+
+    host: str = "127.0.0.1"
+    """Bind address: loopback unless told otherwise (the chart binds all addresses of the pod's own
+    network namespace so the kubelet's probes and the Service reach it)."""
+
+    port: int = 8080
+    """Port (0: any free port, announced in the log)."""
+
+    max_body: int = 1 << 20
+    """Bytes a webhook body may have."""
+
+    request_timeout: float = 10.0
+    """Seconds from accepting a connection to having read the request line, headers and body."""
+
+    io_timeout: float = 5.0
+    """Seconds each single read or write may take."""
+
+    max_connections: int = 32
+    """Connections served at once (more are refused with 503)."""
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    """How one agent process runs."""
+
+    kubeconfig: str = ""
+    """Kubeconfig for the clusters the config does not map to a file of their own ("": $KUBECONFIG)."""
+
+    state_namespace: str = AGENT_NAMESPACE
+    """Namespace of each cluster's sync-state ConfigMap and of the Events about it."""
+
+    interval: float = POLL_INTERVAL
+    """See ``POLL_INTERVAL``."""
+
+    jitter: float = POLL_JITTER
+    """See ``POLL_JITTER``."""
+
+    drift_interval: float = DRIFT_INTERVAL
+    """See ``DRIFT_INTERVAL``."""
+
+    health_poll: float = HEALTH_POLL
+    """See ``HEALTH_POLL``."""
+
+    http: HttpSettings = HttpSettings()
+    """The HTTP server and its limits."""
+
+    hook_secret_file: Path | None = None
+    """File holding the webhook's shared secret (None: every webhook call is refused)."""
+
+    leader_elect: bool = True
+    """Act only while holding ``lease`` (off: one replica that acts at once)."""
+
+    lease: LeaseSettings = LeaseSettings()
+    """The agent's Lease."""
+
+    home: HomeCluster = HomeCluster()
+    """Where the Lease is held."""
+
+    controller: ControllerSettings = ControllerSettings()
+    """The embedded controller."""

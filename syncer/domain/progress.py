@@ -1,0 +1,148 @@
+"""The typed progress of a pass: which step happened, where, and how each step is reported.
+
+The engine emits one ``PassEvent`` per step; the CLI, the logs, the Kubernetes Events and the metrics
+all read the same events. What a step means to each of them is said once, in ``TREATMENTS``: adding a
+step is one member of ``Step`` and one row there (a unit test checks that every step has its row).
+Nothing is ever learnt by reading an event's text: the step, the ``wait`` kind and the typed fields
+carry the meaning, the text is for people.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from types import MappingProxyType
+
+from syncer.errors import SyncerError
+
+
+class Step(StrEnum):
+    """What happened. The values are what logs and the CLI print."""
+
+    SOURCE_FAILED = "source-failed"
+    REVISION_REJECTED = "revision-rejected"
+    LAST_GOOD_UNAVAILABLE = "last-good-unavailable"
+    STATE_REBUILT = "state-rebuilt"
+    STATE_UNSAVED = "state-unsaved"
+    ALREADY_APPLIED = "already-applied"
+    APPLYING = "applying"
+    APPLIED = "applied"
+    APPLY_FAILED = "apply-failed"
+    GATE_WAIT = "gate-wait"
+    GATE_PROCEED = "gate-proceed"
+    GATE_HALT = "gate-halt"
+    GATE_ROLLBACK = "gate-rollback"
+    ROLLING_BACK = "rolling-back"
+    NOT_OWNER = "not-owner"
+    DRIFT_REPAIRED = "drift-repaired"
+    DRIFT_REPAIR_FAILED = "drift-repair-failed"
+
+
+class Waiting(StrEnum):
+    """What a waiting gate waits for: clusters to become healthy, or a healthy wave to bake."""
+
+    HEALTH = "health"
+    BAKE = "bake"
+
+
+class WaveState(StrEnum):
+    """The state of a wave as ``syncer_wave_state`` shows it."""
+
+    APPLYING = "applying"
+    WAITING = "waiting"
+    BAKING = "baking"
+    DONE = "done"
+    HALTED = "halted"
+    ROLLED_BACK = "rolled-back"
+
+
+@dataclass(frozen=True)
+class PassEvent:
+    """One step of a pass. ``wave``/``cluster`` are empty when the step is about the whole wave or
+    fleet; ``reason`` says why (a gate's verdict, a rebuilt state's problem); ``error`` is the error
+    of a failed step and ``cause`` the error value itself when there is one; ``objects`` counts the
+    objects a step wrote; ``waiting`` tells a health wait from a bake."""
+
+    step: Step
+    wave: str = ""
+    cluster: str = ""
+    revision: str = ""
+    reason: str = ""
+    error: str = ""
+    cause: SyncerError | None = None
+    objects: int = 0
+    waiting: Waiting | None = None
+
+    @property
+    def treatment(self) -> Treatment:
+        return TREATMENTS[self.step]
+
+    @property
+    def detail(self) -> str:
+        """The event's text for people: the error, else the reason, else the revision where the step
+        names one."""
+        if self.error or self.reason:
+            return self.error or self.reason
+        return self.revision if self.treatment.names_revision else ""
+
+    @property
+    def wave_state(self) -> WaveState | None:
+        """The state the event puts its wave in (None: it does not change it)."""
+        if self.step is Step.GATE_WAIT and self.waiting is Waiting.BAKE:
+            return WaveState.BAKING
+        return self.treatment.wave_state if self.wave else None
+
+
+@dataclass(frozen=True)
+class Treatment:
+    """How one step is reported: the Kubernetes Event reason (empty: no Event) and whether it is a
+    Warning (also the log level), the wave state it sets in ``syncer_wave_state``, the mark the CLI
+    prints before it (empty: the CLI leaves it to the pass's summary), and whether its text is the
+    revision when it has no reason or error."""
+
+    event_reason: str = ""
+    warning: bool = False
+    wave_state: WaveState | None = None
+    mark: str = "-"
+    names_revision: bool = False
+
+
+TREATMENTS: Mapping[Step, Treatment] = MappingProxyType(
+    {
+        Step.SOURCE_FAILED: Treatment(warning=True, mark=""),
+        Step.REVISION_REJECTED: Treatment("RevisionRejected", warning=True, mark=""),
+        Step.LAST_GOOD_UNAVAILABLE: Treatment(warning=True, names_revision=True),
+        Step.STATE_REBUILT: Treatment("StateRebuilt", warning=True),
+        Step.STATE_UNSAVED: Treatment(warning=True),
+        Step.ALREADY_APPLIED: Treatment(mark="=", names_revision=True),
+        Step.APPLYING: Treatment(wave_state=WaveState.APPLYING, mark="…", names_revision=True),
+        Step.APPLIED: Treatment("Applied", mark="✓"),
+        Step.APPLY_FAILED: Treatment("ApplyFailed", warning=True, mark="✗"),
+        Step.GATE_WAIT: Treatment(wave_state=WaveState.WAITING, mark="·"),
+        Step.GATE_PROCEED: Treatment("WaveHealthy", wave_state=WaveState.DONE, mark="✓"),
+        Step.GATE_HALT: Treatment("RolloutHalted", warning=True, wave_state=WaveState.HALTED, mark="✗"),
+        Step.GATE_ROLLBACK: Treatment("RolloutFailed", warning=True, wave_state=WaveState.HALTED, mark="✗"),
+        Step.ROLLING_BACK: Treatment(
+            "RollingBack", warning=True, wave_state=WaveState.ROLLED_BACK, mark="↺", names_revision=True
+        ),
+        Step.NOT_OWNER: Treatment(warning=True),
+        Step.DRIFT_REPAIRED: Treatment("DriftRepaired", mark="✓"),
+        Step.DRIFT_REPAIR_FAILED: Treatment(mark="✗"),
+    }
+)
+
+
+Listener = Callable[[PassEvent], None]
+"""Whoever is told of a pass's events, as they happen."""
+
+
+def to_all(*listeners: Listener | None) -> Listener:
+    """One listener that tells each of ``listeners`` (None ones left out) in order."""
+    chosen = [listener for listener in listeners if listener is not None]
+
+    def tell(event: PassEvent) -> None:
+        for listener in chosen:
+            listener(event)
+
+    return tell

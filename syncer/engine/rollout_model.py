@@ -1,0 +1,64 @@
+"""The options and results of a fleet rollout: how a revision is rolled out and how that ended."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from syncer.apply import ApplyPolicy
+from syncer.config.rollout import RolloutPolicy
+from syncer.config.settings import AGENT_NAMESPACE, HEALTH_POLL
+from syncer.domain.changeset import ChangeSet
+from syncer.engine.diff import DiffOptions
+from syncer.errors import KubeError
+from syncer.rollout import Decision
+
+
+class RolloutOutcome(StrEnum):
+    """How a rollout of one revision ended."""
+
+    APPLIED = "applied"
+    UNCHANGED = "unchanged"
+    HALTED = "halted"
+    ROLLED_BACK = "rolled-back"
+    INTERRUPTED = "interrupted"
+
+
+@dataclass(frozen=True)
+class RolloutOptions:
+    """How a revision is rolled out; ``health_poll`` is the longest wait between two health checks."""
+
+    rollout: RolloutPolicy = field(default_factory=RolloutPolicy.single_wave)
+    apply: ApplyPolicy = field(default_factory=ApplyPolicy)
+    diff: DiffOptions = field(default_factory=DiffOptions)
+    state_namespace: str = AGENT_NAMESPACE
+    health_poll: float = HEALTH_POLL
+
+
+@dataclass(frozen=True)
+class WaveReport:
+    """What happened to one wave: the gate's last decision and why, and each cluster's change set."""
+
+    name: str
+    clusters: tuple[str, ...]
+    decision: Decision
+    reason: str
+    change_sets: tuple[ChangeSet, ...] = ()
+
+
+@dataclass(frozen=True)
+class RolloutReport:
+    """How a sync ended. ``unsaved`` names the clusters whose sync state could not be written (their
+    apiserver did not answer) with the last error: what they store is older than what happened."""
+
+    revision: str
+    outcome: RolloutOutcome
+    waves: tuple[WaveReport, ...] = ()
+    message: str = ""
+    unsaved: tuple[tuple[str, str], ...] = ()
+
+
+def unreadable(revision: str, err: KubeError) -> RolloutReport:
+    """The report of a rollout that could not start: without every cluster's state the waves cannot be
+    judged; nothing has been touched yet."""
+    return RolloutReport(revision, RolloutOutcome.HALTED, message=f"cannot read the sync state: {err}")

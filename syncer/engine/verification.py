@@ -1,0 +1,36 @@
+"""The signature check of ``syncer verify``: a revision of a local repository or of a remote one
+(cloned into a temporary cache first), judged under a trust policy given by the agent."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from syncer.config import SourceOptions, TrustPolicy
+from syncer.engine.render import looks_like_url
+from syncer.errors import SourceError
+from syncer.source import GitSource
+from syncer.verify import VerificationResult, VerifyOptions, verify_revision
+
+
+def verify_repository(
+    repo: str, branch: str, trust: TrustPolicy, options: VerifyOptions
+) -> VerificationResult:
+    """Verify a clone syncer makes of ``repo`` (a URL, or a repository on this machine, which git is
+    never run inside of: its config, hooks, replace refs and info files take no part)."""
+    if repo.startswith("-"):
+        raise SourceError(f"the repository {repo!r} starts with '-': refusing it (it would be an option)")
+    if not looks_like_url(repo):
+        path = Path(repo)
+        if not path.exists():
+            raise SourceError(f"{repo} is neither an existing folder nor a URL")
+        repo = str(path.resolve())
+    with tempfile.TemporaryDirectory(prefix="syncer-verify-cache-") as cache:
+        source = GitSource(
+            SourceOptions(url=repo, cache_dir=Path(cache), branch=branch, timeout=options.timeout)
+        )
+        tip = source.poll().tip
+        revision = options.revision or tip
+        return verify_revision(
+            source.git_dir, trust, VerifyOptions(revision, options.since, options.mode, options.timeout)
+        )

@@ -1,0 +1,62 @@
+"""Decisions about revisions, from the states the clusters recorded. Pure: states in, answers out.
+
+Which revision is the last good one, whether a cluster still has to be applied, which clusters refuse
+a revision that failed there before, when a failed wave is rolled back, and what phase a cluster of a
+rolled-back wave ends in.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+
+from syncer.domain.objects import DesiredFleet
+from syncer.domain.sync_state import ClusterSyncState, SyncPhase
+from syncer.rollout.gate import ClusterProgress, Decision, GateVerdict
+
+
+def last_good_revision(states: Iterable[ClusterSyncState]) -> str:
+    """The revision most clusters last had healthy ("" when none has one). Ties go to the revision
+    met first, in the order the states are given."""
+    votes = Counter(state.last_good for state in states if state.last_good)
+    if not votes:
+        return ""
+    return votes.most_common(1)[0][0]
+
+
+def is_done(state: ClusterSyncState, revision: str) -> bool:
+    """True when ``revision`` was applied to the cluster and finished there: it is not applied again."""
+    return state.revision == revision and state.phase in {SyncPhase.APPLIED, SyncPhase.HEALTHY}
+
+
+def refusing(
+    clusters: Sequence[str], fleet: DesiredFleet, states: Mapping[str, ClusterSyncState]
+) -> tuple[str, ...]:
+    """The clusters of a wave where ``fleet``'s revision (or the same objects under another commit)
+    failed before: the wave does not try it again until they change."""
+    return tuple(
+        name for name in clusters if states[name].refuses(fleet.revision, fleet.clusters[name].content_hash)
+    )
+
+
+def failed_apply(state: ClusterSyncState, revision: str) -> ClusterProgress | None:
+    """A cluster whose apply of ``revision`` failed, as the gate sees it (None: it did not fail)."""
+    if state.phase is SyncPhase.FAILED and state.revision == revision:
+        return ClusterProgress(state.cluster, state.applied_at, apply_error=state.last_error or "failed")
+    return None
+
+
+def rolls_back(decision: Decision, has_last_good: bool) -> bool:
+    """A failed wave goes back to the last good revision when the gate asked for it and one exists;
+    otherwise it halts where it is."""
+    return decision is Decision.ROLLBACK and has_last_good
+
+
+def phase_after_rollback(state: ClusterSyncState, verdict: GateVerdict) -> SyncPhase:
+    """A cluster the last good revision was applied to is rolled back even when another cluster of
+    the wave failed (e.g. could not be reached); it is failed when its own rollback failed."""
+    if verdict.decision is Decision.PROCEED:
+        return SyncPhase.ROLLED_BACK
+    if state.cluster in verdict.failed or state.phase is SyncPhase.FAILED:
+        return SyncPhase.FAILED
+    return SyncPhase.ROLLED_BACK

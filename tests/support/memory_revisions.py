@@ -1,0 +1,91 @@
+"""Revisions held in memory for fast tests of a pass: each is a desired fleet pushed as the branch
+tip, or a tip that fails a stage. It stands in for the revision gate over git, whose own behaviour
+is tested on real repositories; here only what the pass decides from the gate's answers is tested."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from syncer.config import VerifyMode
+from syncer.domain.objects import ClusterManifests, DesiredFleet, Manifest, ObjectKey, api_group
+from syncer.engine.revision import Advance, PollOutcome, PreparedRevision, Rejection, Stage
+from syncer.errors import Location, SourceError, SyncerError
+from syncer.source.model import Snapshot
+from syncer.verify.model import VerificationResult
+
+
+def desired_fleet(
+    revision: str, clusters: Mapping[str, Mapping[str, str]], objects: list[dict[str, Any]]
+) -> DesiredFleet:
+    """Every cluster (name -> labels) gets the same ``objects``."""
+    fleet: dict[str, ClusterManifests] = {}
+    for name, labels in clusters.items():
+        manifests = []
+        for body in objects:
+            meta = body["metadata"]
+            key = ObjectKey(
+                name, api_group(body["apiVersion"]), body["kind"], meta.get("namespace", ""), meta["name"]
+            )
+            manifests.append(Manifest(key, body["apiVersion"], body, Location("base/objects.yaml")))
+        fleet[name] = ClusterManifests.of(name, manifests, labels)
+    return DesiredFleet(revision, fleet)
+
+
+def prepared(fleet: DesiredFleet) -> PreparedRevision:
+    verification = VerificationResult(fleet.revision, VerifyMode.HEAD, "", ())
+    return PreparedRevision(
+        fleet.revision, fleet, verification, Snapshot(fleet.revision, Path("."), Path("."), "main")
+    )
+
+
+class MemoryRevisions:
+    """A branch whose tip the test moves; ``synced`` lists what the pass marked as rolled out."""
+
+    def __init__(self) -> None:
+        self.fleets: dict[str, DesiredFleet] = {}
+        self.bad: dict[str, SyncerError] = {}
+        self.tip = ""
+        self.source_down: SourceError | None = None
+        self.current: PreparedRevision | None = None
+        self.last_rejection: Rejection | None = None
+        self.synced: list[str] = []
+        self.rebuilt: list[str] = []
+        self.unrebuildable: set[str] = set()
+        self.recorded: Callable[[], Mapping[str, str]] | None = None
+        self.seen_recorded: list[Mapping[str, str]] = []
+
+    def push(self, fleet: DesiredFleet) -> DesiredFleet:
+        self.fleets[fleet.revision] = fleet
+        self.tip = fleet.revision
+        return fleet
+
+    def push_bad(self, revision: str, error: SyncerError) -> None:
+        self.bad[revision] = error
+        self.tip = revision
+
+    def advance(self) -> Advance:
+        if self.recorded is not None:
+            self.seen_recorded.append(dict(self.recorded()))
+        if self.source_down is not None:
+            self.last_rejection = Rejection("", Stage.SOURCE, self.source_down)
+            return Advance(PollOutcome.REJECTED, self.current, self.last_rejection)
+        if self.current is not None and self.tip == self.current.revision:
+            return Advance(PollOutcome.UNCHANGED, self.current)
+        if self.last_rejection is not None and self.last_rejection.revision == self.tip:
+            return Advance(PollOutcome.REJECTED, self.current, self.last_rejection)
+        if self.tip in self.bad:
+            self.last_rejection = Rejection(self.tip, Stage.VERIFY, self.bad[self.tip])
+            return Advance(PollOutcome.REJECTED, self.current, self.last_rejection)
+        self.current, self.last_rejection = prepared(self.fleets[self.tip]), None
+        return Advance(PollOutcome.ACCEPTED, self.current)
+
+    def rebuild(self, revision: str) -> DesiredFleet:
+        self.rebuilt.append(revision)
+        if revision in self.unrebuildable:
+            raise SourceError(f"revision {revision} is gone")
+        return self.fleets[revision]
+
+    def mark_synced(self, revision: str) -> None:
+        self.synced.append(revision)
