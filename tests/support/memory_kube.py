@@ -21,6 +21,22 @@ def _key(body: Mapping[str, Any]) -> Key:
     return (str(body["apiVersion"]), str(body["kind"]), str(meta.get("namespace", "")), str(meta["name"]))
 
 
+def _fields_v1(node: Mapping[str, Any]) -> dict[str, Any]:
+    """The fieldsV1 set of the fields in ``node`` (maps walked, anything else one field)."""
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        out[f"f:{key}"] = _fields_v1(value) if isinstance(value, Mapping) and value else {}
+    return out
+
+
+def _owned_body(body: Mapping[str, Any]) -> dict[str, Any]:
+    """What an apply of ``body`` owns: everything it sets but the object's identity."""
+    owned = {k: v for k, v in body.items() if k not in {"apiVersion", "kind", "status"}}
+    meta = {k: v for k, v in (body.get("metadata") or {}).items() if k not in {"name", "namespace"}}
+    owned["metadata"] = meta
+    return {k: v for k, v in owned.items() if v}
+
+
 def _matches(obj: Mapping[str, Any], selector: str) -> bool:
     labels = (obj.get("metadata") or {}).get("labels") or {}
     for term in filter(None, selector.split(",")):
@@ -94,9 +110,19 @@ class MemoryKube:
         return copy.deepcopy(obj)
 
     def apply(self, body: Mapping[str, Any], options: ApplyOptions = ApplyOptions()) -> KubeObject:
+        """Stores ``body`` as the whole object (no merge with what others set) and records the field
+        manager's Apply entry over the fields it sets, as the plan reads ownership from them."""
         key = _key(body)
         self._call("dry-run" if options.dry_run else "apply", key[1], key[3])
         obj = self._stamp(body, self.objects.get(key))
+        entry = {
+            "manager": options.field_manager,
+            "operation": "Apply",
+            "apiVersion": body["apiVersion"],
+            "fieldsType": "FieldsV1",
+            "fieldsV1": _fields_v1(_owned_body(body)),
+        }
+        obj["metadata"]["managedFields"] = [entry]
         if not options.dry_run:
             self.objects[key] = obj
         return copy.deepcopy(obj)
