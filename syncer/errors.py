@@ -160,6 +160,15 @@ class ServerError(KubeError):
     """5xx or a broken connection: the apiserver could not answer; may be retried."""
 
 
+class GuardRejected(SyncerError):
+    """A revision breaks a rule or limit of the agent's guard policy; ``failures`` has one line per
+    rule and change (with the inputs the expression read) or per limit."""
+
+    def __init__(self, message: str, *, failures: Sequence[str] = ()) -> None:
+        self.failures = tuple(failures)
+        super().__init__(message)
+
+
 class RolloutError(SyncerError):
     """A wave could not be rolled out or did not become healthy in time."""
 

@@ -18,6 +18,7 @@ from syncer.domain.changeset import ChangeSet
 from syncer.domain.progress import Listener, to_all
 from syncer.engine.connections import KubeconfigConnections
 from syncer.engine.fleet_pass import FleetPass, PassResult, git_revisions
+from syncer.engine.guarding import RevisionGuard
 from syncer.engine.revision import PollOutcome, Stage
 from syncer.engine.rollout_model import RolloutOptions
 from syncer.errors import VerificationError
@@ -54,6 +55,9 @@ class Agent:
         # The gate judges a tip against the revisions the clusters record, read by the pass itself.
         self.fleet_pass.known_clusters = tuple(config.clusters)
         self.gate.recorded = self.fleet_pass.recorded_revisions
+        if not config.guards.empty:
+            # A tip that breaks a guard rule is rejected at the gate, planned as the sync would plan it.
+            self.gate.judge = RevisionGuard(config.guards, self.fleet_pass.plan_live).require
         self.reporter = EventReporter(metrics, self.fleet_pass.clients, settings.state_namespace)
         self.fleet_pass.listener = to_all(self.reporter, listener)
         self._lock = threading.Lock()

@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from syncer.config.guards import load_guard_policy
 from syncer.config.loading import Fields, load_yaml_mapping
 from syncer.config.rollout import RolloutPolicy
 from syncer.config.settings import GIT_TIMEOUT
 from syncer.config.trust import TrustPolicy, load_trust_policy
+from syncer.guards import GuardPolicy
 
 
 @dataclass(frozen=True)
@@ -60,12 +62,14 @@ class ClusterAccess:
 @dataclass(frozen=True)
 class AgentConfig:
     """The agent's files, loaded: the fleet repository's source, the trust policy, how each cluster is
-    reached and the rollout policy (one wave when no rollout policy file is given)."""
+    reached, the rollout policy (one wave when no rollout policy file is given) and the guard policy
+    (no rules when the config names none)."""
 
     source: SourceOptions
     trust: TrustPolicy
     clusters: Mapping[str, ClusterAccess] = field(default_factory=dict)
     rollout: RolloutPolicy = field(default_factory=RolloutPolicy.single_wave)
+    guards: GuardPolicy = field(default_factory=GuardPolicy)
 
 
 def _clusters(top: Fields, raw: object, base: Path) -> dict[str, ClusterAccess]:
@@ -84,11 +88,12 @@ def _clusters(top: Fields, raw: object, base: Path) -> dict[str, ClusterAccess]:
 
 
 def load_agent_config(path: Path) -> AgentConfig:
-    """Load the agent config and the trust policy it points at (relative paths are from its folder)."""
+    """Load the agent config and the trust and guard policies it points at (relative paths are from
+    its folder)."""
     base = path.parent
     data = load_yaml_mapping(path)
     top = Fields(data, origin=str(path))
-    top.reject_unknown({"source", "trustPolicy", "clusters"})
+    top.reject_unknown({"source", "trustPolicy", "guardPolicy", "clusters"})
     src = top.child("source")
     src.reject_unknown({"url", "branch", "cacheDir", "timeoutSeconds", "credentials"})
     url = src.string("url")
@@ -115,6 +120,7 @@ def load_agent_config(path: Path) -> AgentConfig:
     )
     clusters = _clusters(top, data.get("clusters"), base)
     trust = load_trust_policy(base / top.string("trustPolicy"))
+    guards = load_guard_policy(base / top.string("guardPolicy")) if top.has("guardPolicy") else GuardPolicy()
     source = SourceOptions(
         url=url,
         cache_dir=cache_dir,
@@ -123,4 +129,4 @@ def load_agent_config(path: Path) -> AgentConfig:
         timeout=timeout,
         allow_history_rewrite=trust.allow_history_rewrite,
     )
-    return AgentConfig(source=source, trust=trust, clusters=clusters)
+    return AgentConfig(source=source, trust=trust, clusters=clusters, guards=guards)

@@ -18,9 +18,11 @@ from typing import Protocol
 
 from syncer.config import SourceOptions, TrustPolicy
 from syncer.domain.changeset import ChangeSet
-from syncer.domain.objects import DesiredFleet
+from syncer.domain.objects import ClusterManifests, DesiredFleet
+from syncer.domain.plans import ClusterPlan
 from syncer.domain.progress import Listener, PassEvent, Step
 from syncer.domain.sync_state import ClusterSyncState
+from syncer.engine.diff import plan_live_cluster
 from syncer.engine.revision import Advance, PreparedRevision, Rejection, RevisionGate, RevisionOptions, Stage
 from syncer.engine.rollout import FleetRollout
 from syncer.engine.rollout_model import RolloutOptions, RolloutOutcome, RolloutReport, unreadable
@@ -98,22 +100,35 @@ class FleetPass:
         self._seen_rejection: Rejection | None = None
         self._stop = threading.Event()
         self._read: dict[str, LoadedState] = {}
+        self._opening = threading.RLock()  # clients and states are opened from the guard's threads too
 
     def client(self, cluster: str) -> KubeApi:
         """The connection to ``cluster``, opened on first use and kept."""
-        if cluster not in self.clients:
-            self.clients[cluster] = self.connect(cluster)
-        return self.clients[cluster]
+        with self._opening:
+            if cluster not in self.clients:
+                self.clients[cluster] = self.connect(cluster)
+            return self.clients[cluster]
 
     def _rollout(self, stop: threading.Event) -> FleetRollout:
         return FleetRollout(self.clients, self.options, stop=stop, listener=self.listener)
 
     def _load(self, cluster: str) -> LoadedState:
         """``cluster``'s stored state, read at most once per pass."""
-        if cluster not in self._read:
-            self.client(cluster)
-            self._read[cluster] = self._rollout(self._stop).load_state(cluster)
-        return self._read[cluster]
+        with self._opening:
+            if cluster not in self._read:
+                self.client(cluster)
+                self._read[cluster] = self._rollout(self._stop).load_state(cluster)
+            return self._read[cluster]
+
+    def plan_live(self, desired: ClusterManifests) -> ClusterPlan:
+        """``desired`` planned against its cluster as the sync would plan it (its recorded inventory,
+        the sync's rules); a cluster that cannot be reached gives a plan with ``error`` set."""
+        try:
+            api = self.client(desired.cluster)
+            inventory = self._load(desired.cluster).state.applied_inventory()
+            return plan_live_cluster(api, desired, self.options.diff, inventory, self.options.apply.rules)
+        except SyncerError as err:
+            return ClusterPlan(desired.cluster, error=str(err))
 
     def recorded_revisions(self) -> dict[str, str]:
         """The revisions the clusters record as applied or last good, each with the clusters recording

@@ -1,6 +1,7 @@
 """From a git source to a verified, validated desired fleet, keeping the last good revision in force.
 
-One call to ``RevisionGate.advance`` takes the branch tip through source -> verify -> manifests. A tip
+One call to ``RevisionGate.advance`` takes the branch tip through source -> verify -> manifests, then
+the guard policy when one is given (``RevisionGate.judge``). A tip
 that fails any stage is rejected whole: the rejection (with every problem found) is returned as a
 value and remembered, the last good revision stays the one in force, and the same bad tip is not
 tried again until the branch moves.
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 from syncer.config import TrustPolicy, VerifyMode
 from syncer.config.settings import GIT_TIMEOUT
 from syncer.domain import DesiredFleet
-from syncer.errors import HistoryRewritten, ManifestError, SyncerError, VerificationError
+from syncer.errors import GuardRejected, HistoryRewritten, ManifestError, SyncerError, VerificationError
 from syncer.manifests import LoadOptions, load_fleet
 
 if TYPE_CHECKING:  # git and the verifier load only when a revision is fetched (not for a folder)
@@ -47,6 +48,7 @@ class Stage(StrEnum):
     SOURCE = "source"
     VERIFY = "verify"
     MANIFESTS = "manifests"
+    GUARDS = "guards"
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,8 @@ def _stage_of(error: SyncerError) -> Stage:
         return Stage.VERIFY
     if isinstance(error, ManifestError):
         return Stage.MANIFESTS
+    if isinstance(error, GuardRejected):
+        return Stage.GUARDS
     return Stage.SOURCE
 
 
@@ -121,6 +125,9 @@ class RevisionGate:
         self.recorded = recorded
         self.current: PreparedRevision | None = None
         self.last_rejection: Rejection | None = None
+        # The last check of a tip that passed source, verify and manifests (the guard policy): it
+        # raises GuardRejected to reject the tip; it gets the tip's fleet and the one in force.
+        self.judge: Callable[[DesiredFleet, DesiredFleet | None], object] | None = None
 
     def advance(self) -> Advance:
         """Poll the branch; take a new tip through verify and manifests; never lose the revision in force."""
@@ -143,6 +150,8 @@ class RevisionGate:
             since = self._newest([*known, *recorded])
         try:
             prepared = prepare(self.source, tip, self.policy, self.options, since)
+            if self.judge is not None:
+                self.judge(prepared.fleet, self.current.fleet if self.current else None)
         except SyncerError as err:
             return self._reject(tip, err)
         previous, self.current, self.last_rejection = self.current, prepared, None

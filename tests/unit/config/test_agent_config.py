@@ -48,3 +48,25 @@ def test_invalid_agent_config(tmp_path: Path, source: dict[str, object], problem
         load_agent_config(tmp_path / "agent.yaml")
     assert problem in str(raised.value)
     assert "secret" not in str(raised.value)
+
+
+def test_the_guard_policy_is_loaded_with_the_config_and_bad_cel_is_refused_there(tmp_path: Path) -> None:
+    (tmp_path / "trust.yaml").write_text("mode: strict\n")
+    config = {"source": {"url": "https://h/f.git"}, "trustPolicy": "trust.yaml"}
+    (tmp_path / "agent.yaml").write_text(yaml.safe_dump(config))
+    assert load_agent_config(tmp_path / "agent.yaml").guards.empty
+
+    (tmp_path / "guards.yaml").write_text(
+        "rules:\n  - name: no-downgrade\n    expression: new.spec.version >= \n"
+    )
+    (tmp_path / "agent.yaml").write_text(yaml.safe_dump({**config, "guardPolicy": "guards.yaml"}))
+    with pytest.raises(ConfigError) as raised:
+        load_agent_config(tmp_path / "agent.yaml")
+    assert str(raised.value).startswith(f"{tmp_path / 'guards.yaml'}:3:")
+    assert "rule no-downgrade" in str(raised.value)
+
+    (tmp_path / "guards.yaml").write_text(
+        "rules:\n  - name: no-downgrade\n    expression: new.spec.version >= old.spec.version\n"
+    )
+    loaded = load_agent_config(tmp_path / "agent.yaml")
+    assert [r.name for r in loaded.guards.rules] == ["no-downgrade"]

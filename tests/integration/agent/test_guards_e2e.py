@@ -1,0 +1,122 @@
+"""Guard policies end to end on the real fleet: the shipped rules judge each new tip as the sync would
+apply it (live object as ``old``), reject a breaking revision whole before any cluster changes, keep
+judging that way after the agent restarts, and let a revision that keeps the rules roll out."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import yaml
+
+from syncer.agent.service import Agent
+from syncer.config import load_agent_config
+from syncer.domain.progress import Step
+from syncer.engine.revision import Stage
+from syncer.engine.rollout_model import RolloutOutcome
+from syncer.errors import GuardRejected
+from tests.integration.agent.test_agent_e2e import Setup, redis_cluster, states
+from tests.integration.agent.test_agent_e2e import setup as e2e_setup
+
+pytestmark = pytest.mark.integration
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+RC = ("redis.syncer.dev/v1alpha1", "RedisCluster", "sessions")
+
+setup = e2e_setup
+
+
+def restart(setup: Setup, root: Path) -> None:
+    """A new agent process in all but name: a fresh gate with no revision in force."""
+    rollout = setup.agent.config.rollout
+    setup.agent.close()
+    setup.steps.clear()
+    setup.agent = Agent(
+        replace(load_agent_config(root / "agent.yaml"), rollout=rollout),
+        setup.settings,
+        setup.metrics,
+        setup.stop,
+        setup.steps.append,
+    )
+
+
+@pytest.fixture
+def guarded(setup: Setup, tmp_path: Path) -> Setup:
+    """The e2e setup with the shipped guard policy (policies/guards.yaml) named in agent.yaml."""
+    shutil.copy(REPO_ROOT / "policies" / "guards.yaml", tmp_path / "guards.yaml")
+    config = yaml.safe_load((tmp_path / "agent.yaml").read_text())
+    config["guardPolicy"] = "guards.yaml"
+    (tmp_path / "agent.yaml").write_text(yaml.safe_dump(config))
+    restart(setup, tmp_path)
+    return setup
+
+
+def live_versions(setup: Setup) -> dict[str, str]:
+    return {
+        name: client.get(RC[0], RC[1], RC[2], setup.namespace)["spec"]["version"]
+        for name, client in setup.agent.clients.items()
+    }
+
+
+def test_a_downgrade_is_rejected_before_any_cluster_changes_even_after_a_restart(
+    guarded: Setup, tmp_path: Path
+) -> None:
+    first = guarded.commit("sessions on 7.2.5", [redis_cluster(guarded.namespace, "7.2.5")])
+    result = guarded.agent.sync_once()
+    assert result.advance.rejection is None, result.advance.rejection
+    assert result.report is not None and result.report.outcome is RolloutOutcome.APPLIED, result.report
+    before = states(guarded)
+
+    # The agent restarts: its gate has no revision in force, the clusters are what it judges against.
+    restart(guarded, tmp_path)
+    down = guarded.commit("sessions on 7.2", [redis_cluster(guarded.namespace, "7.2")])
+    result = guarded.agent.sync_once()
+    rejection = result.advance.rejection
+    assert rejection is not None
+    assert (rejection.stage, rejection.revision) == (Stage.GUARDS, down)
+    assert isinstance(rejection.error, GuardRejected)
+    for cluster in ("canary", "eu-1", "us-1"):
+        line = next(f for f in rejection.error.failures if f" on {cluster} " in f)
+        assert line.startswith("rule no-redis-downgrade failed on "), line
+        assert f"RedisCluster/{guarded.namespace}/sessions" in line
+        assert 'old.spec.version="7.2.5"' in line and 'new.spec.version="7.2"' in line, line
+    # The revision in force stays: nothing was applied, no state moved, the event says why.
+    assert result.report is None or result.report.revision == first
+    assert live_versions(guarded) == {"canary": "7.2.5", "eu-1": "7.2.5", "us-1": "7.2.5"}
+    assert {n: (s.revision, s.phase) for n, s in states(guarded).items()} == {
+        n: (s.revision, s.phase) for n, s in before.items()
+    }
+    rejected = [e for e in guarded.steps if e.step is Step.REVISION_REJECTED]
+    assert len(rejected) == 1 and "no-redis-downgrade" in rejected[0].error
+    assert guarded.metrics.registry.get_sample_value("syncer_sync_total", {"result": "rejected"}) == 1
+
+    # The same bad tip is not judged again; a tip that keeps the rules replaces it and rolls out.
+    again = guarded.agent.sync_once()
+    assert again.advance.rejection is rejection
+    up = guarded.commit("sessions on 7.4.1", [redis_cluster(guarded.namespace, "7.4.1")])
+    result = guarded.agent.sync_once()
+    assert result.advance.rejection is None, result.advance.rejection
+    assert result.report is not None
+    assert (result.report.outcome, result.report.revision) == (RolloutOutcome.APPLIED, up)
+    assert live_versions(guarded) == {"canary": "7.4.1", "eu-1": "7.4.1", "us-1": "7.4.1"}
+
+
+def test_a_jump_of_shards_and_an_unqualified_prod_version_are_each_named(guarded: Setup) -> None:
+    guarded.commit("sessions", [redis_cluster(guarded.namespace, "7.2.5")])
+    result = guarded.agent.sync_once()
+    assert result.report is not None and result.report.outcome is RolloutOutcome.APPLIED, result.report
+    jump = redis_cluster(guarded.namespace, "7.2.6")
+    jump["spec"]["shards"] = 3
+    bad = guarded.commit("three shards at once on an unqualified version", [jump])
+    result = guarded.agent.sync_once()
+    rejection = result.advance.rejection
+    assert rejection is not None and rejection.revision == bad and rejection.stage is Stage.GUARDS
+    assert isinstance(rejection.error, GuardRejected)
+    failures = rejection.error.failures
+    assert sum(f.startswith("rule shards-one-step failed on ") for f in failures) == 3, failures
+    # allowed-versions is scoped to tier=prod: the canary is not judged by it.
+    prod = sorted(f.split(" on ")[1].split()[0] for f in failures if f.startswith("rule allowed-versions"))
+    assert prod == ["eu-1", "us-1"], failures
+    assert live_versions(guarded) == {"canary": "7.2.5", "eu-1": "7.2.5", "us-1": "7.2.5"}
