@@ -1,7 +1,8 @@
 """``syncer diff``: what a revision would change, per wave, cluster and object, before it is synced.
 
 Exit codes as ``kubectl diff``: 0 nothing would change, 1 something would, 2 an error (bad repository
-or manifests, unreachable cluster, a dry-run the server refused).
+or manifests, unreachable cluster, a dry-run the server refused); and 3 when the agent's guard policy
+(the config's ``guardPolicy``) would reject the revision.
 """
 
 from __future__ import annotations
@@ -20,8 +21,11 @@ if TYPE_CHECKING:
     from syncer.config import ClusterAccess
     from syncer.domain.plans import FleetPlan
     from syncer.engine.diff import ClusterTarget
+    from syncer.guards import GuardReport
 
-EXIT_SAME, EXIT_CHANGED, EXIT_ERROR = 0, 1, 2
+    Verdicts = tuple[GuardReport | None, str]
+
+EXIT_SAME, EXIT_CHANGED, EXIT_ERROR, EXIT_GUARDED = 0, 1, 2, 3
 FORMATS = ("text", "json", "yaml", "unified")
 
 
@@ -40,11 +44,11 @@ def _targets(
     return tuple(targets)
 
 
-def _emit(plan: FleetPlan, output: str) -> None:
+def _emit(plan: FleetPlan, output: str, guards: Verdicts) -> None:
     if output in ("json", "yaml"):
         from syncer.plan.document import fleet_document
 
-        document = fleet_document(plan)
+        document = fleet_document(plan, *guards)
         if output == "json":
             import json
 
@@ -56,13 +60,13 @@ def _emit(plan: FleetPlan, output: str) -> None:
     elif output == "unified":
         from syncer.cli.diff_view import render_unified
 
-        click.echo("\n".join(render_unified(plan)))
+        click.echo("\n".join(render_unified(plan, guards)))
     else:
         from rich.console import Console
 
         from syncer.cli.diff_view import render_text
 
-        render_text(plan, Console(highlight=False, soft_wrap=True))
+        render_text(plan, Console(highlight=False, soft_wrap=True), guards=guards)
 
 
 @click.command()
@@ -92,7 +96,7 @@ def _emit(plan: FleetPlan, output: str) -> None:
     type=click.Choice(FORMATS),
     default="text",
     show_default=True,
-    help="text for people, json/yaml for tools (syncer.dev/diff/v2), unified for a review's diff block.",
+    help="text for people, json/yaml for tools (syncer.dev/diff/v3), unified for a review's diff block.",
 )
 @click.option("--offline", is_flag=True, help="Render and validate only; no cluster is contacted.")
 @click.option(
@@ -121,11 +125,13 @@ def diff(
     """Show what syncing a revision would create, update, prune or be blocked on, per wave and cluster.
 
     Every object's action is computed three ways (desired, last applied, live); updates are predicted
-    by a server-side dry-run apply. Exit 0: no changes, 1: changes, 2: error.
+    by a server-side dry-run apply; the config's guard policy judges each change. Exit 0: no changes,
+    1: changes, 2: error, 3: the guard policy would reject the revision.
     """
     from syncer.config import load_agent_config
     from syncer.config.rollout import RolloutPolicy, load_rollout_policy
     from syncer.engine.diff import DiffOptions, diff_fleet, offline_plan
+    from syncer.engine.guarding import judge_plan
     from syncer.engine.render import RenderRequest, load_desired
     from syncer.errors import ManifestError, SyncerError
 
@@ -139,14 +145,19 @@ def diff(
             )
         names = list(dict.fromkeys(clusters)) or list(fleet.clusters)
         policy = load_rollout_policy(rollout_policy) if rollout_policy else RolloutPolicy.single_wave()
+        config = load_agent_config(config_path) if config_path else None
+        origin = config.guards.origin if config is not None and not config.guards.empty else ""
+        guards: Verdicts = (None, origin)
         if offline:
             plan = offline_plan(fleet, names, policy)
         else:
-            access = dict(load_agent_config(config_path).clusters) if config_path else {}
+            access = dict(config.clusters) if config is not None else {}
             options = DiffOptions(
                 client=ClientOptions(qps=qps), rollout=policy, state_namespace=state_namespace
             )
             plan = diff_fleet(fleet, _targets(names, kubeconfig, access), options)
+            if config is not None and origin:
+                guards = (judge_plan(config.guards, fleet, plan.clusters), origin)
     except ManifestError as exc:
         for problem in exc.problems:
             click.secho(str(problem), fg="red", err=True)
@@ -157,7 +168,9 @@ def diff(
     except SyncerError as exc:
         click.secho(f"error: {exc}", fg="red", err=True)
         raise SystemExit(EXIT_ERROR) from None
-    _emit(plan, output)
+    _emit(plan, output, guards)
     if plan.has_errors:
         raise SystemExit(EXIT_ERROR)
+    if guards[0] is not None and guards[0].rejected:
+        raise SystemExit(EXIT_GUARDED)
     raise SystemExit(EXIT_CHANGED if plan.has_changes else EXIT_SAME)

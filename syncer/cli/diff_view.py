@@ -20,6 +20,7 @@ from rich.text import Text
 
 from syncer.domain.applied import FIELD_MANAGER
 from syncer.domain.plans import OBJECT_ACTIONS, Action, Change, ClusterPlan, FieldChange, FleetPlan
+from syncer.guards import GuardOutcome, GuardReport, RuleVerdict
 
 _STYLE = {
     Action.CREATE: ("+", "green"),
@@ -80,19 +81,31 @@ def _field_line(change: FieldChange, field_manager: str) -> Text:
     return line
 
 
-def _object_lines(change: Change, field_manager: str) -> list[Text]:
+def _verdict_line(verdict: RuleVerdict) -> Text:
+    if verdict.outcome is GuardOutcome.PASS:
+        return Text(f"      ✓ guard {verdict.rule}", style="dim green")
+    shown = ", ".join(f"{path}={value}" for path, value in verdict.inputs)
+    line = Text(f"      ✗ guard {verdict.rule} {verdict.outcome}: {verdict.message}", style="bold red")
+    if shown:
+        line.append(f"  ({shown})", style="red")
+    return line
+
+
+def _object_lines(change: Change, field_manager: str, guards: GuardReport | None = None) -> list[Text]:
     mark, style = _STYLE[change.action]
     head = Text(f"    {mark} ")
     head.append(f"{change.action:<9} ", style=style)
     head.append(change.key.subject, style="bold")
     if change.message:
         head.append(f"  {change.message}", style="dim")
+    verdicts = guards.for_change(change.key.cluster, change.key.subject) if guards is not None else ()
+    checks = [_verdict_line(v) for v in verdicts]
     if change.action is Action.CREATE:
-        return [head, *(Text(f"        {line}", style="green") for line in _yaml(change.after))]
-    return [head, *(_field_line(f, field_manager) for f in change.fields)]
+        return [head, *checks, *(Text(f"        {line}", style="green") for line in _yaml(change.after))]
+    return [head, *checks, *(_field_line(f, field_manager) for f in change.fields)]
 
 
-def _cluster_lines(plan: ClusterPlan, field_manager: str) -> list[Text]:
+def _cluster_lines(plan: ClusterPlan, field_manager: str, guards: GuardReport | None = None) -> list[Text]:
     lines = [Text(f"  cluster {plan.cluster}", style="bold cyan")]
     if plan.error:
         lines.append(Text(f"    error: {plan.error}", style="bold red"))
@@ -101,7 +114,7 @@ def _cluster_lines(plan: ClusterPlan, field_manager: str) -> list[Text]:
         lines.append(Text(f"    BLOCKED, nothing below is applied: {plan.blocked}", style="bold red"))
     shown = [c for c in plan.changes if c.action in _SHOWN]
     for change in shown:
-        lines.extend(_object_lines(change, field_manager))
+        lines.extend(_object_lines(change, field_manager, guards))
     if not shown:
         lines.append(Text(f"    no changes ({plan.count(Action.UNCHANGED)} objects unchanged)", style="dim"))
     return lines
@@ -125,19 +138,50 @@ def _summary(plan: FleetPlan) -> Table:
     return table
 
 
-def render_text(plan: FleetPlan, console: Console, field_manager: str = FIELD_MANAGER) -> None:
+def guard_summary(guards: GuardReport | None, policy: str) -> list[str]:
+    """The revision's guard verdict in a few lines: the limits, and what the agent would do."""
+    if not policy:
+        return []
+    if guards is None:
+        return [f"guards ({policy}): not judged offline; they need the live objects"]
+    lines = [f"limit {v.limit}: {v.outcome}: {v.message}" for v in guards.limits]
+    failed = [v for v in guards.rules if v.outcome is not GuardOutcome.PASS]
+    if guards.rejected:
+        lines.append(
+            f"guards ({policy}): REJECTED: {len(failed)} rule verdict(s) and "
+            f"{sum(v.outcome is not GuardOutcome.PASS for v in guards.limits)} limit(s) failed; "
+            "the agent would reject this revision whole and change nothing"
+        )
+    else:
+        lines.append(
+            f"guards ({policy}): passed ({len(guards.rules)} rule verdicts, {len(guards.limits)} limits)"
+        )
+    return lines
+
+
+def render_text(
+    plan: FleetPlan,
+    console: Console,
+    field_manager: str = FIELD_MANAGER,
+    guards: tuple[GuardReport | None, str] = (None, ""),
+) -> None:
     """The plan for people: per wave, per cluster, the objects a sync would touch, with their fields
-    (a create as the object's YAML) and the field managers that own them."""
+    (a create as the object's YAML), the field managers that own them, and each guard rule's verdict
+    (``guards``: the report and the policy file; no file, no guards)."""
+    report, policy = guards
     mode = " (offline: rendered and validated only; every object shown as a create)" if plan.offline else ""
     console.print(Text(f"revision {plan.revision}{mode}", style="bold"))
     for index, wave in enumerate(plan.waves, start=1):
         console.print(Text(f"wave {index}: {wave.name}", style="bold underline"))
         for cluster in wave.clusters:
-            for line in _cluster_lines(cluster, field_manager):
+            for line in _cluster_lines(cluster, field_manager, report):
                 console.print(line)
     for error in plan.errors:
         console.print(Text(f"error: {error}", style="bold red"))
     console.print(_summary(plan))
+    rejected = report is not None and report.rejected
+    for said in guard_summary(report, policy):
+        console.print(Text(said, style="bold red" if rejected else "green"))
 
 
 def _object_diff(cluster: str, change: Change) -> Iterator[str]:
@@ -159,9 +203,11 @@ def _object_diff(cluster: str, change: Change) -> Iterator[str]:
     yield from lines
 
 
-def render_unified(plan: FleetPlan) -> Iterator[str]:
+def render_unified(plan: FleetPlan, guards: tuple[GuardReport | None, str] = (None, "")) -> Iterator[str]:
     """The plan as a unified diff (live -> after the sync) per object, for a ```diff block in a
-    review: comment lines (``#``) carry waves, clusters, blocked clusters, errors and kept objects."""
+    review: comment lines (``#``) carry waves, clusters, blocked clusters, errors, kept objects and
+    the guard rules each change failed."""
+    report, policy = guards
     yield f"# syncer diff of revision {plan.revision}" + (" (offline)" if plan.offline else "")
     for wave in plan.waves:
         for cluster in wave.clusters:
@@ -173,6 +219,11 @@ def render_unified(plan: FleetPlan) -> Iterator[str]:
                 yield f"# BLOCKED, nothing below is applied: {cluster.blocked}"
             for change in cluster.changes:
                 if change.action in _SHOWN:
+                    for verdict in report.for_change(cluster.cluster, change.key.subject) if report else ():
+                        if verdict.outcome is not GuardOutcome.PASS:
+                            yield f"# guard {verdict.rule} {verdict.outcome}: {verdict.message}"
                     yield from _object_diff(cluster.cluster, change)
     for error in plan.errors:
         yield f"# error: {error}"
+    for line in guard_summary(report, policy):
+        yield f"# {line}"

@@ -81,6 +81,11 @@ def fleet_changes(
     return changes
 
 
+def judge_plan(policy: GuardPolicy, fleet: DesiredFleet, plans: Iterable[ClusterPlan]) -> GuardReport:
+    """The verdicts on plans already made (``syncer diff``'s): the same judgement as the gate's."""
+    return judge_revision(policy, fleet.revision, fleet_changes(plans, fleet, None))
+
+
 class RevisionGuard:
     """Judges candidate revisions against ``policy``, planning each cluster with ``plan_of``."""
 

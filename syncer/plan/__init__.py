@@ -5,7 +5,7 @@ conflict, drift or error (``dry_runs_needed`` then ``plan_cluster``) with the sy
 (``syncer.domain.rules``: conflict policy, drift repair, prune with proof of ownership, blocked
 clusters), attributing each changed field to the field managers that own it live, normalizing server
 noise, masking secret values, and the versioned JSON document of a plan with its schema
-(``syncer.dev/diff/v2``). Must not: do I/O; live objects, the inventory and the server-side dry-run
+(``syncer.dev/diff/v3``). Must not: do I/O; live objects, the inventory and the server-side dry-run
 predictions are passed in by the engine.
 """
 

@@ -1,6 +1,6 @@
-"""The versioned JSON document of a fleet plan (``syncer.dev/diff/v2``), and its JSON Schema.
+"""The versioned JSON document of a fleet plan (``syncer.dev/diff/v3``), and its JSON Schema.
 
-The schema ships as package data (``syncer/plan/diff.v2.schema.json``); docs/diff-json.md describes
+The schema ships as package data (``syncer/plan/diff.v3.schema.json``); docs/diff-json.md describes
 it. Adding a field or an action value, renaming or removing one, or changing a meaning makes a new
 version (a new schema file next to this one); the schema lists every field so that a document that
 does not match its version is caught.
@@ -14,9 +14,10 @@ from importlib import resources
 from typing import Any
 
 from syncer.domain.plans import OBJECT_ACTIONS, Action, Change, ClusterPlan, FieldChange, FleetPlan
+from syncer.guards import GuardReport, RuleVerdict
 
-API_VERSION = "syncer.dev/diff/v2"
-SCHEMA_FILE = "diff.v2.schema.json"
+API_VERSION = "syncer.dev/diff/v3"
+SCHEMA_FILE = "diff.v3.schema.json"
 KIND = "FleetDiff"
 
 
@@ -39,8 +40,18 @@ def _field(change: FieldChange) -> dict[str, Any]:
     }
 
 
-def _change(change: Change) -> dict[str, Any]:
+def _verdict(verdict: RuleVerdict) -> dict[str, Any]:
+    return {
+        "rule": verdict.rule,
+        "outcome": verdict.outcome.value,
+        "message": verdict.message,
+        "inputs": dict(verdict.inputs),
+    }
+
+
+def _change(change: Change, guards: GuardReport | None) -> dict[str, Any]:
     key = change.key
+    verdicts = guards.for_change(key.cluster, key.subject) if guards is not None else ()
     return {
         "apiVersion": change.api_version,
         "kind": key.kind,
@@ -52,10 +63,11 @@ def _change(change: Change) -> dict[str, Any]:
         "predicted": change.predicted,
         "fields": [_field(f) for f in change.fields],
         "object": dict(change.after) if change.action is Action.CREATE and change.after is not None else None,
+        "guards": [_verdict(v) for v in verdicts],
     }
 
 
-def cluster_document(plan: ClusterPlan) -> dict[str, Any]:
+def cluster_document(plan: ClusterPlan, guards: GuardReport | None = None) -> dict[str, Any]:
     return {
         "name": plan.cluster,
         "error": plan.error,
@@ -64,12 +76,26 @@ def cluster_document(plan: ClusterPlan) -> dict[str, Any]:
         "inventory": "" if plan.error else plan.inventory,
         "dryRuns": plan.dry_runs,
         "summary": _summary((plan,)),
-        "objects": [_change(c) for c in plan.changes],
+        "objects": [_change(c, guards) for c in plan.changes],
     }
 
 
-def fleet_document(plan: FleetPlan) -> dict[str, Any]:
-    """The plan as a ``syncer.dev/diff/v2`` document: plain JSON values, deterministic order."""
+def guards_document(guards: GuardReport | None, policy: str = "") -> dict[str, Any]:
+    """The revision-wide part of the guard verdicts (rule verdicts sit on each object)."""
+    return {
+        "policy": policy,
+        "judged": guards is not None,
+        "rejected": guards is not None and guards.rejected,
+        "limits": [
+            {"name": v.limit, "outcome": v.outcome.value, "message": v.message}
+            for v in (guards.limits if guards is not None else ())
+        ],
+    }
+
+
+def fleet_document(plan: FleetPlan, guards: GuardReport | None = None, policy: str = "") -> dict[str, Any]:
+    """The plan as a ``syncer.dev/diff/v3`` document: plain JSON values, deterministic order;
+    ``guards`` are the verdicts of the guard policy ``policy`` (None: not judged)."""
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
@@ -78,8 +104,9 @@ def fleet_document(plan: FleetPlan) -> dict[str, Any]:
         "changed": plan.has_changes,
         "errors": list(plan.errors),
         "summary": _summary(plan.clusters),
+        "guards": guards_document(guards, policy),
         "waves": [
-            {"name": wave.name, "clusters": [cluster_document(c) for c in wave.clusters]}
+            {"name": wave.name, "clusters": [cluster_document(c, guards) for c in wave.clusters]}
             for wave in plan.waves
         ],
     }
@@ -91,6 +118,6 @@ def _schema_text() -> str:
 
 
 def diff_schema() -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) every ``syncer.dev/diff/v2`` document satisfies."""
+    """The JSON Schema (draft 2020-12) every ``syncer.dev/diff/v3`` document satisfies."""
     loaded: dict[str, Any] = json.loads(_schema_text())
     return loaded

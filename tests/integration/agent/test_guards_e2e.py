@@ -4,7 +4,11 @@ judging that way after the agent restarts, and let a revision that keeps the rul
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -60,18 +64,44 @@ def live_versions(setup: Setup) -> dict[str, str]:
     }
 
 
+def syncer_diff(setup: Setup, root: Path, output: str = "json") -> subprocess.CompletedProcess[str]:
+    """``syncer diff`` of the remote's tip, as a reviewer runs it, with the agent's config."""
+    command = [sys.executable, "-m", "syncer", "diff", "--repo", str(setup.remote), "--config"]
+    command += [str(root / "agent.yaml"), "--state-namespace", setup.settings.state_namespace, "-o", output]
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=120, env=os.environ.copy(), check=False
+    )
+
+
 def test_a_downgrade_is_rejected_before_any_cluster_changes_even_after_a_restart(
     guarded: Setup, tmp_path: Path
 ) -> None:
     first = guarded.commit("sessions on 7.2.5", [redis_cluster(guarded.namespace, "7.2.5")])
     result = guarded.agent.sync_once()
     assert result.advance.rejection is None, result.advance.rejection
-    assert result.report is not None and result.report.outcome is RolloutOutcome.APPLIED, result.report
+    assert result.report is not None
+    assert result.report.outcome is RolloutOutcome.APPLIED, result.report
     before = states(guarded)
 
     # The agent restarts: its gate has no revision in force, the clusters are what it judges against.
     restart(guarded, tmp_path)
     down = guarded.commit("sessions on 7.2", [redis_cluster(guarded.namespace, "7.2")])
+
+    # The reviewer's dry run says so first: exit 3, each cluster's verdict on the object.
+    shown = syncer_diff(guarded, tmp_path)
+    assert shown.returncode == 3, shown.stderr
+    document = json.loads(shown.stdout)
+    assert document["guards"]["rejected"] is True
+    for cluster in (c for wave in document["waves"] for c in wave["clusters"]):
+        rc = next(o for o in cluster["objects"] if o["kind"] == "RedisCluster")
+        downgrade = next(v for v in rc["guards"] if v["rule"] == "no-redis-downgrade")
+        assert downgrade["outcome"] == "fail", rc["guards"]
+        assert downgrade["inputs"] == {"new.spec.version": '"7.2"', "old.spec.version": '"7.2.5"'}
+    text = syncer_diff(guarded, tmp_path, "text")
+    assert text.returncode == 3, text.stderr
+    assert "✗ guard no-redis-downgrade fail: the Redis version must not go down" in text.stdout
+    assert "REJECTED" in text.stdout
+
     result = guarded.agent.sync_once()
     rejection = result.advance.rejection
     assert rejection is not None
@@ -81,7 +111,8 @@ def test_a_downgrade_is_rejected_before_any_cluster_changes_even_after_a_restart
         line = next(f for f in rejection.error.failures if f" on {cluster} " in f)
         assert line.startswith("rule no-redis-downgrade failed on "), line
         assert f"RedisCluster/{guarded.namespace}/sessions" in line
-        assert 'old.spec.version="7.2.5"' in line and 'new.spec.version="7.2"' in line, line
+        assert 'old.spec.version="7.2.5"' in line, line
+        assert 'new.spec.version="7.2"' in line, line
     # The revision in force stays: nothing was applied, no state moved, the event says why.
     assert result.report is None or result.report.revision == first
     assert live_versions(guarded) == {"canary": "7.2.5", "eu-1": "7.2.5", "us-1": "7.2.5"}
@@ -89,13 +120,24 @@ def test_a_downgrade_is_rejected_before_any_cluster_changes_even_after_a_restart
         n: (s.revision, s.phase) for n, s in before.items()
     }
     rejected = [e for e in guarded.steps if e.step is Step.REVISION_REJECTED]
-    assert len(rejected) == 1 and "no-redis-downgrade" in rejected[0].error
+    assert len(rejected) == 1
+    assert "no-redis-downgrade" in rejected[0].error
     assert guarded.metrics.registry.get_sample_value("syncer_sync_total", {"result": "rejected"}) == 1
 
     # The same bad tip is not judged again; a tip that keeps the rules replaces it and rolls out.
     again = guarded.agent.sync_once()
     assert again.advance.rejection is rejection
     up = guarded.commit("sessions on 7.4.1", [redis_cluster(guarded.namespace, "7.4.1")])
+    shown = syncer_diff(guarded, tmp_path)
+    assert shown.returncode == 1, shown.stderr
+    assert json.loads(shown.stdout)["guards"] == {
+        "policy": str(tmp_path / "guards.yaml"),
+        "judged": True,
+        "rejected": False,
+        "limits": [
+            {"name": "at-most-200-objects", "outcome": "pass", "message": "3 objects in 3 clusters changed"}
+        ],
+    }
     result = guarded.agent.sync_once()
     assert result.advance.rejection is None, result.advance.rejection
     assert result.report is not None
@@ -106,13 +148,15 @@ def test_a_downgrade_is_rejected_before_any_cluster_changes_even_after_a_restart
 def test_a_jump_of_shards_and_an_unqualified_prod_version_are_each_named(guarded: Setup) -> None:
     guarded.commit("sessions", [redis_cluster(guarded.namespace, "7.2.5")])
     result = guarded.agent.sync_once()
-    assert result.report is not None and result.report.outcome is RolloutOutcome.APPLIED, result.report
+    assert result.report is not None
+    assert result.report.outcome is RolloutOutcome.APPLIED, result.report
     jump = redis_cluster(guarded.namespace, "7.2.6")
     jump["spec"]["shards"] = 3
     bad = guarded.commit("three shards at once on an unqualified version", [jump])
     result = guarded.agent.sync_once()
     rejection = result.advance.rejection
-    assert rejection is not None and rejection.revision == bad and rejection.stage is Stage.GUARDS
+    assert rejection is not None
+    assert (rejection.revision, rejection.stage) == (bad, Stage.GUARDS)
     assert isinstance(rejection.error, GuardRejected)
     failures = rejection.error.failures
     assert sum(f.startswith("rule shards-one-step failed on ") for f in failures) == 3, failures

@@ -129,7 +129,7 @@ def test_every_golden_plan_document_satisfies_the_published_schema() -> None:
         plans.append(plan_cluster(state, answers))
     document = fleet_document(FleetPlan("abc123", (WavePlan("all", tuple(plans)),)))
     validator.validate(document)
-    assert document["apiVersion"] == "syncer.dev/diff/v2"
+    assert document["apiVersion"] == "syncer.dev/diff/v3"
     assert document["changed"] is True
     assert sum(document["summary"].values()) == sum(len(p.changes) for p in plans)
 
