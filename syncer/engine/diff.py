@@ -136,14 +136,18 @@ def plan_live_cluster(
     options: DiffOptions,
     inventory: Inventory,
     rules: SyncRules | None = None,
+    *,
+    live: dict[ObjectKey, KubeObject] | None = None,
 ) -> ClusterPlan:
     """One cluster planned against its live state, with a dry-run apply of everything the sync
     would write. ``inventory`` is what syncer last applied there (``ClusterSyncState.applied_inventory``);
-    ``rules`` are the sync's rules (default: the diff options').
+    ``rules`` are the sync's rules (default: the diff options'); ``live`` is ``read_live``'s answer
+    when the caller has already read it (else it is read here).
 
     A create whose object turns out to exist without syncer's label is read and planned as the
     existing object it is (adopt or conflict)."""
-    live = read_live(api, options.kinds)
+    if live is None:
+        live = read_live(api, options.kinds)
     plan_options = PlanOptions(rules=rules or options.rules, sensitive=options.sensitive)
     state = ClusterState(desired.cluster, desired.manifests, live, inventory)
     needed = dry_runs_needed(state, plan_options)
@@ -169,7 +173,11 @@ def _plan_target(desired: ClusterManifests, target: ClusterTarget, options: Diff
     except SyncerError as err:
         return ClusterPlan(target.name, error=str(err))
     try:
-        return plan_live_cluster(client, desired, options, stored_inventory(client, options))
+        # The sync state and the live lists are read at the same time: neither depends on the other.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            inventory = pool.submit(stored_inventory, client, options)
+            live = read_live(client, options.kinds)
+            return plan_live_cluster(client, desired, options, inventory.result(), live=live)
     except KubeError as err:
         return ClusterPlan(target.name, error=str(err))
     finally:

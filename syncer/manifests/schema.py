@@ -57,20 +57,22 @@ def kube_to_json_schema(node: Mapping[str, Any], *, in_value_validation: bool = 
 
 @functools.cache
 def crd_validators() -> Mapping[tuple[str, str], Validator]:
-    """A validator per (apiVersion, kind) served by the shipped CRDs."""
+    """A validator per (apiVersion, kind) served by the shipped CRDs (their translation is checked
+    against the draft 4 meta-schema by a unit test, not on each start)."""
     crd = load_crd()
     spec = crd["spec"]
     validators: dict[tuple[str, str], Validator] = {}
     for version in spec["versions"]:
         schema = kube_to_json_schema(version["schema"]["openAPIV3Schema"])
-        Draft4Validator.check_schema(schema)
         validators[(f"{spec['group']}/{version['name']}", spec["names"]["kind"])] = Draft4Validator(schema)
     return validators
 
 
 def json_schema_validator(schema: Mapping[str, Any]) -> Validator:
-    """A validator for one of syncer's own file formats (JSON Schema 2020-12)."""
-    Draft202012Validator.check_schema(schema)
+    """A validator for one of syncer's own file formats (JSON Schema 2020-12).
+
+    The schemas are syncer's own and fixed, so they are not checked against the meta-schema on each
+    start (that costs more than validating a whole repository); a unit test checks each of them."""
     return Draft202012Validator(schema)
 
 

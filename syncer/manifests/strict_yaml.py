@@ -13,12 +13,15 @@ import codecs
 import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import yaml
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
 from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.reader import ReaderError
+from yaml.resolver import Resolver
 
 from syncer.errors import Location, Problem
 from syncer.manifests.invisible import escaped_problems, text_problems
@@ -85,7 +88,27 @@ class _Rejected(Exception):
         self.mark = mark
 
 
-class _StrictLoader(yaml.SafeLoader):
+class _PythonParser(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser):
+    """PyYAML's pure-Python reader, scanner and parser, for a PyYAML built without libyaml."""
+
+    def __init__(self, text: str) -> None:
+        yaml.reader.Reader.__init__(self, text)
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
+
+
+# libyaml's parser scans and parses in C, several times faster than PyYAML's own; either way the
+# nodes are composed by PyYAML's Python composer, so that every event is counted and bounded below.
+if TYPE_CHECKING:
+    from yaml._yaml import CParser as _EventParser
+else:
+    try:
+        from yaml._yaml import CParser as _EventParser
+    except ImportError:
+        _EventParser = _PythonParser
+
+
+class _StrictLoader(Composer, _EventParser, SafeConstructor, Resolver):
     """PyYAML's safe loader building only JSON values, with alias counting and a nesting bound.
 
     Duplicate keys, non-string keys and non-finite numbers are recorded in ``found`` and loading goes
@@ -93,7 +116,10 @@ class _StrictLoader(yaml.SafeLoader):
     """
 
     def __init__(self, text: str, options: LoadOptions, budget: EventBudget) -> None:
-        super().__init__(text)
+        _EventParser.__init__(self, text)
+        Composer.__init__(self)
+        SafeConstructor.__init__(self)
+        Resolver.__init__(self)
         self.found: list[tuple[ProblemKind, str, _Mark]] = []
         self._options = options
         self._budget = budget
@@ -101,15 +127,15 @@ class _StrictLoader(yaml.SafeLoader):
         self._depth = 0
 
     def get_event(self) -> Any:
-        event = super().get_event()  # type: ignore[no-untyped-call]
+        event = super().get_event()
         if not self._budget.spend():
             message = f"more than {self._budget.limit} YAML events in this revision; stopped reading here"
-            raise _Rejected(ProblemKind.YAML_EVENT_LIMIT, message, event.start_mark)
+            raise _Rejected(ProblemKind.YAML_EVENT_LIMIT, message, event.start_mark if event else None)
         return event
 
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
-        event: yaml.Event = self.peek_event()  # type: ignore[no-untyped-call]
-        mark: _Mark | None = event.start_mark
+        event = self.peek_event()
+        mark: _Mark | None = event.start_mark if event else None
         if isinstance(event, AliasEvent):
             self._aliases += 1
             if self._aliases > self._options.max_aliases:
@@ -146,8 +172,16 @@ class _StrictLoader(yaml.SafeLoader):
                 seen[key_node.value] = key_node.start_mark
 
 
-def _finite_float(loader: _StrictLoader, node: ScalarNode) -> float:
-    value = loader.construct_yaml_float(node)
+def _scalar(node: Node) -> ScalarNode:
+    if not isinstance(node, ScalarNode):
+        found = "mapping" if isinstance(node, MappingNode) else "sequence"
+        message = f"expected a scalar node, but found a {found}"
+        raise yaml.constructor.ConstructorError(None, None, message, node.start_mark)
+    return node
+
+
+def _finite_float(loader: _StrictLoader, node: Node) -> float:
+    value = loader.construct_yaml_float(_scalar(node))
     if not math.isfinite(value):
         loader.found.append(
             (ProblemKind.YAML_VALUE, f"{node.value!r} is not a finite number", node.start_mark)
@@ -155,8 +189,8 @@ def _finite_float(loader: _StrictLoader, node: ScalarNode) -> float:
     return value
 
 
-def _timestamp_as_string(loader: _StrictLoader, node: ScalarNode) -> str:
-    return str(loader.construct_scalar(node))
+def _timestamp_as_string(loader: _StrictLoader, node: Node) -> str:
+    return str(loader.construct_scalar(_scalar(node)))
 
 
 def _reject_tag(loader: _StrictLoader, node: Node) -> None:
@@ -164,11 +198,11 @@ def _reject_tag(loader: _StrictLoader, node: Node) -> None:
     raise _Rejected(ProblemKind.YAML_TAG, message, node.start_mark)
 
 
-_StrictLoader.add_constructor(_TAG + "float", _finite_float)
-_StrictLoader.add_constructor(_TAG + "timestamp", _timestamp_as_string)
+yaml.add_constructor(_TAG + "float", _finite_float, Loader=_StrictLoader)
+yaml.add_constructor(_TAG + "timestamp", _timestamp_as_string, Loader=_StrictLoader)
 for _tag in ("binary", "set", "omap", "pairs"):
-    _StrictLoader.add_constructor(_TAG + _tag, _reject_tag)
-_StrictLoader.add_constructor(None, _reject_tag)
+    yaml.add_constructor(_TAG + _tag, _reject_tag, Loader=_StrictLoader)
+yaml.add_constructor(None, _reject_tag, Loader=_StrictLoader)
 
 
 def _children(node: Node) -> list[Node]:
@@ -260,6 +294,10 @@ def _text_position(text: str, index: int) -> tuple[int, int]:
     return line, index - (text.rfind("\n", 0, index) + 1) + 1
 
 
+def _char_index(text: str, byte_offset: int) -> int:
+    return len(text.encode("utf-8", errors="surrogatepass")[:byte_offset].decode("utf-8", errors="ignore"))
+
+
 def load_yaml(text: str, path: str, options: LoadOptions, budget: EventBudget | None = None) -> YamlFile:
     """Every document of one file, or the problems that make it unusable. ``budget`` counts the
     events of the whole revision (a fresh one per call when not given)."""
@@ -283,8 +321,16 @@ def load_yaml(text: str, path: str, options: LoadOptions, budget: EventBudget | 
         line, column = (e.mark.line + 1, e.mark.column + 1) if e.mark else (0, 0)
         problems.append(problem(e.kind, e.message, path, line, column))
     except ReaderError as e:
-        line, column = _text_position(text, e.position)
+        # libyaml counts the position in UTF-8 bytes (its encoding reads "?"), PyYAML in characters.
+        index = _char_index(text, e.position) if e.encoding == "?" else e.position
+        line, column = _text_position(text, index)
         code = e.character if isinstance(e.character, int) else ord(e.character)
+        problems.append(
+            problem(ProblemKind.ENCODING, f"character U+{code:04X} is not allowed", path, line, column)
+        )
+    except UnicodeEncodeError as e:
+        line, column = _text_position(text, e.start)
+        code = ord(text[e.start])
         problems.append(
             problem(ProblemKind.ENCODING, f"character U+{code:04X} is not allowed", path, line, column)
         )

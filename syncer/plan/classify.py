@@ -151,9 +151,6 @@ class _Planner:
     def __init__(self, state: ClusterState, options: PlanOptions) -> None:
         self.state = state
         self.options = options
-        self.secrets = secret_values(
-            [*(m.body for m in state.desired), *state.live.values()], options.sensitive
-        )
         self.new_namespaces = frozenset(
             m.key.name
             for m in state.desired
@@ -197,7 +194,9 @@ class _Planner:
         if after is None and action is not Action.UNCHANGED:
             after = with_fields(before, normalized(applied_body(manifest)), fields)
         if "message" in extra:
-            extra["message"] = redact(extra["message"], self.secrets)
+            # A message about one object (a server's refusal) can only echo that object's values.
+            bodies = [manifest.body] if live is None else [manifest.body, live]
+            extra["message"] = redact(extra["message"], secret_values(bodies, self.options.sensitive))
         return Change(
             manifest.key,
             manifest.api_version,

@@ -3,10 +3,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from jsonschema import Draft4Validator
+from jsonschema import Draft4Validator, Draft202012Validator
 
 from syncer.crds import load_crd
+from syncer.manifests.documents import METADATA_SCHEMA
+from syncer.manifests.fleet_config import FLEET_SCHEMA
 from syncer.manifests.options import REDIS_CLUSTER
+from syncer.manifests.overlays import PATCHES_SCHEMA
 from syncer.manifests.schema import crd_validators, dotted, kube_to_json_schema
 
 
@@ -55,6 +58,12 @@ def test_objects_with_properties_are_closed_unless_they_preserve_unknown_fields(
 def test_the_translated_crd_schema_is_a_valid_draft4_schema() -> None:
     for version in load_crd()["spec"]["versions"]:
         Draft4Validator.check_schema(kube_to_json_schema(version["schema"]["openAPIV3Schema"]))
+
+
+@pytest.mark.parametrize("schema", [METADATA_SCHEMA, FLEET_SCHEMA, PATCHES_SCHEMA])
+def test_syncer_own_file_schemas_are_valid_2020_12_schemas(schema: Any) -> None:
+    """They are not checked against the meta-schema when a repository is loaded: this test does it."""
+    Draft202012Validator.check_schema(schema)
 
 
 def test_a_complete_spec_is_valid() -> None:

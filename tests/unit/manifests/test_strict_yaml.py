@@ -111,3 +111,52 @@ def test_undecodable_bytes_are_located() -> None:
 
     assert not isinstance(found, str)
     assert (found.kind, str(found.location)) == (ProblemKind.ENCODING, "f.yaml:2:4")
+
+
+def test_a_control_character_after_non_ascii_text_is_located_by_character() -> None:
+    """libyaml reports the byte offset; the location must count characters, as editors do."""
+    loaded = load_yaml("é: ü\n  x: \x01\n", "f.yaml", OPTIONS)
+
+    assert [(p.kind, str(p.location)) for p in loaded.problems] == [(ProblemKind.ENCODING, "f.yaml:2:6")]
+    assert "U+0001" in loaded.problems[0].message
+
+
+def test_a_lone_surrogate_is_a_problem_not_a_crash() -> None:
+    loaded = load_yaml("a: \ud800\n", "f.yaml", OPTIONS)
+
+    assert [(p.kind, str(p.location)) for p in loaded.problems] == [(ProblemKind.ENCODING, "f.yaml:1:4")]
+
+
+def test_positions_count_characters_after_non_ascii_keys() -> None:
+    document = load_yaml("π: é\nb: [x, ü, {c: d}]\n", "f.yaml", OPTIONS).documents[0]
+
+    assert str(document.location(("b", 2, "c"))) == "f.yaml:2:12"
+
+
+def test_the_pure_python_parser_gives_the_events_libyaml_gives() -> None:
+    """The fallback for a PyYAML built without libyaml reads the same events, at the same places."""
+    from yaml._yaml import CParser
+
+    from syncer.manifests.strict_yaml import _PythonParser
+
+    text = "a: 1\nb: [x, 'ü', {c: d}]\n---\n- &x 1\n- *x\n"
+    python, c = _PythonParser(text), CParser(text)
+    seen = []
+    while (event := python.get_event()) is not None:
+        other = c.get_event()
+        seen.append(type(event).__name__)
+        assert type(other) is type(event)
+        assert (event.start_mark.line, event.start_mark.column) == (
+            other.start_mark.line,
+            other.start_mark.column,
+        )
+        assert getattr(event, "value", None) == getattr(other, "value", None)
+    assert c.get_event() is None
+    assert "AliasEvent" in seen
+
+
+def test_a_scalar_tag_on_a_mapping_is_a_problem() -> None:
+    loaded = load_yaml("a: !!float {b: 1}\n", "f.yaml", OPTIONS)
+
+    assert [str(p.location) for p in loaded.problems] == ["f.yaml:1:4"]
+    assert "expected a scalar node" in loaded.problems[0].message
