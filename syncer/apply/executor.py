@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from syncer.apply.retry import RetryPolicy, with_retries
+from syncer.crds import shipped_sensitive_fields
 from syncer.domain.applied import FIELD_MANAGER, applied_body
 from syncer.domain.changeset import ChangeEntry, ChangeSet, EntryOutcome
 from syncer.domain.objects import ClusterManifests, Manifest, ObjectKey
@@ -91,7 +92,7 @@ class ClusterApplier:
         self.stop = stop
 
     def apply(self, desired: ClusterManifests, plan: ClusterPlan, revision: str) -> ChangeSet:
-        secrets = secret_values(m.body for m in desired.manifests)
+        secrets = secret_values((m.body for m in desired.manifests), shipped_sensitive_fields())
         result = self._apply(desired, plan, revision)
         return ChangeSet(
             result.cluster,

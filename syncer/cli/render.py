@@ -18,8 +18,13 @@ if TYPE_CHECKING:
 EXIT_INVALID = 2
 
 
-def cluster_yaml(cluster: ClusterManifests) -> str:
-    """One cluster as multi-document YAML behind a comment header naming its content hash."""
+def cluster_yaml(cluster: ClusterManifests, show_secrets: bool = False) -> str:
+    """One cluster as multi-document YAML behind a comment header naming its content hash. Secret
+    values are masked (as ``syncer diff`` masks them) unless ``show_secrets``."""
+    from syncer.crds import shipped_sensitive_fields
+    from syncer.domain.secrets import masked_document
+
+    sensitive = shipped_sensitive_fields()
     lines = [
         f"# cluster: {cluster.cluster}",
         f"# content-hash: sha256:{cluster.content_hash}",
@@ -27,9 +32,8 @@ def cluster_yaml(cluster: ClusterManifests) -> str:
     ]
     for manifest in cluster.manifests:
         lines.append(f"--- # {manifest.key.subject} from {manifest.source}")
-        lines.append(
-            yaml.safe_dump(dict(manifest.body), sort_keys=False, default_flow_style=False).rstrip("\n")
-        )
+        body = dict(manifest.body) if show_secrets else masked_document(manifest.body, sensitive)
+        lines.append(yaml.safe_dump(body, sort_keys=False, default_flow_style=False).rstrip("\n"))
     return "\n".join(lines) + "\n"
 
 
@@ -65,11 +69,26 @@ def print_problems(problems: Iterable[Problem]) -> None:
     metavar="NAME",
     help="Render only this cluster (repeatable); all clusters by default.",
 )
+@click.option(
+    "--show-secrets",
+    is_flag=True,
+    help="Print secret values in clear; by default they read <masked sha256:...> (see docs/diff.md).",
+)
 @click.pass_context
-def render(ctx: click.Context, repo: str, rev: str, branch: str, clusters: tuple[str, ...]) -> None:
+def render(
+    ctx: click.Context,
+    *,
+    repo: str,
+    rev: str,
+    branch: str,
+    clusters: tuple[str, ...],
+    show_secrets: bool,
+) -> None:
     """Print the desired objects of each cluster of a fleet repository as YAML.
 
-    Exits 2 and lists every problem as file:line:col: kind: message when the manifests are invalid.
+    Secret values (Redis password directives, fields the CRD marks format: password) are masked with
+    a short digest unless --show-secrets is given. Exits 2 and lists every problem as
+    file:line:col: kind: message when the manifests are invalid.
     """
     from syncer.engine.render import RenderRequest, load_desired
 
@@ -91,4 +110,4 @@ def render(ctx: click.Context, repo: str, rev: str, branch: str, clusters: tuple
     chosen = (
         [fleet.clusters[name] for name in dict.fromkeys(clusters)] if clusters else fleet.clusters.values()
     )
-    click.echo("\n".join(cluster_yaml(cluster) for cluster in chosen), nl=False)
+    click.echo("\n".join(cluster_yaml(cluster, show_secrets) for cluster in chosen), nl=False)

@@ -1,4 +1,8 @@
-"""Kubernetes Events about a RedisCluster, best effort: a failure to record one is logged, not raised."""
+"""Kubernetes Events about a RedisCluster, best effort: a failure to record one is logged, not raised.
+
+Every message is scrubbed of the RedisCluster's secret values first (``scrub``): a server's refusal of
+a child can echo them (a redis.conf carrying ``requirepass``).
+"""
 
 from __future__ import annotations
 
@@ -8,10 +12,18 @@ from typing import Any
 
 from syncer.controller.model import FIELD_MANAGER
 from syncer.controller.upgrade import format_time
+from syncer.crds import shipped_sensitive_fields
+from syncer.domain.secrets import redact, secret_values
 from syncer.errors import KubeError
 from syncer.kube import KubeApi
 
 log = logging.getLogger(__name__)
+
+
+def scrub(obj: Mapping[str, Any], message: str) -> str:
+    """``message`` with every secret value of ``obj`` masked (as ``syncer.domain.secrets`` defines
+    them, with the fields the shipped CRD marks ``format: password``)."""
+    return redact(message, secret_values([obj], shipped_sensitive_fields()))
 
 
 class EventRecorder:
@@ -40,7 +52,7 @@ class EventRecorder:
             },
             "type": "Warning" if warning else "Normal",
             "reason": reason,
-            "message": message[:1024],
+            "message": scrub(obj, message)[:1024],
             "firstTimestamp": stamp,
             "lastTimestamp": stamp,
             "count": 1,

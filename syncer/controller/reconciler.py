@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from syncer.controller import children, upgrade
-from syncer.controller.events import EventRecorder
+from syncer.controller.events import EventRecorder, scrub
 from syncer.controller.finalizer import delete, finalize
 from syncer.controller.model import (
     ANNOTATION_PAUSED,
@@ -376,6 +376,7 @@ class Reconciler:
         self, obj: Mapping[str, Any], problem: Problem, log: Log, spec: ClusterSpec | None = None
     ) -> ReconcileOutcome:
         """Record that nothing can move until the spec (or a referenced Secret) changes."""
+        problem = Problem(problem.reason, scrub(obj, problem.message))
         log.warning("stalled: %s: %s", problem.reason, problem.message)
         meta = obj.get("metadata") or {}
         previous = obj.get("status") or {}

@@ -1,17 +1,21 @@
 """The CustomResourceDefinitions syncer owns, shipped as package data.
 
-Owns: the RedisCluster CRD file (the single schema of a RedisCluster) and reading it from the
-installed package. Must not: know how the schema is used; manifests validation, the chart and the
-controller each read it from here.
+Owns: the RedisCluster CRD file (the single schema of a RedisCluster), reading it from the installed
+package, and which of its fields hold secrets (``format: password``). Must not: know how the schema is
+used; manifests validation, the chart, the controller and the masking of secrets each read it from
+here.
 """
 
 from __future__ import annotations
 
+import functools
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from syncer.domain.secrets import SensitiveFields, sensitive_fields
 
 REDISCLUSTER_CRD = "redisclusters.redis.syncer.dev.yaml"
 
@@ -32,3 +36,10 @@ def load_crd(name: str = REDISCLUSTER_CRD) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise RuntimeError(f"{name} is not a YAML mapping")
     return document
+
+
+@functools.cache
+def shipped_sensitive_fields() -> SensitiveFields:
+    """The fields the shipped CRDs mark ``format: password``: masked wherever syncer shows or records
+    them (diff, render, apply results, logs, Events)."""
+    return sensitive_fields(load_crd())

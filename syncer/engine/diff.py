@@ -17,6 +17,7 @@ from typing import Any
 
 from syncer.config.rollout import RolloutPolicy
 from syncer.config.settings import AGENT_NAMESPACE
+from syncer.crds import shipped_sensitive_fields
 from syncer.domain.applied import MANAGED_BY_SELECTOR, Inventory
 from syncer.domain.objects import ClusterManifests, DesiredFleet, ObjectKey, api_group
 from syncer.domain.plans import Action, ClusterPlan, FleetPlan, WavePlan
@@ -51,7 +52,8 @@ class DiffOptions:
     """``kinds`` are read live (every kind a fleet repository may hold, so removed kinds are pruned);
     ``workers`` bounds the dry-run applies in flight per cluster (the client bounds them too);
     ``rules`` are the sync's rules (a sync passes its own); ``rollout`` groups the clusters into the
-    waves a sync would roll out in; ``sensitive`` marks schema fields to mask."""
+    waves a sync would roll out in; ``sensitive`` marks schema fields to mask (by default the fields
+    the shipped CRDs mark ``format: password``)."""
 
     kinds: tuple[ResourceKind, ...] = LoadOptions().allowed_kinds
     client: ClientOptions = field(default_factory=ClientOptions)
@@ -59,7 +61,7 @@ class DiffOptions:
     rules: SyncRules = field(default_factory=lambda: SyncRules(field_manager=FIELD_MANAGER))
     rollout: RolloutPolicy = field(default_factory=RolloutPolicy.single_wave)
     state_namespace: str = AGENT_NAMESPACE
-    sensitive: SensitiveFields = field(default_factory=SensitiveFields)
+    sensitive: SensitiveFields = field(default_factory=shipped_sensitive_fields)
 
     @property
     def field_manager(self) -> str:

@@ -2,12 +2,15 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
 from click.testing import CliRunner
 
 from syncer.cli import cli
+from syncer.domain.secrets import digest
 from syncer.manifests import load_fleet
 
 ROOT = Path(__file__).parents[3]
@@ -98,3 +101,63 @@ def test_a_missing_repo_directory_is_a_usage_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["render", "--repo", str(tmp_path / "missing")])
 
     assert result.exit_code == 2
+
+
+def _repo_with_passwords(root: Path) -> Path:
+    repo = root / "repo"
+    (repo / "clusters" / "one").mkdir(parents=True)
+    (repo / "fleet.yaml").write_text(
+        "apiVersion: syncer.dev/v1alpha1\nkind: Fleet\ndefaults: {namespace: redis}\n"
+        "clusters:\n  - name: one\n"
+    )
+    (repo / "clusters" / "one" / "cache.yaml").write_text(
+        "apiVersion: redis.syncer.dev/v1alpha1\nkind: RedisCluster\nmetadata: {name: cache}\n"
+        "spec:\n  version: '7.2'\n  redisConfig:\n    maxmemory-policy: allkeys-lru\n"
+        "    requirepass: correct-horse-battery\n    masterauth: staple-masterauth\n"
+    )
+    return repo
+
+
+def _render(*args: str) -> subprocess.CompletedProcess[str]:
+    """``syncer render`` as a whole process, as a person runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "syncer", "render", *args], capture_output=True, text=True, check=False
+    )
+
+
+def test_render_masks_secrets_by_default_in_a_real_process(tmp_path: Path) -> None:
+    repo = _repo_with_passwords(tmp_path)
+
+    done = _render("--repo", str(repo))
+
+    assert done.returncode == 0, done.stderr
+    assert "correct-horse-battery" not in done.stdout + done.stderr
+    assert "staple-masterauth" not in done.stdout + done.stderr
+    (body,) = [d for d in yaml.safe_load_all(done.stdout) if d]
+    config = body["spec"]["redisConfig"]
+    assert config == {
+        "maxmemory-policy": "allkeys-lru",
+        "requirepass": digest("correct-horse-battery"),
+        "masterauth": digest("staple-masterauth"),
+    }
+
+
+def test_render_shows_secrets_only_when_asked(tmp_path: Path) -> None:
+    repo = _repo_with_passwords(tmp_path)
+
+    done = _render("--repo", str(repo), "--show-secrets")
+
+    assert done.returncode == 0, done.stderr
+    (body,) = [d for d in yaml.safe_load_all(done.stdout) if d]
+    assert body["spec"]["redisConfig"]["requirepass"] == "correct-horse-battery"
+    assert body["spec"]["redisConfig"]["masterauth"] == "staple-masterauth"
+
+
+def test_masking_keeps_the_content_hash_of_what_is_applied(tmp_path: Path) -> None:
+    """The header names the hash of the real content: masked and clear output name the same one."""
+    repo = _repo_with_passwords(tmp_path)
+
+    masked, clear = _render("--repo", str(repo)), _render("--repo", str(repo), "--show-secrets")
+
+    hashes = [re.findall(r"^# content-hash: (\S+)$", out.stdout, re.MULTILINE) for out in (masked, clear)]
+    assert hashes[0] == hashes[1] == [f"sha256:{load_fleet(repo, 'local').clusters['one'].content_hash}"]
