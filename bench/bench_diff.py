@@ -13,6 +13,11 @@ a previous sync would have; then the desired revision changes ``--changed`` of t
 And for reference only, ``syncer diff`` in process (the engine's ``diff_fleet``, no start-up). Every
 contender must report the same set of changed objects. Goals, as whole processes: syncer at least 3x
 faster than kubectl with ``--concurrency=1`` and at least 1.5x faster than with ``--concurrency=8``.
+
+Each contender runs once untimed first; ``syncer`` runs with ``PYTHONDONTWRITEBYTECODE`` removed from
+its environment, so that its bytecode cache is warm as for an installed command. The contenders take
+turns run by run (so that a burst of load elsewhere on the machine hits all of them alike), and the
+load average is printed: figures taken on a loaded machine are not comparable.
 """
 
 from __future__ import annotations
@@ -122,7 +127,8 @@ def kubectl_changed(kubeconfig: Path, folder: Path, concurrency: int) -> set[str
 
 def syncer_cli_changed(kubeconfig: Path, repo: Path) -> set[str]:
     argv = [*syncer_command(), "diff", "--repo", str(repo), "--kubeconfig", str(kubeconfig)]
-    done = subprocess.run([*argv, "-o", "json"], capture_output=True, text=True, check=False)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    done = subprocess.run([*argv, "-o", "json"], capture_output=True, text=True, check=False, env=env)
     if done.returncode not in (0, 1):
         raise RuntimeError(f"syncer diff failed ({done.returncode}): {done.stderr[-2000:]}")
     document = json.loads(done.stdout)
@@ -135,13 +141,20 @@ def syncer_cli_changed(kubeconfig: Path, repo: Path) -> set[str]:
     }
 
 
-def timed(runs: int, work: Callable[[], set[str]]) -> tuple[float, set[str]]:
-    times, result = [], set()
+Contenders = dict[str, Callable[[], set[str]]]
+
+
+def timed_in_turns(runs: int, contenders: Contenders) -> dict[str, tuple[float, set[str]]]:
+    """The median time of each contender and what it reported; one untimed run each first, then the
+    contenders take turns, run by run."""
+    results = {name: work() for name, work in contenders.items()}
+    times: dict[str, list[float]] = {name: [] for name in contenders}
     for _ in range(runs):
-        started = time.perf_counter()
-        result = work()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times), result
+        for name, work in contenders.items():
+            started = time.perf_counter()
+            results[name] = work()
+            times[name].append(time.perf_counter() - started)
+    return {name: (statistics.median(times[name]), results[name]) for name in contenders}
 
 
 def bench(root: Path, args: argparse.Namespace) -> bool:
@@ -167,15 +180,28 @@ def bench(root: Path, args: argparse.Namespace) -> bool:
             plan = diff_fleet(fleet, target)
             return {c.key.subject.split("/", 1)[1] for c in plan.clusters[0].changes if c.changes_something}
 
-        engine_s, engine_set = timed(args.runs, in_process)
-        cli_s, cli_set = timed(args.runs, lambda: syncer_cli_changed(kubeconfig, repo))
-        serial_s, serial_set = timed(args.runs, lambda: kubectl_changed(kubeconfig, applied, 1))
-        parallel_s, parallel_set = timed(args.runs, lambda: kubectl_changed(kubeconfig, applied, 8))
+        load_before = os.getloadavg()
+        measured = timed_in_turns(
+            args.runs,
+            {
+                "engine": in_process,
+                "cli": lambda: syncer_cli_changed(kubeconfig, repo),
+                "serial": lambda: kubectl_changed(kubeconfig, applied, 1),
+                "parallel": lambda: kubectl_changed(kubeconfig, applied, 8),
+            },
+        )
+        load_after = os.getloadavg()
+        engine_s, engine_set = measured["engine"]
+        cli_s, cli_set = measured["cli"]
+        serial_s, serial_set = measured["serial"]
+        parallel_s, parallel_set = measured["parallel"]
     finally:
         devfleet.down(root / "fleet", say=lambda m: None)
     print(
         f"objects: {len(desired)} desired ({args.changed} changed, {args.created} new), median of {args.runs}"
     )
+    loads = " ".join(f"{x:.2f}" for x in load_before), " ".join(f"{x:.2f}" for x in load_after)
+    print(f"load average before: {loads[0]}; after: {loads[1]}")
     print(f"syncer diff -o json (whole process):             {cli_s:8.3f} s")
     print(f"kubectl diff --server-side --concurrency=1:      {serial_s:8.3f} s")
     print(f"kubectl diff --server-side --concurrency=8:      {parallel_s:8.3f} s")

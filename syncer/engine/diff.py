@@ -34,7 +34,7 @@ from syncer.plan import (
     dry_runs_needed,
     plan_cluster,
 )
-from syncer.rollout import plan_waves
+from syncer.rollout.waves import plan_waves
 from syncer.status.state_store import StateStore
 
 
