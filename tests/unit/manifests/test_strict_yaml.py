@@ -160,3 +160,15 @@ def test_a_scalar_tag_on_a_mapping_is_a_problem() -> None:
 
     assert [str(p.location) for p in loaded.problems] == ["f.yaml:1:4"]
     assert "expected a scalar node" in loaded.problems[0].message
+
+
+@pytest.mark.parametrize("text", ["[" * 200_000, "a: " + "{b: " * 100_000, "- " * 50_000 + "x"])
+def test_hostile_nesting_is_one_located_problem(text: str) -> None:
+    """libyaml stops flow nesting at its own bound (1000), the composer at the depth limit."""
+    loaded = load_yaml(text, "f.yaml", OPTIONS)
+
+    assert loaded.documents == ()
+    (found,) = loaded.problems
+    assert found.kind in (ProblemKind.YAML_DEPTH_LIMIT, ProblemKind.YAML_SYNTAX)
+    assert "nest" in found.message
+    assert found.location.line == 1
