@@ -86,7 +86,11 @@ def converge(
             return ConvergeReport(report, False, problems=tuple(v.error for v in down))
         _close_open_slots(run, views)
         _forget_ghosts(run, run.views(everyone), kept)
-        _hand_over(run, run.views(everyone), layout, departing)
+        if not _hand_over(run, run.views(everyone), layout, departing):
+            # A shard whose master is leaving has none among its kept pods yet: forming it now would
+            # point its replicas at each other. The next pass tries the hand-over again.
+            report = topology.inspect(kept, len(layout), options)
+            return ConvergeReport(report, False, tuple(run.events), tuple(run.problems), run.keys_moved)
         formed = topology.bootstrap(layout, options, settle=False)
         run.problems.extend(formed.errors)
         if formed.actions:
@@ -198,24 +202,53 @@ def _hand_over(
     views: dict[RedisNode, NodeView],
     layout: Sequence[Sequence[RedisNode]],
     departing: Sequence[RedisNode],
-) -> None:
-    """A departing master with a kept replica of its own fails over to it (replicas scaled down)."""
+) -> bool:
+    """A departing master with a kept replica of its own fails over to it (replicas scaled down);
+    False when one could not, so that nothing else changes in this pass."""
     ids = _ids(views)
-    kept_replicas = {
-        me.master_id: node
-        for shard in layout
-        for node in shard
-        if (me := views[node].myself) is not None and me.is_replica
-    }
+    kept_replicas: dict[str, list[RedisNode]] = {}
+    for shard in layout:
+        for node in shard:
+            if (me := views[node].myself) is not None and me.is_replica:
+                kept_replicas.setdefault(me.master_id, []).append(node)
     resharder = run.resharder(views)
+    ok = True
+    handed: list[RedisNode] = []
     for node in departing:
         me = views[node].myself
         if me is None or not me.is_master or not me.slots or ids[node] not in kept_replicas:
             continue
-        heir = kept_replicas[ids[node]]
-        if resharder.failover(heir):
-            run.events.append(("MasterFailedOver", f"{node} is leaving: its replica {heir} took over"))
+        heir = next((h for h in kept_replicas[ids[node]] if resharder.failover(h, node)), None)
+        if heir is None:
+            ok = False
+            continue
+        handed.append(node)
+        run.events.append(("MasterFailedOver", f"{node} is leaving: its replica {heir} took over"))
     run.finish(resharder)
+    if ok and handed:
+        ok = _agreed(run, [*views], {ids[node] for node in handed})
+    return ok
+
+
+def _agreed(run: _Pass, nodes: Sequence[RedisNode], former: set[str]) -> bool:
+    """Wait (up to ``ready_timeout``) until every node sees the ``former`` masters as replicas and
+    each replica following a master: after a failover the old master and the other replicas of the
+    shard switch to the new master one by one, and gossip spreads each switch."""
+    deadline = time.monotonic() + run.options.ready_timeout
+    while True:
+        stray = [
+            f"{view.node} sees {e.name} as {'master' if e.is_master else f'following {e.master_id}'}"
+            for view in run.views(nodes).values()
+            for masters in [{m.node_id for m in view.entries if m.is_master}]
+            for e in view.entries
+            if (e.node_id in former and e.is_master) or (e.is_replica and e.master_id not in masters)
+        ]
+        if not stray:
+            return True
+        if time.monotonic() >= deadline:
+            run.problems.append(f"after the failover: {stray[0]}")
+            return False
+        time.sleep(run.options.poll_interval)
 
 
 def _rebalance(

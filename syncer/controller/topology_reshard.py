@@ -21,8 +21,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from syncer.controller.topology_client import Connections
 from syncer.controller.topology_model import RedisNode, TopologyError, TopologyOptions
-from syncer.controller.topology_parse import replication_state
+from syncer.controller.topology_parse import ClusterNodeEntry, parse_cluster_nodes, replication_state
 from syncer.controller.topology_plan import Move, SlotFix
+
+# Redis drops a manual failover it could not complete in five seconds; ask again after this long.
+MANUAL_FAILOVER_WINDOW = 6.0
 
 
 class Resharder:
@@ -210,24 +213,66 @@ class Resharder:
 
     # -- nodes -----------------------------------------------------------------------------------
 
-    def failover(self, replica: RedisNode) -> bool:
-        """CLUSTER FAILOVER on ``replica`` (coordinated with its master, so no write is lost) and wait
-        until it is a master."""
-        try:
-            self._run(replica, "CLUSTER", "FAILOVER")
-        except TopologyError as err:
-            self.errors.append(f"failover to {replica}: {err}")
-            return False
+    def failover(self, replica: RedisNode, master: RedisNode) -> bool:
+        """Make ``replica`` the master of its shard in place of ``master`` without losing a write.
+
+        CLUSTER FAILOVER (never FORCE/TAKEOVER) is coordinated: the master pauses its clients until
+        the replica has processed its whole replication stream, then the replica is elected. Redis
+        ignores the request while the master does not yet list the replica as its own (right after a
+        failover or a REPLICATE, gossip lags) and drops a manual failover it could not finish within
+        five seconds, without a word. So the replica is asked only once both agree and its link is
+        up, and asked again after a silent time-out, until ``failover_timeout``.
+        """
         deadline = time.monotonic() + self.options.failover_timeout
+        last = "no attempt"
         while time.monotonic() < deadline:
+            last = self._not_ready(replica, master)
+            if last:
+                time.sleep(self.options.poll_interval)
+                continue
             try:
-                if replication_state(self.conns.call(replica, "ROLE")) == "master":
+                self._run(replica, "CLUSTER", "FAILOVER")
+            except TopologyError as err:
+                last = str(err)
+                time.sleep(self.options.poll_interval)
+                continue
+            attempt_end = min(deadline, time.monotonic() + MANUAL_FAILOVER_WINDOW)
+            while time.monotonic() < attempt_end:
+                if self._role(replica) == "master":
                     return True
-            except TopologyError:
-                pass
-            time.sleep(self.options.poll_interval)
-        self.errors.append(f"{replica} did not become master within {self.options.failover_timeout}s")
+                time.sleep(self.options.poll_interval)
+            last = "the manual failover did not complete"
+        self.errors.append(
+            f"{replica} did not take over from {master} within {self.options.failover_timeout}s: {last}"
+        )
         return False
+
+    def _role(self, node: RedisNode) -> str:
+        try:
+            return replication_state(self.conns.call(node, "ROLE"))
+        except TopologyError:
+            return "unknown"
+
+    def _not_ready(self, replica: RedisNode, master: RedisNode) -> str:
+        """Why ``replica`` cannot take over from ``master`` right now, or "" when it can: both see it
+        as the master's replica and its replication link is up."""
+        try:
+            mine = _myself(self.conns.run(replica, "CLUSTER", "NODES"))
+            theirs = parse_cluster_nodes(self.conns.run(master, "CLUSTER", "NODES"))
+        except TopologyError as err:
+            return str(err)
+        boss = next((e for e in theirs if e.is_myself), None)
+        if mine is None or boss is None:
+            return "a node does not list itself"
+        if not boss.is_master or not mine.is_replica or mine.master_id != boss.node_id:
+            return f"{replica} does not follow {master}"
+        seen = next((e for e in theirs if e.node_id == mine.node_id), None)
+        if seen is None or not seen.is_replica or seen.master_id != boss.node_id:
+            return f"{master} does not list {replica} as its replica yet"
+        state = self._role(replica)
+        if state != "connected":
+            return f"{replica} is not in sync with {master} (link {state})"
+        return ""
 
     def detach(self, node: RedisNode) -> bool:
         """CLUSTER RESET SOFT on a departing node: it forgets the cluster (Redis refuses for a master
@@ -251,6 +296,10 @@ class Resharder:
                 self.errors.append(f"forgetting {node_id}: {err}")
                 ok = False
         return ok
+
+
+def _myself(nodes: str) -> ClusterNodeEntry | None:
+    return next((e for e in parse_cluster_nodes(nodes) if e.is_myself), None)
 
 
 def _keys(reply: object) -> list[bytes]:

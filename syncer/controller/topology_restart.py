@@ -76,7 +76,7 @@ def prepare_restarts(shards: Sequence[ShardRestart], options: TopologyOptions) -
                 # as is; with persistence on it keeps its data.
                 continue
             resharder = Resharder(conns, options, {master_id: master})
-            if resharder.failover(heir):
+            if resharder.failover(heir, master):
                 events.append(("MasterFailedOver", f"{master} restarts next: its replica {heir} took over"))
             else:
                 held.add(index)

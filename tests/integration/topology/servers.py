@@ -1,8 +1,8 @@
 """Real redis-server processes in cluster mode for the topology tests.
 
-Each server listens on 127.0.0.1 only, keeps its nodes-N.conf and log in the given directory, saves
-nothing to disk, and is stopped (and reaped) by ``stop``; ``stop`` returns the pids still alive so
-the fixture can fail loudly on a leak.
+Each server listens on 127.0.0.1 only, keeps its nodes-N.conf, log and dump file (written only by a
+replica's full sync) in the given directory, saves nothing on its own, and is stopped (and reaped)
+by ``stop``; ``stop`` returns the pids still alive so the fixture can fail loudly on a leak.
 """
 
 from __future__ import annotations
@@ -125,6 +125,9 @@ class RedisServers:
             "--daemonize", "no",
             "--save", "",
             "--appendonly", "no",
+            # A replica keeps the dataset of its last full sync in this file and a restarted server
+            # loads it: one file per server, or a restart would load another server's keys.
+            "--dbfilename", f"dump-{name}.rdb",
             "--logfile", f"redis-{name}.log",
         ]  # fmt: skip
         if node.host != "127.0.0.1":
@@ -165,6 +168,7 @@ class RedisServers:
             self.kill(node)
         if fresh:
             (self.root / f"nodes-{node.host}-{node.port}.conf").unlink(missing_ok=True)
+            (self.root / f"dump-{node.host}-{node.port}.rdb").unlink(missing_ok=True)
         self.processes[node] = self._spawn(redis_server_binary(), node)
         self._wait_ready(node)
 

@@ -14,6 +14,7 @@ from syncer.controller.topology import RedisNode, TopologyOptions, bootstrap, pa
 from syncer.controller.topology_converge import converge
 from tests.integration.topology.servers import RedisServers, client, cluster_command, shards_of
 from tests.integration.topology.traffic import Traffic, TrafficResult
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -119,3 +120,47 @@ def test_an_interrupted_migration_is_finished_and_a_bare_import_rolled_back(serv
     assert any(r.start <= slot <= r.end for r in owner[ids[b]].slots), "the migration was finished"
     assert any(r.start <= bare <= r.end for r in owner[ids[a]].slots), "the bare import was rolled back"
     assert_kept(traffic.stop([a]))
+
+
+def test_a_departing_master_fails_over_to_its_kept_replica(servers: RedisServers) -> None:
+    shards = formed(servers, 3, 2)
+    traffic = Traffic([shards[0][0]], bulk=3000).start()
+    # Make the pod that will be removed (the last of shard 0) its master first.
+    leaving = shards[0][2]
+    cluster_command(leaving, "FAILOVER")
+    eventually("the failover", lambda: role(leaving) == "master", 30.0)
+
+    kept = [shards[0][:2], [*shards[1]], [*shards[2]]]
+    done = converge(kept, [leaving], OPTIONS)
+    assert done.departed, done.problems
+    assert "MasterFailedOver" in {r for r, _ in done.events}, done.events
+    assert done.report.healthy, done.report.summary()
+    assert str(leaving) not in known(shards[0][0])
+    assert_kept(traffic.stop([shards[0][0]]))
+
+
+def test_a_node_back_empty_on_its_address_is_resynced_and_its_ghost_forgotten(
+    servers: RedisServers,
+) -> None:
+    shards = formed(servers, 3, 1)
+    # The master is killed: only writes its replica acknowledged can survive that (see Traffic).
+    traffic = Traffic([shards[0][0]], bulk=3000, durable=True).start()
+    master, replica = shards[1]
+    old_id = cluster_command(master, "MYID")
+    servers.kill(master)
+    # The replica takes over; the pod comes back on the same address with an empty data directory.
+    eventually("the failover", lambda: role(replica) == "master", 30.0)
+    servers.restart(master, fresh=True)
+    assert cluster_command(master, "MYID") != old_id
+
+    def healed() -> object | None:
+        result = converge(shards, (), OPTIONS)
+        return result if result.report.healthy else None
+
+    result = eventually("the cluster to heal", healed, 60.0)
+    assert result is not None
+    entries = parse_cluster_nodes(cluster_command(replica, "NODES"))
+    assert old_id not in {e.node_id for e in entries}
+    me = next(e for e in parse_cluster_nodes(cluster_command(master, "NODES")) if e.is_myself)
+    assert me.is_replica, "the empty node must follow the shard's master, never serve its slots"
+    assert_kept(traffic.stop([shards[0][0]]))

@@ -57,8 +57,9 @@ class Traffic:
     hot: int = 300
     bulk: int = 20000
     password: str | None = None
-    # Count a write as acknowledged only once a replica has it too (WAIT 1): what a client that must
-    # survive a crashed master does, since replication is asynchronous.
+    # Count a write (and the preload) as acknowledged only once a replica has it too (WAIT 1): what a
+    # client that must survive a crashed master does, since replication is asynchronous and a master
+    # killed before its replica got a write takes that write with it in any Redis Cluster.
     durable: bool = False
     acked: dict[str, str] = field(default_factory=dict)
     writes: int = 0
@@ -79,8 +80,18 @@ class Traffic:
             for i in range(self.hot):
                 client.set(f"hot:{{{i}}}", "0")
                 self.acked[f"hot:{{{i}}}"] = "0"
+            if self.durable:
+                self._replicate_all(client)
         finally:
             client.close()
+
+    def _replicate_all(self, client: RedisCluster, deadline: float = 30.0) -> None:
+        """Return once a replica of every master has everything written so far (WAIT 1)."""
+        end = time.monotonic() + deadline
+        for node in client.get_primaries():
+            while not client.execute_command("WAIT", 1, 500, target_nodes=node):  # type: ignore[no-untyped-call]
+                if time.monotonic() > end:
+                    raise AssertionError(f"no replica of {node.name} acknowledged the preloaded keys")
 
     def start(self) -> Traffic:
         if not self.acked:
@@ -99,13 +110,15 @@ class Traffic:
                 if self._stop.is_set():
                     break
                 key, value = f"hot:{{{i}}}", str(round_)
+                durable = True
                 while not self._stop.is_set():
                     try:
                         if client is None:
                             client = cluster_client(self.nodes, self.password)
                         client.set(key, value)
-                        if self.durable and not self._replicated(client, key):
-                            continue
+                        # Not on a replica yet (a shard without one): not acknowledged; go on with
+                        # the other shards' keys, this one is written again next round.
+                        durable = not self.durable or self._replicated(client, key)
                         break
                     except Exception as err:  # any client failure is an outage to retry through
                         self.failed += 1
@@ -116,6 +129,9 @@ class Traffic:
                         time.sleep(0.05)
                 else:
                     break
+                if not durable:
+                    self.failed += 1
+                    continue
                 now = time.monotonic()
                 self.longest = max(self.longest, now - last_ok)
                 last_ok = now
@@ -131,7 +147,7 @@ class Traffic:
 
     def _replicated(self, client: RedisCluster, key: str) -> bool:
         node = client.get_node_from_key(key)
-        reply = client.execute_command("WAIT", 1, 500, target_nodes=node)  # type: ignore[no-untyped-call]
+        reply = client.execute_command("WAIT", 1, 200, target_nodes=node)  # type: ignore[no-untyped-call]
         return bool(reply)
 
     def stop(self, nodes: Sequence[RedisNode] | None = None, deadline: float = 30.0) -> TrafficResult:
