@@ -82,7 +82,8 @@ class Advance:
 def prepare(
     source: GitSource, revision: str, policy: TrustPolicy, options: RevisionOptions, since: str = ""
 ) -> PreparedRevision:
-    """Check out ``revision``, verify it (strict mode checks every commit after ``since``) and render it.
+    """Check out ``revision``, verify it (strict mode checks every commit after ``since``), render it
+    and judge the two-person rules keyed on clusters (``syncer.engine.approvals``).
 
     Raises SourceError, VerificationError or ManifestError; nothing is returned for a bad revision.
     """
@@ -93,6 +94,11 @@ def prepare(
     result = verify_revision(source.git_dir, policy, verify).require_trusted()
     snapshot = source.checkout(sha)
     fleet = load_fleet(snapshot.tree_path, sha, options.load)
+    from syncer.engine.approvals import require_cluster_approvals
+
+    result = require_cluster_approvals(
+        source, policy, fleet, result, load=options.load, timeout=options.timeout
+    )
     return PreparedRevision(sha, fleet, result, snapshot)
 
 

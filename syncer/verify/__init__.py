@@ -10,6 +10,13 @@ nor fetch (not even lazily), check out or parse manifests.
 """
 
 from syncer.verify.model import CommitVerdict, Verdict, VerificationResult, VerifyOptions
-from syncer.verify.verifier import verify_revision
+from syncer.verify.verifier import approve_clusters, verify_revision
 
-__all__ = ["CommitVerdict", "Verdict", "VerificationResult", "VerifyOptions", "verify_revision"]
+__all__ = [
+    "CommitVerdict",
+    "Verdict",
+    "VerificationResult",
+    "VerifyOptions",
+    "approve_clusters",
+    "verify_revision",
+]

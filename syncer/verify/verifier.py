@@ -14,6 +14,7 @@ the range of strict mode, a ``VerificationError`` saying the history is incomple
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +32,7 @@ from syncer.verify.status import (
     signature_header_problem,
 )
 from syncer.verify.status import signature_kind as kind_of
-from syncer.verify.two_person import judge_two_person
+from syncer.verify.two_person import ApprovalVerdict, judge_cluster_rules, judge_two_person
 from syncer.verify.vouch import unvouched
 
 _LISTED_PATHS = 5
@@ -81,6 +82,19 @@ def verify_revision(
         verdicts = tuple(judge.commit(c, since=since) for c in commits)
         approvals = judge_two_person(judge, policy.two_person, tip, since)
     return VerificationResult(revision=tip, mode=mode, since=since, commits=verdicts, approvals=approvals)
+
+
+def approve_clusters(
+    repo: Path, policy: TrustPolicy, concerned: Mapping[str, tuple[str, ...]], options: VerifyOptions
+) -> tuple[ApprovalVerdict, ...]:
+    """The trust policy's cluster-keyed two-person rules on ``options.revision`` (since
+    ``options.since``), given the clusters each rule selects that the revision changes."""
+    mode = options.mode or policy.mode
+    with PinnedGit(repo, policy, timeout=options.timeout) as git:
+        judge = _Judge(git, policy, mode)
+        tip = judge.resolve(options.revision)
+        since = judge.resolve_since(options.since, tip) if options.since else ""
+        return judge_cluster_rules(judge, policy.two_person, concerned, tip, since)
 
 
 class _Judge:

@@ -128,7 +128,16 @@ def test_without_a_verified_base_the_whole_history_must_hold_two_signers(
 @pytest.mark.parametrize(
     ("rules", "message"),
     [
-        ("twoPersonRules:\n  - name: prod\n", "twoPersonRules[0].paths: is required"),
+        ("twoPersonRules:\n  - name: prod\n", "twoPersonRules[0].paths: is required (or clusters)"),
+        (
+            "twoPersonRules:\n  - name: prod\n    paths: ['a/**']\n"
+            "    clusters: {matchLabels: {tier: prod}}\n",
+            "twoPersonRules[0].clusters: give paths or clusters, not both",
+        ),
+        (
+            "twoPersonRules:\n  - name: prod\n    clusters: {matchLabels: {tier: [prod]}}\n",
+            "twoPersonRules[0].clusters.matchLabels: must map label names to string values",
+        ),
         (
             "twoPersonRules:\n  - name: prod\n    paths: ['a/**']\n    signers: 1\n",
             "twoPersonRules[0].signers: must be a whole number of at least 2, not 1",

@@ -1,0 +1,142 @@
+"""The two-person rule keyed on clusters, end to end on the real fleet: a change that reaches a cluster
+labelled tier=prod needs two signers, wherever in the repository it was made; a change that reaches
+only the canary needs one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import yaml
+
+from syncer.agent.service import Agent
+from syncer.config import load_agent_config
+from syncer.engine.revision import Stage
+from syncer.engine.rollout_model import RolloutOutcome
+from tests.integration.agent.test_agent_e2e import Setup, redis_cluster, states
+from tests.integration.agent.test_agent_e2e import setup as e2e_setup
+from tests.integration.verify.kit import Keys, SshKey, write_policy
+
+pytestmark = pytest.mark.integration
+
+RC = ("redis.syncer.dev/v1alpha1", "RedisCluster")
+setup = e2e_setup
+
+
+@pytest.fixture
+def approver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshKey]:
+    keys = Keys(tmp_path_factory.mktemp("approver-keys"))
+    try:
+        yield keys.ssh("approver")
+    finally:
+        keys.close()
+
+
+@pytest.fixture
+def guarded(setup: Setup, approver: SshKey, tmp_path: Path) -> Setup:
+    """The e2e setup with two signers and a two-person rule on the clusters labelled tier=prod."""
+    signers: list[dict[str, object]] = [
+        {"name": "ops", "ssh": setup.key.public_line},
+        {"name": "approver", "ssh": approver.public_line},
+    ]
+    trust = write_policy(tmp_path / "trust.yaml", signers=signers, keys=[])
+    rule = {"twoPersonRules": [{"name": "prod", "clusters": {"matchLabels": {"tier": "prod"}}}]}
+    trust.write_text(trust.read_text() + yaml.safe_dump(rule))
+    rollout = setup.agent.config.rollout
+    setup.agent.close()
+    setup.agent = Agent(
+        replace(load_agent_config(tmp_path / "agent.yaml"), rollout=rollout),
+        setup.settings,
+        setup.metrics,
+        setup.stop,
+        setup.steps.append,
+    )
+    return setup
+
+
+def approved_push(setup: Setup, approver: SshKey, message: str, files: dict[str, str]) -> str:
+    """``files`` committed by ops on a branch, merged into main by the approver's signed merge."""
+    work = setup.work
+    work.git("checkout", "-q", "-b", "change")
+    work.commit(message, files, sign=setup.key)
+    work.git("checkout", "-q", "main")
+    merged = work.merge("change", f"approve: {message}", sign=approver)
+    work.git("branch", "-q", "-D", "change")
+    work.git("push", "-q", str(setup.remote), "main")
+    return merged
+
+
+def objects(setup: Setup, version: str) -> str:
+    docs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": setup.namespace}}]
+    return yaml.safe_dump_all([*docs, redis_cluster(setup.namespace, version)])
+
+
+def test_changes_reaching_prod_clusters_need_two_signers_wherever_they_are_made(
+    guarded: Setup, approver: SshKey
+) -> None:
+    # The first revision reaches every cluster: it needs both signers (judged over the whole history).
+    namespace = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": guarded.namespace}}]
+    guarded.work.commit("namespace", {"base/objects.yaml": yaml.safe_dump_all(namespace)}, sign=guarded.key)
+    first = approved_push(guarded, approver, "sessions", {"base/objects.yaml": objects(guarded, "7.2.4")})
+    result = guarded.agent.sync_once()
+    assert result.advance.rejection is None, result.advance.rejection
+    assert result.report is not None
+    assert (result.report.outcome, result.report.revision) == (RolloutOutcome.APPLIED, first)
+
+    # One signer, a change only the canary receives (its own folder): accepted.
+    canary = guarded.work.commit(
+        "canary on 7.2.5",
+        {"clusters/canary/patches.yaml": yaml.safe_dump(_version_patch(guarded, "7.2.5"))},
+        sign=guarded.key,
+    )
+    guarded.work.git("push", "-q", str(guarded.remote), "main")
+    result = guarded.agent.sync_once()
+    assert result.advance.rejection is None, result.advance.rejection
+    assert result.report is not None
+    assert (result.report.outcome, result.report.revision) == (RolloutOutcome.APPLIED, canary)
+    before = states(guarded)
+
+    # One signer, a shared file that reaches eu-1 and us-1: refused before any cluster changes.
+    work = guarded.work
+    work.git("checkout", "-q", "-b", "change")
+    single = work.commit(
+        "everyone on 7.2.6", {"base/objects.yaml": objects(guarded, "7.2.6")}, sign=guarded.key
+    )
+    work.git("checkout", "-q", "main")
+    work.git("merge", "-q", "--ff-only", "change")
+    work.git("push", "-q", str(guarded.remote), "main")
+    result = guarded.agent.sync_once()
+    rejection = result.advance.rejection
+    assert rejection is not None
+    assert (rejection.stage, rejection.revision) == (Stage.VERIFY, single)
+    assert (
+        "not-approved: two-person rule prod: the revision changes clusters eu-1, us-1," in rejection.message
+    )
+    assert "found 1 (ops)" in rejection.message
+    assert {n: (s.revision, s.phase) for n, s in states(guarded).items()} == {
+        n: (s.revision, s.phase) for n, s in before.items()
+    }
+    for name, client in guarded.agent.clients.items():
+        live = client.get(*RC, "sessions", guarded.namespace)["spec"]["version"]
+        assert live == ("7.2.5" if name == "canary" else "7.2.4"), name
+
+    # The same change with the approver's signed merge over it rolls out.
+    work.git("reset", "-q", "--hard", canary)
+    approved = work.merge("change", "approve: everyone on 7.2.6", sign=approver)
+    work.git("push", "-q", str(guarded.remote), "main")
+    result = guarded.agent.sync_once()
+    assert result.advance.rejection is None, result.advance.rejection
+    assert result.report is not None
+    assert (result.report.outcome, result.report.revision) == (RolloutOutcome.APPLIED, approved)
+    for name, client in guarded.agent.clients.items():
+        live = client.get(*RC, "sessions", guarded.namespace)["spec"]["version"]
+        assert live == ("7.2.5" if name == "canary" else "7.2.6"), name
+
+
+def _version_patch(setup: Setup, version: str) -> dict[str, object]:
+    target = {"kind": "RedisCluster", "name": "sessions", "namespace": setup.namespace}
+    return {
+        "patches": [{"target": target, "ops": [{"op": "replace", "path": "/spec/version", "value": version}]}]
+    }
