@@ -1,4 +1,5 @@
-"""The agent process: HTTP endpoints always, the scheduled jobs only while holding the leader lease.
+"""The agent process: HTTP endpoints always, the scheduled jobs only while holding the leader lease
+(or, for a replica of a shard group, at once, acting on the clusters it owns: ``syncer.agent.sharding``).
 
 While leading, apscheduler runs two jobs: ``poll`` (every ``interval`` seconds with ``jitter``, and at
 once when the git webhook fires) and ``drift`` (every ``drift_interval`` seconds). Losing the lease
@@ -21,6 +22,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from syncer.agent.http import AgentServer, Endpoints
 from syncer.agent.service import Agent
+from syncer.agent.sharding import sharded
 from syncer.config.settings import AgentSettings
 from syncer.controller.model import ControllerOptions
 from syncer.controller.runner import run_controller
@@ -183,6 +185,11 @@ class AgentProcess:
         log.info("listening on %s", server.host)
         self._start_controllers()
         try:
+            if self.settings.shards.group:
+                # One replica of a group: act at once, on the clusters this replica owns.
+                with sharded(self.agent, self.settings, self.stop):
+                    self._lead(self.stop)
+                return
             if not self.settings.leader_elect:
                 self._lead(self.stop)
                 return

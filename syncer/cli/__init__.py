@@ -43,8 +43,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Take the branch tip through verification and roll it out, showing each wave and cluster.",
     ),
     "status": (
-        "syncer.cli.agent_cmds:status",
-        "Each cluster's sync state: wave, applied revision, health, last good revision, last error.",
+        "syncer.cli.status_cmd:status",
+        "Each cluster's sync state: owner, wave, applied revision, health, last good revision, last error.",
     ),
 }
 """Each command: where it lives, and the one-line help ``syncer --help`` lists without importing it

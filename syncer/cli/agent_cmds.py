@@ -1,9 +1,7 @@
-"""``syncer run``, ``syncer sync --once`` and ``syncer status``: the agent, one pass of it, and the
-fleet's sync state as the clusters record it."""
+"""``syncer run`` and ``syncer sync --once``: the agent, and one pass of it."""
 
 from __future__ import annotations
 
-import json
 import logging
 import signal
 import sys
@@ -15,7 +13,6 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from syncer.agent.loop import AgentProcess, start_controllers
 from syncer.agent.service import Agent
@@ -33,6 +30,7 @@ from syncer.config.settings import (
     HomeCluster,
     HttpSettings,
     LeaseSettings,
+    ShardSettings,
 )
 from syncer.controller.logs import configure as configure_logs
 from syncer.domain.durations import format_duration, parse_duration
@@ -40,9 +38,7 @@ from syncer.domain.progress import PassEvent, Step, Waiting
 from syncer.engine.revision import PollOutcome
 from syncer.engine.rollout_model import RolloutOutcome
 from syncer.errors import SyncerError
-from syncer.kube import ClusterClient
 from syncer.status.metrics import SyncerMetrics
-from syncer.status.state_store import StateStore
 
 EXIT_OK, EXIT_NOT_SYNCED, EXIT_ERROR = 0, 1, 2
 F = TypeVar("F", bound=Callable[..., Any])
@@ -225,6 +221,17 @@ def _http_settings(opts: dict[str, Any]) -> HttpSettings:
     help="How often the Lease is renewed or, by a standby, tried (less than the renew deadline).",
 )
 @click.option(
+    "--shard-group",
+    default="",
+    help="Split the config's clusters with the other replicas of this group through Leases; each "
+    "replica writes only to the clusters it owns (replaces leader election).",
+)
+@click.option(
+    "--shard-identity",
+    default="",
+    help="This replica's name in its shard group [default: host name and a random suffix].",
+)
+@click.option(
     "--controller/--no-controller",
     default=False,
     show_default=True,
@@ -264,6 +271,7 @@ def run(**opts: Any) -> None:
         hook_secret_file=opts["hook_secret_file"],
         leader_elect=opts["leader_elect"],
         lease=lease,
+        shards=ShardSettings(group=opts["shard_group"], identity=opts["shard_identity"]),
         home=HomeCluster(context=opts["lease_context"]),
         controller=ControllerSettings(
             enabled=opts["controller"] or opts["controller_every_cluster"],
@@ -374,56 +382,3 @@ def sync(
         highlight=False,
     )
     sys.exit(EXIT_OK if good and advance.rejection is None else EXIT_NOT_SYNCED)
-
-
-@click.command()
-@click.option(
-    "--config", "config_path", required=True, type=click.Path(path_type=Path, dir_okay=False, exists=True)
-)
-@click.option("--kubeconfig", default="", envvar="KUBECONFIG")
-@click.option("--state-namespace", default=AGENT_NAMESPACE, show_default=True)
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def status(config_path: Path, kubeconfig: str, state_namespace: str, output: str) -> None:
-    """Each cluster's sync state: wave, applied revision, health, last good revision, last error."""
-    config = _load(config_path)
-    rows: list[dict[str, Any]] = []
-    for name, access in sorted(config.clusters.items()):
-        row: dict[str, Any] = {"cluster": name}
-        try:
-            client = ClusterClient.from_kubeconfig(str(access.kubeconfig or kubeconfig), access.context, name)
-            try:
-                loaded = StateStore(client, state_namespace).load()
-            finally:
-                client.close()
-            state = loaded.state
-            row.update(
-                wave=state.wave,
-                revision=state.revision,
-                phase=str(state.phase),
-                health=state.health,
-                lastGood=state.last_good,
-                lastError=state.last_error or loaded.problem,
-                badRevisions=list(state.bad_revisions),
-                updatedAt=state.updated_at,
-            )
-        except SyncerError as err:
-            row.update(error=str(err))
-        rows.append(row)
-    if output == "json":
-        click.echo(json.dumps({"apiVersion": "syncer.dev/status/v1", "clusters": rows}, indent=2))
-        return
-    table = Table(title="fleet sync state", title_justify="left")
-    for column in ("cluster", "wave", "revision", "phase", "health", "last good"):
-        table.add_column(column, no_wrap=True)
-    table.add_column("last error", overflow="fold")
-    for row in rows:
-        table.add_row(
-            row["cluster"],
-            row.get("wave", ""),
-            row.get("revision", "")[:12],
-            row.get("phase", ""),
-            row.get("health", ""),
-            row.get("lastGood", "")[:12],
-            row.get("lastError") or row.get("error", ""),
-        )
-    Console().print(table)

@@ -57,6 +57,22 @@ class LeaseSettings:
 
 
 @dataclass(frozen=True)
+class ShardSettings:
+    """Replicas that split the fleet's clusters between them through Leases (``syncer.leader.shards``)
+    instead of electing one leader for the whole fleet. Their timing is the agent's ``LeaseSettings``:
+    member Leases live in its namespace of the home cluster, each cluster's owner Lease in the state
+    namespace of that cluster."""
+
+    group: str = ""
+    """The replica group ("": no sharding; one replica, chosen by leader election, acts on every
+    cluster)."""
+
+    identity: str = ""
+    """This replica's name within the group ("": the host name and a random suffix). It is also in
+    the user agent of every request the replica sends."""
+
+
+@dataclass(frozen=True)
 class HomeCluster:
     """The cluster the agent runs in: where its Lease and its embedded controller's Lease are."""
 
@@ -145,6 +161,9 @@ class AgentSettings:
 
     lease: LeaseSettings = LeaseSettings()
     """The agent's Lease."""
+
+    shards: ShardSettings = ShardSettings()
+    """Sharding among replicas (off unless ``shards.group`` is set; then ``leader_elect`` is ignored)."""
 
     home: HomeCluster = HomeCluster()
     """Where the Lease is held."""

@@ -9,15 +9,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from syncer.config import ClusterAccess
-from syncer.kube import ClusterClient, KubeApi
+from syncer.kube import ClientOptions, ClusterClient, KubeApi
 
 
 class KubeconfigConnections:
     """Opens one client per cluster on request (``connections(name)``) and closes them all at the end."""
 
-    def __init__(self, clusters: Mapping[str, ClusterAccess], kubeconfig: str = "") -> None:
+    def __init__(
+        self,
+        clusters: Mapping[str, ClusterAccess],
+        kubeconfig: str = "",
+        options: ClientOptions = ClientOptions(),
+    ) -> None:
         self.clusters = clusters
         self.kubeconfig = kubeconfig
+        # The clients' options (a sharded replica names itself in the user agent).
+        self.options = options
         self._opened: list[ClusterClient] = []
 
     def access(self, cluster: str) -> ClusterAccess:
@@ -30,7 +37,9 @@ class KubeconfigConnections:
     def __call__(self, cluster: str) -> KubeApi:
         """A new client for ``cluster``; ConfigError when its kubeconfig or context is unusable."""
         access = self.access(cluster)
-        client = ClusterClient.from_kubeconfig(self.kubeconfig_of(access), access.context, cluster)
+        client = ClusterClient.from_kubeconfig(
+            self.kubeconfig_of(access), access.context, cluster, self.options
+        )
         self._opened.append(client)
         return client
 

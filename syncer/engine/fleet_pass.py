@@ -96,6 +96,8 @@ class FleetPass:
         self.options = options
         self.listener = listener or (lambda _: None)
         self.clients: dict[str, KubeApi] = {}
+        # Sharded replicas: whether this replica may write to a cluster now (None: every cluster).
+        self.owns: Callable[[str], bool] | None = None
         self.known_clusters: tuple[str, ...] = ()
         self._seen_rejection: Rejection | None = None
         self._stop = threading.Event()
@@ -110,7 +112,7 @@ class FleetPass:
             return self.clients[cluster]
 
     def _rollout(self, stop: threading.Event) -> FleetRollout:
-        return FleetRollout(self.clients, self.options, stop=stop, listener=self.listener)
+        return FleetRollout(self.clients, self.options, stop=stop, listener=self.listener, owns=self.owns)
 
     def _load(self, cluster: str) -> LoadedState:
         """``cluster``'s stored state, read at most once per pass."""

@@ -381,13 +381,14 @@ class FleetRollout:
     def heal(self, fleet: DesiredFleet) -> tuple[ChangeSet, ...]:
         """For every cluster that finished ``fleet``'s revision: plan it against live state and, when
         something drifted (another manager changed a field syncer owns, an object was deleted), apply
-        the plan. Clusters still rolling out are left to the rollout. Returns the change sets that
+        the plan. Clusters still rolling out are left to the rollout, and those another replica owns
+        to it. Returns the change sets that
         wrote or failed; KubeError when a cluster's state cannot be read."""
         states = self.read_states()
         repaired: list[ChangeSet] = []
         for name, desired in fleet.clusters.items():
             state = states.get(name)
-            if state is None or not is_done(state, fleet.revision):
+            if state is None or not is_done(state, fleet.revision) or not self.owns(name):
                 continue
             result = self._repair(self.clients[name], desired, state)
             if result is None:

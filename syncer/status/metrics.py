@@ -69,6 +69,13 @@ class SyncerMetrics:
             registry=r,
         )
         self.leader = Gauge("syncer_leader", "1 while this agent holds the leader lease.", registry=r)
+        self.cluster_owner = Gauge(
+            "syncer_cluster_owner",
+            "Sharded replicas: 1 for each cluster and the replica that owns it, as this replica sees it "
+            "(itself for the clusters whose owner Lease it holds).",
+            ["cluster", "replica"],
+            registry=r,
+        )
 
     def set_revision(self, revision: str) -> None:
         self.revision_info.clear()

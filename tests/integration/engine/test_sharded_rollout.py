@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -26,7 +28,7 @@ from syncer.engine.rollout_model import RolloutOutcome
 from syncer.kube import ClusterClient
 from syncer.rollout import plan_waves
 from syncer.status.state_store import StateStore
-from tests.integration.engine.sharded_kit import NAMESPACE, RETRY, Replica, policy, write_repo
+from tests.integration.engine.sharded_kit import DURATION, NAMESPACE, RETRY, Replica, policy, write_repo
 
 # Starting many apiservers on a busy machine takes long: each test may take 40 minutes.
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
@@ -130,3 +132,119 @@ def test_two_replicas_roll_out_in_global_waves_each_writing_only_its_own_cluster
             admin.close()
         assert state.revision == "rev-1"
         assert state.phase is SyncPhase.HEALTHY
+
+
+def _owner_of(fleet: devfleet.Fleet, cluster: str) -> str:
+    admin = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), cluster)
+    try:
+        lease = admin.get("coordination.k8s.io/v1", "Lease", "syncer-owner", NAMESPACE)
+        return str(lease["spec"].get("holderIdentity") or "")
+    finally:
+        admin.close()
+
+
+def _state(fleet: devfleet.Fleet, cluster: str) -> tuple[str, SyncPhase]:
+    admin = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), cluster)
+    try:
+        state = StateStore(admin, NAMESPACE).load().state
+        return state.revision, state.phase
+    finally:
+        admin.close()
+
+
+def _replica_writes(fleet: devfleet.Fleet, cluster: str) -> list[audit.AuditedWrite]:
+    """The replicas' writes to ``cluster`` as its apiserver audited them: owner Lease writes and
+    everything else they wrote there (member Leases, in the home cluster, are left out)."""
+    return [
+        w
+        for w in audit.writes(fleet, cluster)
+        if w.user_agent.startswith("syncer-test/") and (w.resource != "leases" or w.name == "syncer-owner")
+    ]
+
+
+def test_killing_the_replica_that_owns_the_canary_mid_wave_hands_the_fleet_over_without_double_writes(
+    light: devfleet.Fleet, tmp_path: Path
+) -> None:
+    prefix = f"kl-{uuid.uuid4().hex[:6]}"
+    repo = write_repo(tmp_path / "repo", prefix, CLUSTERS)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    canary = plan_waves({name: {} for name in CLUSTERS}, policy())[0].clusters[0]
+    env = {**os.environ, "PYTHONPATH": str(Path.cwd())}
+    started = {
+        identity: subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.integration.engine.sharded_kit",
+                str(light.kubeconfig),
+                identity,
+                group,
+                str(repo),
+                "rev-1",
+                "30",
+                *CLUSTERS,
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for identity in ("replica-a", "replica-b")
+    }
+    try:
+        with ReadyStatusStandIn(light.kubeconfig, CLUSTERS):
+            deadline = time.monotonic() + 300
+            while _state(light, canary) != ("rev-1", SyncPhase.APPLIED):
+                assert time.monotonic() < deadline, "the canary was never applied"
+                time.sleep(0.5)
+            victim = _owner_of(light, canary)
+            assert victim in started
+            started[victim].kill()
+            started[victim].wait()
+            survivor = next(i for i in started if i != victim)
+            out, _ = started[survivor].communicate(timeout=900)
+        assert out.strip() == "applied"
+    finally:
+        for proc in started.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+    assert all(_state(light, name) == ("rev-1", SyncPhase.HEALTHY) for name in CLUSTERS)
+
+    # From the audit logs: every write to a cluster came from the replica that last took or renewed
+    # its owner Lease (a write the apiserver refused, such as a renewal that lost a conflict, takes
+    # nothing). A slow replica may lose clusters and win them back; a write by a non-owner must never
+    # reach an apiserver.
+    for name in CLUSTERS:
+        holder = ""
+        for w in _replica_writes(light, name):
+            who = w.user_agent.removeprefix("syncer-test/")
+            if w.resource == "leases":
+                if 200 <= w.code < 300:
+                    holder = who
+            else:
+                assert who == holder, (name, w, holder)
+    canary_writes = _replica_writes(light, canary)
+    writers = [w.user_agent.removeprefix("syncer-test/") for w in canary_writes]
+    assert writers[-1] == survivor
+    assert victim in writers
+    # The takeover, on the apiserver's clock: the survivor took the canary's owner Lease within one
+    # lease duration of the victim's last renewal of it, plus the rounds it takes to notice.
+    last_renewal = max(
+        w.at.timestamp()
+        for w in canary_writes
+        if w.resource == "leases" and w.user_agent == f"syncer-test/{victim}" and 200 <= w.code < 300
+    )
+    taken = min(
+        w.at.timestamp()
+        for w in canary_writes
+        if w.resource == "leases"
+        and w.user_agent == f"syncer-test/{survivor}"
+        and 200 <= w.code < 300
+        and w.at.timestamp() > last_renewal
+    )
+    print(
+        f"canary owner lease: last renewed by {victim}, taken by {survivor} {taken - last_renewal:.1f}s later"
+    )
+    assert taken - last_renewal <= DURATION + 4 * RETRY + 5.0

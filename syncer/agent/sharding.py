@@ -1,0 +1,232 @@
+"""Sharded ``syncer run`` replicas: the replicas of one group split the clusters of the agent config
+between them through Leases (``syncer.leader.shards``) and each acts only on the clusters it owns.
+
+``ShardedReplica.attach`` wires one agent for it: every client the pass opens is a ``ShardKube`` (each
+write fenced on the cluster's owner Lease), the pass's rollout applies, checks and records only the
+clusters this replica owns (``FleetPass.owns``) and judges the others from the sync states their
+owners record, and Kubernetes Events are written only to owned clusters. ``run`` renews the Leases
+every ``retry_period`` until stopped, then gives every Lease up at once so the others take over
+without waiting. Clusters the config does not list are never written by a sharded replica: they have
+no owner Lease.
+
+Must not: decide anything about the rollout (that is the engine's) or talk to other replicas (all
+they share is in Leases).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
+from typing import Any
+
+from syncer import __version__
+from syncer.agent.service import Agent
+from syncer.config.settings import AgentSettings
+from syncer.errors import Conflict, FencedOut, KubeError, NotFound
+from syncer.kube import ApplyOptions, ClusterClient, KubeApi, KubeObject
+from syncer.leader.fence import UNFENCED, FencedKube
+from syncer.leader.shards import ShardKube, ShardOptions, Shards, ShardView
+
+log = logging.getLogger("syncer.agent")
+
+
+def replica_identity(configured: str) -> str:
+    """This replica's name in its group: the one configured, else the host name and a random suffix."""
+    return configured or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+
+
+def user_agent(identity: str) -> str:
+    """The user agent of a sharded replica's requests: the apiserver's audit log names the replica."""
+    return f"syncer/{__version__} replica/{identity}"
+
+
+class _EventsKube(FencedKube):
+    """A fenced client for Events: a write the fence refuses is one Event not written (the cluster
+    moved to another replica meanwhile), not an error of the pass."""
+
+    def create(self, body: Mapping[str, Any]) -> KubeObject:
+        try:
+            return self.inner.create(body)
+        except FencedOut as err:
+            raise KubeError(str(err), cluster=self.cluster) from err
+
+    def replace(self, body: Mapping[str, Any]) -> KubeObject:
+        try:
+            return self.inner.replace(body)
+        except FencedOut as err:
+            raise KubeError(str(err), cluster=self.cluster) from err
+
+    def apply(self, body: Mapping[str, Any], options: ApplyOptions = ApplyOptions()) -> KubeObject:
+        try:
+            return self.inner.apply(body, options)
+        except FencedOut as err:
+            raise KubeError(str(err), cluster=self.cluster) from err
+
+
+class _Owned(Mapping[str, KubeApi]):
+    """The connected clusters this replica owns at the moment of the lookup (for Events)."""
+
+    def __init__(self, clients: Mapping[str, KubeApi], owns: Callable[[str], bool]) -> None:
+        self._clients = clients
+        self._owns = owns
+
+    def __getitem__(self, cluster: str) -> KubeApi:
+        if not self._owns(cluster):
+            raise KeyError(cluster)
+        return _EventsKube(self._clients[cluster], UNFENCED)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([c for c in list(self._clients) if self._owns(c)])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+class ShardedReplica:
+    """One replica of a group: its Shards over the clusters of the agent config, renewed by ``run``."""
+
+    def __init__(self, agent: Agent, settings: AgentSettings) -> None:
+        lease, group = settings.lease, settings.shards.group
+        self.identity = replica_identity(settings.shards.identity)
+        self.settings = settings
+        names = sorted(agent.config.clusters)
+        if not names:
+            raise KubeError(
+                f"replica group {group}: a sharded replica splits the clusters listed under the config's "
+                "clusters:, and it lists none"
+            )
+        connections = agent.connections
+        # A write begun just before the fence closed must end before another replica may take the
+        # cluster over: lease_duration - renew_deadline later. Requests time out well within that.
+        margin = lease.duration - lease.renew_deadline
+        connections.options = replace(
+            connections.options,
+            user_agent=user_agent(self.identity),
+            timeout=min(connections.options.timeout, max(1.0, margin * 0.8)),
+        )
+        self.raw = {name: connections(name) for name in names}
+        home = settings.home
+        self.home = ClusterClient.from_kubeconfig(
+            home.kubeconfig or settings.kubeconfig, home.context, "home", connections.options
+        )
+        options = ShardOptions(
+            group=group,
+            namespace=lease.namespace,
+            owner_namespace=settings.state_namespace,
+            identity=self.identity,
+            lease_duration=lease.duration,
+            renew_deadline=lease.renew_deadline,
+            retry_period=lease.retry_period,
+        )
+        self.shards = Shards(self.home, self.raw, options)
+        self.agent = agent
+        self._ready: set[tuple[str, str]] = set()
+        self.owned_metric = agent.metrics.cluster_owner
+        self._exported: set[tuple[str, str]] = set()
+
+    def attach(self) -> None:
+        """Make the agent's passes act only on the clusters this replica owns, every write fenced."""
+        fleet_pass = self.agent.fleet_pass
+        raw = self.raw
+
+        def connect(cluster: str) -> KubeApi:
+            # A cluster missing from the config has no owner Lease: its writes are always refused.
+            inner = raw.get(cluster) or self.agent.connections(cluster)
+            return ShardKube(inner, self.shards)
+
+        fleet_pass.connect = connect
+        fleet_pass.owns = self.shards.holds
+        self.agent.reporter.clients = _Owned(fleet_pass.clients, self.shards.holds)
+
+    # -- rounds -----------------------------------------------------------------------------------
+
+    def _namespace(self, api: KubeApi, namespace: str) -> None:
+        """Create ``namespace`` in a cluster once, when it is missing (a Lease needs it)."""
+        if (api.cluster, namespace) in self._ready:
+            return
+        try:
+            api.get("v1", "Namespace", namespace)
+        except NotFound:
+            with contextlib.suppress(Conflict):
+                api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        self._ready.add((api.cluster, namespace))
+
+    def round(self) -> ShardView:
+        """One round of the Leases; the namespaces of the Leases this replica is about to take are made
+        first (only in clusters assigned to it, so no other replica's cluster is written)."""
+        with contextlib.suppress(KubeError):
+            self._namespace(self.home, self.settings.lease.namespace)
+        for cluster, owner in self.shards.view.assignment.items():
+            if owner == self.identity and not self.shards.holds(cluster):
+                try:
+                    self._namespace(self.raw[cluster], self.settings.state_namespace)
+                except KubeError as err:
+                    log.warning("cannot prepare the owner lease of %s: %s", cluster, err)
+        before = self.shards.view.held
+        view = self.shards.round()
+        if view.held != before:
+            log.info(
+                "replica %s holds %d of %d cluster(s)",
+                self.identity,
+                len(view.held),
+                len(self.raw),
+                extra={"detail": ",".join(sorted(view.held))},
+            )
+        self._export(view)
+        return view
+
+    def _export(self, view: ShardView) -> None:
+        """``syncer_cluster_owner{cluster,replica}``: 1 for each cluster's owner as this replica sees it
+        (itself for the clusters it holds, else the replica the shared assignment gives it to)."""
+        now = {
+            (cluster, self.identity if cluster in view.held else view.assignment.get(cluster, ""))
+            for cluster in self.raw
+        }
+        for cluster, replica in self._exported - now:
+            with contextlib.suppress(KeyError):
+                self.owned_metric.remove(cluster, replica)
+        for cluster, replica in now:
+            self.owned_metric.labels(cluster=cluster, replica=replica).set(1)
+        self._exported = now
+
+    def run(self, stop: threading.Event) -> None:
+        """Renew the Leases every ``retry_period`` until ``stop``; then give them all up."""
+        period = self.settings.lease.retry_period
+        try:
+            while True:
+                try:
+                    self.round()
+                except Exception:
+                    log.exception("shard round failed")
+                if stop.wait(period):
+                    return
+        finally:
+            self.shards.leave()
+            log.info("replica %s left group %s", self.identity, self.settings.shards.group)
+
+    def close(self) -> None:
+        self.home.close()
+
+
+@contextlib.contextmanager
+def sharded(agent: Agent, settings: AgentSettings, stop: threading.Event) -> Iterator[ShardedReplica]:
+    """``agent`` as one replica of its group while inside: the Leases are renewed in a thread from
+    the first round on; on exit (after the caller's passes have ended) every Lease is given up."""
+    replica = ShardedReplica(agent, settings)
+    replica.attach()
+    quit_renewing = threading.Event()
+    replica.round()
+    thread = threading.Thread(target=replica.run, args=(quit_renewing,), daemon=True, name="shards")
+    thread.start()
+    log.info("replica %s of group %s", replica.identity, settings.shards.group)
+    try:
+        yield replica
+    finally:
+        quit_renewing.set()
+        thread.join(timeout=settings.lease.duration * 2)
+        replica.close()

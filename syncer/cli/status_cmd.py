@@ -1,0 +1,103 @@
+"""``syncer status``: the fleet's sync state as the clusters record it, and which replica owns each
+cluster when replicas shard the fleet."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from syncer.cli.agent_cmds import _load
+from syncer.config.settings import AGENT_NAMESPACE
+from syncer.errors import NotFound, SyncerError
+from syncer.kube import ClusterClient
+from syncer.leader.election import LEASE_API, LeaseRecord
+from syncer.leader.shards import OWNER_LEASE
+from syncer.status.state_store import StateStore
+
+
+def _owner(client: ClusterClient, namespace: str) -> str:
+    """The replica holding the cluster's owner Lease (sharded replicas), "" when none does; a Lease
+    not renewed within its duration is shown as such."""
+    try:
+        lease = client.get(LEASE_API, "Lease", OWNER_LEASE, namespace)
+    except NotFound:
+        return ""
+    record = LeaseRecord.from_lease(lease)
+    if not record.holder:
+        return ""
+    renewed = _lease_time(record.renew_time)
+    if renewed is not None and time.time() - renewed > max(record.duration, 1):
+        return f"{record.holder} (expired)"
+    return record.holder
+
+
+def _lease_time(stamp: str) -> float | None:
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+@click.command()
+@click.option(
+    "--config", "config_path", required=True, type=click.Path(path_type=Path, dir_okay=False, exists=True)
+)
+@click.option("--kubeconfig", default="", envvar="KUBECONFIG")
+@click.option("--state-namespace", default=AGENT_NAMESPACE, show_default=True)
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def status(config_path: Path, kubeconfig: str, state_namespace: str, output: str) -> None:
+    """Each cluster's sync state: owner, wave, applied revision, health, last good revision, last error.
+
+    The owner is the replica holding the cluster's owner Lease when replicas shard the fleet."""
+    config = _load(config_path)
+    rows: list[dict[str, Any]] = []
+    for name, access in sorted(config.clusters.items()):
+        row: dict[str, Any] = {"cluster": name}
+        try:
+            client = ClusterClient.from_kubeconfig(str(access.kubeconfig or kubeconfig), access.context, name)
+            try:
+                loaded = StateStore(client, state_namespace).load()
+                owner = _owner(client, state_namespace)
+            finally:
+                client.close()
+            state = loaded.state
+            row.update(
+                owner=owner,
+                wave=state.wave,
+                revision=state.revision,
+                phase=str(state.phase),
+                health=state.health,
+                lastGood=state.last_good,
+                lastError=state.last_error or loaded.problem,
+                badRevisions=list(state.bad_revisions),
+                updatedAt=state.updated_at,
+            )
+        except SyncerError as err:
+            row.update(error=str(err))
+        rows.append(row)
+    if output == "json":
+        click.echo(json.dumps({"apiVersion": "syncer.dev/status/v1", "clusters": rows}, indent=2))
+        return
+    table = Table(title="fleet sync state", title_justify="left")
+    for column in ("cluster", "owner", "wave", "revision", "phase", "health", "last good"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("last error", overflow="fold")
+    for row in rows:
+        table.add_row(
+            row["cluster"],
+            row.get("owner", ""),
+            row.get("wave", ""),
+            row.get("revision", "")[:12],
+            row.get("phase", ""),
+            row.get("health", ""),
+            row.get("lastGood", "")[:12],
+            row.get("lastError") or row.get("error", ""),
+        )
+    Console().print(table)

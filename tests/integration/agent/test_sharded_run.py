@@ -1,0 +1,356 @@
+"""Two ``syncer run`` replicas of one shard group on a fleet of light clusters, from signed commits
+in a real git remote: they split the clusters through Leases, roll a revision out in the policy's
+global waves (each cluster applied by its owner), show the owners in ``syncer status`` and
+``/metrics``, and when one is killed mid-rollout and another replica joins, the clusters move within
+one lease duration and no cluster is ever written by a replica that did not hold its owner Lease.
+
+Light clusters have no controller: the status stand-in marks RedisClusters Ready for their
+generation. Who wrote what, and when, is read from the apiservers' audit logs, not from the agents.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from devfleet import audit
+from devfleet import fleet as devfleet
+from devfleet.access import install_redis_crd
+from devfleet.standin import ReadyStatusStandIn
+from syncer.domain.sync_state import ClusterSyncState, SyncPhase
+from syncer.errors import NotFound
+from syncer.kube import ClusterClient
+from syncer.leader.election import LEASE_API
+from syncer.leader.shards import OWNER_LEASE
+from syncer.status.state_store import StateStore
+from tests.integration.agent.procs import AgentProc, Agents
+from tests.integration.verify.kit import GitRepo, SshKey, bare_remote, write_policy
+from tests.support.waiting import eventually
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
+
+CLUSTERS = devfleet.cluster_names(6, "sr")
+HOME = CLUSTERS[0]
+# The 1 / 10 / 50 / 100 % waves of 6 clusters hold 1, 3 and 6 clusters cumulatively (10 % is empty).
+CUMULATIVE = [1, 3, 6]
+# Whole seconds (a Lease stores its duration as such); the margin (4 s) is above the request timeout.
+LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 8, 4, 1
+ROLLOUT_TIMEOUT = 600
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def waves(canary_bake: str) -> dict[str, object]:
+    return {
+        "waves": [
+            {"name": "w1", "percent": 1, "bake": canary_bake},
+            {"name": "w10", "percent": 10},
+            {"name": "w50", "percent": 50},
+            {"name": "all", "percent": 100},
+        ],
+        "defaults": {"maxConcurrent": 4, "healthTimeout": "300s", "bake": "0s"},
+        "rollback": False,
+    }
+
+
+@pytest.fixture(scope="module")
+def light(tmp_path_factory: pytest.TempPathFactory) -> Iterator[devfleet.Fleet]:
+    root = tmp_path_factory.mktemp("sharded-run") / "state"
+    options = devfleet.UpOptions(
+        clusters=CLUSTERS, profile=devfleet.Profile.LIGHT, audit=True, timeout=1200.0
+    )
+    fleet = devfleet.up(root, options, _quiet)
+    try:
+        for name in CLUSTERS:
+            admin = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), name)
+            try:
+                install_redis_crd(admin, field_manager="syncer-tests")
+            finally:
+                admin.close()
+        yield fleet
+    finally:
+        assert devfleet.down(root, _quiet) == []
+
+
+class Group:
+    """A signed fleet repository, the agents' config and one shard group's replicas."""
+
+    def __init__(self, root: Path, fleet: devfleet.Fleet, key: SshKey, canary_bake: str) -> None:
+        self.root, self.fleet, self.key = root, fleet, key
+        tag = uuid.uuid4().hex[:6]
+        self.namespace, self.state_namespace, self.group = f"sr-{tag}", f"sr-{tag}-state", f"g-{tag}"
+        self.remote = bare_remote(root / "remote.git")
+        self.work = GitRepo(root / "work")
+        fleet_file = {
+            "apiVersion": "syncer.dev/v1alpha1",
+            "kind": "Fleet",
+            "defaults": {"namespace": self.namespace},
+            "clusters": [{"name": n} for n in CLUSTERS],
+        }
+        self.work.write({"fleet.yaml": yaml.safe_dump(fleet_file)})
+        write_policy(root / "trust.yaml", signers=[{"name": "ops", "ssh": key.public_line}], keys=[])
+        (root / "waves.yaml").write_text(yaml.safe_dump(waves(canary_bake)))
+        config = {
+            "source": {"url": str(self.remote), "cacheDir": str(root / "cache"), "timeoutSeconds": 60},
+            "trustPolicy": "trust.yaml",
+            "clusters": {n: {"context": n, "kubeconfig": str(fleet.kubeconfig)} for n in CLUSTERS},
+        }
+        (root / "agent.yaml").write_text(yaml.safe_dump(config))
+        self.clients = {n: ClusterClient.from_kubeconfig(str(fleet.kubeconfig), n) for n in CLUSTERS}
+        self.agents = Agents(root)
+
+    def start(self, identity: str) -> AgentProc:
+        return self.agents.start(
+            identity,
+            [
+                "--config",
+                str(self.root / "agent.yaml"),
+                "--rollout-policy",
+                str(self.root / "waves.yaml"),
+                "--kubeconfig",
+                str(self.fleet.kubeconfig),
+                "--state-namespace",
+                self.state_namespace,
+                "--interval",
+                "2s",
+                "--jitter",
+                "0s",
+                "--drift-interval",
+                "10m",
+                "--http-port",
+                "0",
+                "--shard-group",
+                self.group,
+                "--shard-identity",
+                identity,
+                "--lease-context",
+                HOME,
+                "--lease-namespace",
+                f"{self.namespace}-members",
+                "--lease-duration",
+                f"{LEASE_DURATION}s",
+                "--lease-renew-deadline",
+                f"{RENEW_DEADLINE}s",
+                "--lease-retry-period",
+                f"{RETRY_PERIOD}s",
+            ],
+        )
+
+    def commit(self, message: str, version: str) -> str:
+        docs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}] + [
+            {
+                "apiVersion": "redis.syncer.dev/v1alpha1",
+                "kind": "RedisCluster",
+                "metadata": {"name": f"cache-{i}", "namespace": self.namespace},
+                "spec": {"version": version, "shards": 3, "replicasPerShard": 1},
+            }
+            for i in range(3)
+        ]
+        sha = self.work.commit(message, {"base/objects.yaml": yaml.safe_dump_all(docs)}, sign=self.key)
+        self.work.git("push", "-q", str(self.remote), "main")
+        return sha
+
+    def owners(self) -> dict[str, str]:
+        found = {}
+        for name, client in self.clients.items():
+            try:
+                lease = client.get(LEASE_API, "Lease", OWNER_LEASE, self.state_namespace)
+                found[name] = str((lease.get("spec") or {}).get("holderIdentity") or "")
+            except NotFound:
+                found[name] = ""
+        return found
+
+    def states(self) -> dict[str, ClusterSyncState]:
+        return {n: StateStore(c, self.state_namespace).load().state for n, c in self.clients.items()}
+
+    def all_healthy(self, revision: str) -> bool:
+        return all((s.revision, s.phase) == (revision, SyncPhase.HEALTHY) for s in self.states().values())
+
+    def writes(self, name: str) -> list[audit.AuditedWrite]:
+        """The replicas' writes to ``name``: everything but member Leases (in the home cluster)."""
+        return [
+            w
+            for w in audit.writes(self.fleet, name)
+            if "replica/" in w.user_agent and (w.resource != "leases" or w.name == OWNER_LEASE)
+        ]
+
+    def close(self) -> None:
+        self.agents.close()
+        for client in self.clients.values():
+            for ns in (self.namespace, self.state_namespace, f"{self.namespace}-members"):
+                with contextlib.suppress(NotFound):
+                    client.delete("v1", "Namespace", ns)
+            client.close()
+
+
+def replica_of(write: audit.AuditedWrite) -> str:
+    return write.user_agent.split("replica/", 1)[1]
+
+
+def assert_single_writer(group: Group) -> None:
+    """From the audit logs: every write to a cluster came from the replica that last took or renewed
+    its owner Lease (a Lease write the apiserver refused takes nothing)."""
+    for name in CLUSTERS:
+        holder = ""
+        for w in group.writes(name):
+            if w.resource == "leases":
+                if 200 <= w.code < 300:
+                    holder = replica_of(w)
+            elif w.resource != "namespaces":  # a Lease's namespace is made before the Lease
+                assert replica_of(w) == holder, (name, w, holder)
+
+
+@pytest.fixture
+def group(light: devfleet.Fleet, tmp_path: Path, ops_key: SshKey) -> Iterator[Group]:
+    made = Group(tmp_path, light, ops_key, canary_bake="0s")
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+def _status(group: Group) -> dict[str, dict[str, object]]:
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "syncer",
+            "status",
+            "--config",
+            str(group.root / "agent.yaml"),
+            "--state-namespace",
+            group.state_namespace,
+            "-o",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    return {row["cluster"]: row for row in json.loads(out)["clusters"]}
+
+
+def test_two_run_replicas_split_the_fleet_and_roll_out_in_global_waves(group: Group) -> None:
+    with group.agents.shown_on_failure():
+        replicas = {i: group.start(i) for i in ("replica-a", "replica-b")}
+        eventually(
+            "both replicas to hold a share of the clusters",
+            lambda: set(group.owners().values()) == set(replicas),
+            120,
+        )
+        with ReadyStatusStandIn(group.fleet.kubeconfig, CLUSTERS):
+            revision = group.commit("caches", "7.2.5")
+            eventually("every cluster healthy", lambda: group.all_healthy(revision), ROLLOUT_TIMEOUT)
+        owners = group.owners()
+        assert set(owners.values()) == set(replicas)
+
+        # syncer status and /metrics name each cluster's owner.
+        shown = _status(group)
+        assert {name: row["owner"] for name, row in shown.items()} == owners
+        for identity, proc in replicas.items():
+            metrics = proc.metrics()
+            for name, owner in owners.items():
+                key = f'syncer_cluster_owner{{cluster="{name}",replica="{owner}"}}'
+                assert metrics.get(key) == 1.0, (identity, key)
+
+    # From the audit logs: each cluster's RedisClusters and state were written only by its owner,
+    # both replicas applied, and the waves came in order with the expected cumulative counts.
+    first: dict[str, float] = {}
+    last: dict[str, float] = {}
+    for name in CLUSTERS:
+        rc = [
+            w for w in group.writes(name) if w.resource == "redisclusters" and w.namespace == group.namespace
+        ]
+        assert {replica_of(w) for w in rc} == {owners[name]}, name
+        first[name] = min(w.at.timestamp() for w in rc)
+        last[name] = max(w.at.timestamp() for w in rc)
+    assert_single_writer(group)
+    order = sorted(CLUSTERS, key=lambda n: first[n])
+    # Wave boundaries: a cluster starts a new wave when every cluster before it had been applied.
+    boundaries = [i for i in range(1, len(order)) if max(last[c] for c in order[:i]) < first[order[i]]]
+    cumulative = sorted({*boundaries, len(order)})
+    assert all(c in cumulative for c in CUMULATIVE), (cumulative, order, first, last)
+    writers_of_waves = [{owners[c] for c in order[a:b]} for a, b in itertools.pairwise([0, *CUMULATIVE])]
+    assert set().union(*writers_of_waves) == {"replica-a", "replica-b"}
+
+
+def test_a_replica_killed_mid_rollout_and_one_joining_move_clusters_within_a_lease_duration(
+    light: devfleet.Fleet, tmp_path: Path, ops_key: SshKey
+) -> None:
+    group = Group(tmp_path, light, ops_key, canary_bake="20s")
+    try:
+        with group.agents.shown_on_failure():
+            replicas = {i: group.start(i) for i in ("replica-a", "replica-b")}
+            eventually(
+                "both replicas to hold a share of the clusters",
+                lambda: set(group.owners().values()) == set(replicas),
+                120,
+            )
+            with ReadyStatusStandIn(group.fleet.kubeconfig, CLUSTERS):
+                revision = group.commit("caches", "7.2.5")
+                canary = eventually(
+                    "the canary applied",
+                    lambda: next(
+                        (n for n, s in group.states().items() if s.revision == revision and s.wave == "w1"),
+                        None,
+                    ),
+                    ROLLOUT_TIMEOUT,
+                )
+                victim = group.owners()[canary]
+                survivor = next(i for i in replicas if i != victim)
+                replicas[victim].kill()
+                eventually(
+                    "the survivor to hold every cluster",
+                    lambda: set(group.owners().values()) == {survivor},
+                    120,
+                )
+                joined = group.start("replica-c")
+                eventually(
+                    "the joining replica to hold its share",
+                    lambda: set(group.owners().values()) == {survivor, "replica-c"},
+                    120,
+                )
+                eventually("every cluster healthy", lambda: group.all_healthy(revision), ROLLOUT_TIMEOUT)
+                assert joined.running()
+                assert replicas[survivor].running()
+        assert_single_writer(group)
+
+        # On the apiservers' clocks: each of the victim's clusters was taken by the survivor within a
+        # lease duration (plus the rounds it takes to notice) of the victim's last renewal of it.
+        for name in CLUSTERS:
+            ours = [w for w in group.writes(name) if w.resource == "leases" and 200 <= w.code < 300]
+            by_victim = [w.at.timestamp() for w in ours if replica_of(w) == victim]
+            if not by_victim:
+                continue
+            after = [w.at.timestamp() for w in ours if w.at.timestamp() > max(by_victim)]
+            if after:
+                assert after[0] - max(by_victim) <= LEASE_DURATION + 4 * RETRY_PERIOD + 5.0, name
+        # The joining replica took its first cluster within a lease duration of its first membership.
+        home = [
+            w
+            for w in audit.writes(light, HOME)
+            if w.resource == "leases" and "replica/replica-c" in w.user_agent
+        ]
+        member = min(w.at.timestamp() for w in home if w.name != OWNER_LEASE)
+        taken = min(
+            w.at.timestamp()
+            for name in CLUSTERS
+            for w in group.writes(name)
+            if w.resource == "leases" and replica_of(w) == "replica-c" and 200 <= w.code < 300
+        )
+        assert taken - member <= LEASE_DURATION + 4 * RETRY_PERIOD + 5.0
+        assert group.states()[canary].revision == revision
+    finally:
+        group.close()
