@@ -132,11 +132,14 @@ class ShardedReplica:
     def attach(self) -> None:
         """Make the agent's passes act only on the clusters this replica owns, every write fenced."""
         fleet_pass = self.agent.fleet_pass
-        raw = self.raw
 
         def connect(cluster: str) -> KubeApi:
-            # A cluster missing from the config has no owner Lease: its writes are always refused.
-            inner = raw.get(cluster) or self.agent.connections(cluster)
+            # The pass has clients of its own (the Leases keep theirs): each checks the fence once
+            # more right before a write is sent, after waiting for the client's limits. A cluster
+            # missing from the config has no owner Lease: its writes are always refused.
+            inner = self.agent.connections(cluster)
+            if isinstance(inner, ClusterClient):
+                inner.check_writes(self.shards.fence(cluster).check)
             return ShardKube(inner, self.shards)
 
         fleet_pass.connect = connect

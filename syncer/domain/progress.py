@@ -31,6 +31,7 @@ class Step(StrEnum):
     APPLY_FAILED = "apply-failed"
     GATE_WAIT = "gate-wait"
     GATE_PROCEED = "gate-proceed"
+    GATE_STILL_HEALTHY = "gate-still-healthy"
     GATE_HALT = "gate-halt"
     GATE_ROLLBACK = "gate-rollback"
     ROLLING_BACK = "rolling-back"
@@ -121,6 +122,9 @@ TREATMENTS: Mapping[Step, Treatment] = MappingProxyType(
         Step.APPLY_FAILED: Treatment("ApplyFailed", warning=True, mark="✗"),
         Step.GATE_WAIT: Treatment(wave_state=WaveState.WAITING, mark="·"),
         Step.GATE_PROCEED: Treatment("WaveHealthy", wave_state=WaveState.DONE, mark="✓"),
+        # A wave every cluster of which was already recorded healthy on the revision: no Event, so
+        # that a pass with nothing to do writes nothing.
+        Step.GATE_STILL_HEALTHY: Treatment(wave_state=WaveState.DONE, mark="="),
         Step.GATE_HALT: Treatment("RolloutHalted", warning=True, wave_state=WaveState.HALTED, mark="✗"),
         Step.GATE_ROLLBACK: Treatment("RolloutFailed", warning=True, wave_state=WaveState.HALTED, mark="✗"),
         Step.ROLLING_BACK: Treatment(

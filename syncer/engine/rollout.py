@@ -326,9 +326,12 @@ class FleetRollout:
                 self._apply_wave(wave, fleet, taking_over=True)  # clusters gained meanwhile
             progress = self._progress(wave, fleet, fleet.revision)
             verdict = judge_wave(wave, progress, self.clock(), rollback=allowed)
+            step = _GATE_STEPS[verdict.decision]
+            if step is Step.GATE_PROCEED and self._still_healthy(wave, fleet.revision):
+                step = Step.GATE_STILL_HEALTHY
             self.listener(
                 PassEvent(
-                    _GATE_STEPS[verdict.decision],
+                    step,
                     wave.name,
                     revision=fleet.revision,
                     reason=verdict.reason,
@@ -344,6 +347,16 @@ class FleetRollout:
                 min(verdict.wait, self.options.health_poll)
             ):
                 return verdict
+
+    def _still_healthy(self, wave: Wave, revision: str) -> bool:
+        """Every cluster of ``wave`` was already recorded healthy on ``revision`` (a pass that found
+        nothing to do)."""
+        return all(
+            (state := self.states[name]).phase is SyncPhase.HEALTHY
+            and state.revision == revision
+            and state.last_good == revision
+            for name in wave.clusters
+        )
 
     def _fail_wave(
         self,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -50,6 +50,7 @@ class ClusterClient:
         self._limits = Limits(options.qps, options.burst, options.max_in_flight)
         self._discovered: dict[tuple[str, str], resources.ResourceType] = {}
         self._lock = threading.Lock()
+        self._write_check: Callable[[], None] | None = None
 
     @classmethod
     def from_kubeconfig(
@@ -76,6 +77,12 @@ class ClusterClient:
     @property
     def cluster(self) -> str:
         return self._cluster
+
+    def check_writes(self, check: Callable[[], None]) -> None:
+        """Call ``check`` right before each write goes out, after the client's own limits let it: a
+        fence (``syncer.leader.fence``) checked only before a write waits for a free slot could pass
+        seconds before the request is sent. ``check`` raises (``FencedOut``) to stop the write."""
+        self._write_check = check
 
     def close(self) -> None:
         self._api.close()  # type: ignore[no-untyped-call]
@@ -121,6 +128,8 @@ class ClusterClient:
         )
         try:
             with self._limits.slot():
+                if method != "GET" and self._write_check is not None:
+                    self._write_check()
                 response = self._api.call_api(*request, _request_timeout=timeout or self.options.timeout)
         except (urllib3.exceptions.HTTPError, OSError) as err:
             raise ServerError(

@@ -197,3 +197,42 @@ def test_a_joining_replica_takes_its_share_and_a_leaving_one_hands_over_at_once(
     b.shards.leave()
     _rounds([a], 0.0, at_least=2)
     assert a.shards.view.held == set(CLUSTERS)
+
+
+def test_a_client_checks_the_fence_again_right_before_a_write_leaves_and_never_for_a_read(
+    light: devfleet.Fleet,
+) -> None:
+    """A write that waited for the client's own limits after the fence was checked is checked again
+    just before it is sent: a fence closed meanwhile stops it, and the apiserver never sees it."""
+    agent = f"shard-test/late-{uuid.uuid4().hex[:6]}"
+    client = ClusterClient.from_kubeconfig(
+        str(light.kubeconfig), HOME, options=ClientOptions(timeout=5, user_agent=agent)
+    )
+    closed = {"now": False}
+
+    def check() -> None:
+        if closed["now"]:
+            raise FencedOut("the fence closed while the write waited")
+
+    client.check_writes(check)
+    name = f"late-{uuid.uuid4().hex[:6]}"
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "data": {"k": "v"},
+    }
+    try:
+        client.apply(body)
+        closed["now"] = True
+        with pytest.raises(FencedOut):
+            client.apply({**body, "data": {"k": "changed"}})
+        with pytest.raises(FencedOut):
+            client.delete("v1", "ConfigMap", name, NAMESPACE)
+        read = client.get("v1", "ConfigMap", name, NAMESPACE)
+        assert read["data"] == {"k": "v"}
+    finally:
+        client.close()
+    time.sleep(1)  # the audit log is written as requests end
+    seen = [w for w in audit.writes(light, HOME) if w.user_agent == agent]
+    assert len(seen) == 1, seen

@@ -329,3 +329,16 @@ def test_the_revisions_the_clusters_record_are_read_with_the_pass_and_not_again(
     rig.run()
     assert list(rig.revisions.seen_recorded[-1]) == ["rev-1"]
     assert rig.state_reads() == dict.fromkeys(CLUSTERS, 2), "one read per cluster per pass"
+
+
+def test_a_pass_with_nothing_to_do_says_the_waves_are_still_healthy_and_reports_no_event(rig: Rig) -> None:
+    rig.revisions.push(fleet("rev-1"))
+    assert rig.run().report is not None
+    assert [w for w, _, _ in rig.steps(Step.GATE_PROCEED)] == ["canary", "rest"]
+    again = rig.run()
+    assert again.report is not None
+    assert again.report.outcome is RolloutOutcome.UNCHANGED
+    assert rig.steps(Step.GATE_PROCEED) == []
+    assert [w for w, _, _ in rig.steps(Step.GATE_STILL_HEALTHY)] == ["canary", "rest"]
+    still = next(e for e in rig.events if e.step is Step.GATE_STILL_HEALTHY)
+    assert still.treatment.event_reason == ""

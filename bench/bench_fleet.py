@@ -1,0 +1,492 @@
+"""One revision rolled out in canary waves to fleets of 10, 30 and 100 light clusters by 1 and 2
+sharded ``syncer run`` replicas: what each cluster costs, and whether that cost stays flat.
+
+Run: ``python bench/bench_fleet.py [--sizes 10,30,100] [--replicas 1,2] [--objects 10]``.
+
+For each size a light fleet (``syncer-fleet up --profile light``: one kube-apiserver per cluster on a
+shared etcd) is started; for each replica count, a fresh signed revision of ``--objects``
+RedisClusters per cluster (and their Namespace) is pushed to a local bare repository and rolled out
+by that many ``syncer run --shard-group`` processes in waves of 1 / 10 / 50 / 100 % (bake 0, 8 clusters
+at a time). Light clusters run no controller: the **devfleet status stand-in** (a thread of this bench,
+not a controller) marks each RedisCluster Ready for its generation, so "healthy" below means "the
+stand-in saw the generation", not that Redis runs.
+
+Measured per case:
+
+* **time**: from the push to every replica having ended its pass with the revision applied (read from
+  the replicas' ``syncer_sync_total``, so the bench sends the apiservers nothing while it waits);
+* **requests**: from each apiserver's ``apiserver_request_total`` around the rollout, all resources and
+  verbs except WATCH and the stand-in's status writes; Lease writes (membership and owner Leases,
+  renewed every retry period whatever the work) are shown apart;
+* **peak RSS** (VmHWM) and **CPU seconds** (user + system) of each replica process, read from /proc
+  just before it is stopped;
+* **no-op pass**: once rolled out, the requests while every replica runs at least one more pass; the
+  goal is 0 writes other than Lease renewals.
+
+Goals (exit 1 when one is missed): per-cluster time and requests at the largest size within 1.5x of
+those at the smallest; peak RSS of a replica <= 150 MiB at the largest size; 0 writes in the no-op pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from devfleet import fleet as devfleet
+from devfleet.access import install_redis_crd
+from devfleet.standin import ReadyStatusStandIn
+from syncer.domain.sync_state import SyncPhase
+from syncer.errors import KubeError
+from syncer.kube import ClusterClient
+from syncer.status.state_store import StateStore
+
+WRITE_VERBS = {"APPLY", "PATCH", "POST", "PUT", "DELETE", "DELETECOLLECTION", "CREATE", "UPDATE"}
+TIME_RATIO_GOAL = REQUEST_RATIO_GOAL = 1.5
+RSS_GOAL_MIB = 150.0
+WAVES = {
+    "waves": [
+        {"name": "w1", "percent": 1},
+        {"name": "w10", "percent": 10},
+        {"name": "w50", "percent": 50},
+        {"name": "all", "percent": 100},
+    ],
+    "defaults": {"maxConcurrent": 8, "healthTimeout": "900s", "bake": "0s"},
+    "rollback": False,
+}
+INTERVAL = 5  # seconds between polls of each replica
+LEASE = ("30s", "15s", "3s")  # duration, renew deadline, retry period
+
+
+def log(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+# -- git ------------------------------------------------------------------------------------------
+
+
+class Repo:
+    """A bare remote, a working copy committing as one SSH signer, and the trust policy for it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        home = root / "home"
+        home.mkdir(parents=True)
+        (home / "gitconfig").write_text("")
+        self.env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(home),
+            "LC_ALL": "C",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": str(home / "gitconfig"),
+            "GIT_AUTHOR_NAME": "Bench",
+            "GIT_AUTHOR_EMAIL": "bench@example.org",
+            "GIT_COMMITTER_NAME": "Bench",
+            "GIT_COMMITTER_EMAIL": "bench@example.org",
+        }
+        self.key = root / "signer"
+        self._run(
+            "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "bench@example.org", "-f", str(self.key)
+        )
+        public = Path(f"{self.key}.pub").read_text().strip()
+        policy = {"mode": "head", "signers": [{"name": "bench", "ssh": public}], "openpgpKeys": []}
+        (root / "trust.yaml").write_text(yaml.safe_dump(policy))
+        self.remote = root / "remote.git"
+        self.work = root / "work"
+        self._run("git", "init", "-q", "--bare", "-b", "main", str(self.remote))
+        self._run("git", "init", "-q", "-b", "main", str(self.work))
+
+    def _run(self, *argv: str) -> None:
+        subprocess.run(argv, env=self.env, cwd=self.root, check=True, capture_output=True, timeout=120)
+
+    def push(self, files: Mapping[str, str], message: str) -> None:
+        for name, text in files.items():
+            (self.work / name).parent.mkdir(parents=True, exist_ok=True)
+            (self.work / name).write_text(text)
+        git = ["git", "-C", str(self.work)]
+        self._run(*git, "add", "-A")
+        self._run(
+            *git,
+            "-c",
+            "gpg.format=ssh",
+            "-c",
+            f"user.signingkey={self.key}",
+            "commit",
+            "-q",
+            "-S",
+            "-m",
+            message,
+        )
+        self._run(*git, "push", "-q", str(self.remote), "main")
+
+
+def fleet_files(clusters: Sequence[str], namespace: str, objects: int) -> dict[str, str]:
+    fleet = {
+        "apiVersion": "syncer.dev/v1alpha1",
+        "kind": "Fleet",
+        "defaults": {"namespace": namespace},
+        "clusters": [{"name": n} for n in clusters],
+    }
+    docs: list[dict[str, Any]] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}]
+    docs += [
+        {
+            "apiVersion": "redis.syncer.dev/v1alpha1",
+            "kind": "RedisCluster",
+            "metadata": {"name": f"cache-{i}", "namespace": namespace},
+            "spec": {"version": "7.2.5", "shards": 3, "replicasPerShard": 1},
+        }
+        for i in range(objects)
+    ]
+    return {"fleet.yaml": yaml.safe_dump(fleet), "base/objects.yaml": yaml.safe_dump_all(docs)}
+
+
+# -- apiserver request counts ----------------------------------------------------------------------
+
+Counts = Counter[tuple[str, str]]
+"""apiserver_request_total by (verb, resource), WATCH and status writes left out."""
+
+
+def request_counts(api: ClusterClient) -> Counts:
+    counts: Counts = Counter()
+    for family in text_string_to_metric_families(api.get_text("/metrics")):
+        if family.name != "apiserver_request":
+            continue
+        for sample in family.samples:
+            labels = sample.labels
+            if sample.name != "apiserver_request_total" or labels["verb"] == "WATCH":
+                continue
+            if labels.get("subresource") == "status" or not labels.get("resource"):
+                continue
+            counts[(labels["verb"], labels["resource"])] += int(sample.value)
+    return counts
+
+
+def snapshot(apis: Mapping[str, ClusterClient]) -> dict[str, Counts]:
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return dict(zip(apis, pool.map(request_counts, apis.values()), strict=True))
+
+
+@dataclass(frozen=True)
+class Requests:
+    """Requests of a window, summed over clusters: reads and writes, Lease writes apart."""
+
+    reads: int
+    writes: int
+    lease_writes: int
+    written: tuple[tuple[str, int], ...] = ()
+    """The writes other than Leases, by verb and resource."""
+
+    @staticmethod
+    def between(before: Mapping[str, Counts], after: Mapping[str, Counts]) -> Requests:
+        reads = writes = leases = 0
+        written: Counter[str] = Counter()
+        for name in after:
+            for (verb, resource), count in (after[name] - before[name]).items():
+                if verb in WRITE_VERBS:
+                    if resource == "leases":
+                        leases += count
+                    else:
+                        writes += count
+                        written[f"{verb} {resource}"] += count
+                elif resource != "leases":
+                    reads += count
+        return Requests(reads, writes, leases, tuple(sorted(written.items())))
+
+
+# -- replicas ---------------------------------------------------------------------------------------
+
+
+class Replica:
+    """One ``syncer run --shard-group`` process."""
+
+    def __init__(self, identity: str, args: list[str], workdir: Path) -> None:
+        self.identity = identity
+        self.stderr = workdir / f"{identity}.stderr"
+        with self.stderr.open("wb") as err:
+            self.popen = subprocess.Popen(
+                [sys.executable, "-m", "syncer", "run", *args, "--shard-identity", identity],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                cwd=workdir,
+                start_new_session=True,
+            )
+        self.port = 0
+
+    def announced_port(self, timeout: float = 120) -> int:
+        marker = "on port "
+        deadline = time.monotonic() + timeout
+        while not self.port:
+            if self.popen.poll() is not None:
+                raise RuntimeError(f"{self.identity} exited: {self.stderr.read_text()[-2000:]}")
+            for line in self.stderr.read_text(errors="replace").splitlines():
+                if "serving /metrics" in line and marker in line:
+                    self.port = int(line.split(marker, 1)[1].split('"')[0].split()[0])
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.identity} never announced its port")
+            time.sleep(0.2)
+        return self.port
+
+    def syncs(self) -> Counter[str]:
+        """``syncer_sync_total`` by result."""
+        import urllib.request
+
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.announced_port()}/metrics", timeout=10) as resp:
+            text = resp.read().decode()
+        found: Counter[str] = Counter()
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == "syncer_sync_total":
+                    found[sample.labels["result"]] += int(sample.value)
+        return found
+
+    def usage(self) -> tuple[float, float]:
+        """Peak RSS (MiB) and CPU seconds so far."""
+        status = Path(f"/proc/{self.popen.pid}/status").read_text()
+        hwm = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
+        fields = Path(f"/proc/{self.popen.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks = os.sysconf("SC_CLK_TCK")
+        return hwm / 1024, (int(fields[11]) + int(fields[12])) / ticks
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM)
+            try:
+                self.popen.wait(timeout=90)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.popen.pid, signal.SIGKILL)
+                self.popen.wait()
+
+
+def wait_for(what: str, probe: Any, timeout: float, every: float = 0.5) -> None:
+    deadline = time.monotonic() + timeout
+    while not probe():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out waiting for {what}")
+        time.sleep(every)
+
+
+# -- one case ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    clusters: int
+    replicas: int
+    seconds: float
+    rollout: Requests
+    noop: Requests
+    noop_passes: int
+    peak_rss_mib: tuple[float, ...]
+    cpu_seconds: tuple[float, ...]
+
+
+def run_case(
+    fleet: devfleet.Fleet, apis: Mapping[str, ClusterClient], replicas: int, objects: int, root: Path
+) -> Case:
+    clusters = tuple(apis)
+    tag = uuid.uuid4().hex[:6]
+    namespace, state_ns = f"bf-{tag}", f"bf-{tag}-state"
+    repo = Repo(root / f"repo-{tag}")
+    (root / f"waves-{tag}.yaml").write_text(yaml.safe_dump(WAVES))
+    config = {
+        "source": {"url": str(repo.remote), "cacheDir": str(root / f"cache-{tag}"), "timeoutSeconds": 120},
+        "trustPolicy": str(repo.root / "trust.yaml"),
+        "clusters": {n: {"context": n, "kubeconfig": str(fleet.kubeconfig)} for n in clusters},
+    }
+    (root / f"agent-{tag}.yaml").write_text(yaml.safe_dump(config))
+    args = [
+        "--config", str(root / f"agent-{tag}.yaml"),
+        "--rollout-policy", str(root / f"waves-{tag}.yaml"),
+        "--kubeconfig", str(fleet.kubeconfig),
+        "--state-namespace", state_ns,
+        "--interval", f"{INTERVAL}s",
+        "--jitter", "0s",
+        "--drift-interval", "1h",
+        "--http-port", "0",
+        "--shard-group", f"bench-{tag}",
+        "--lease-context", clusters[0],
+        "--lease-namespace", f"{namespace}-members",
+        "--lease-duration", LEASE[0],
+        "--lease-renew-deadline", LEASE[1],
+        "--lease-retry-period", LEASE[2],
+    ]  # fmt: skip
+    procs = [Replica(f"r{i}", args, root) for i in range(replicas)]
+    try:
+        for proc in procs:
+            proc.announced_port()
+        # Every replica has joined and every cluster has an owner before the push.
+        holders = {}
+
+        def settled() -> bool:
+            for name, api in apis.items():
+                try:
+                    lease = api.get("coordination.k8s.io/v1", "Lease", "syncer-owner", state_ns)
+                    holders[name] = str(lease["spec"].get("holderIdentity") or "")
+                except KubeError:
+                    return False
+            return set(holders.values()) == {p.identity for p in procs}
+
+        wait_for("every cluster owned, by every replica", settled, 600, every=2)
+        with ReadyStatusStandIn(fleet.kubeconfig, clusters):
+            before = snapshot(apis)
+            started = time.monotonic()
+            repo.push(fleet_files(clusters, namespace, objects), "caches")
+            wait_for(
+                "every replica's pass to apply the revision",
+                lambda: all(p.syncs()["applied"] >= 1 for p in procs),
+                3600,
+            )
+            seconds = time.monotonic() - started
+            after = snapshot(apis)
+            passes = [p.syncs()["unchanged"] for p in procs]
+            wait_for(
+                "two more passes of every replica",
+                lambda: all(p.syncs()["unchanged"] >= n + 2 for p, n in zip(procs, passes, strict=True)),
+                600,
+            )
+            idle = snapshot(apis)
+            noop_passes = sum(p.syncs()["unchanged"] for p in procs) - sum(passes)
+        usage = [p.usage() for p in procs]
+    finally:
+        for proc in procs:
+            proc.stop()
+    states = [StateStore(api, state_ns).load().state for api in apis.values()]
+    done = sum(1 for s in states if s.revision and s.phase is SyncPhase.HEALTHY)
+    if done != len(clusters):
+        raise RuntimeError(f"only {done} of {len(clusters)} clusters recorded healthy")
+    for api in apis.values():
+        for ns in (namespace, state_ns, f"{namespace}-members"):
+            with contextlib.suppress(KubeError):  # the fleet is about to go anyway
+                api.delete("v1", "Namespace", ns)
+    return Case(
+        len(clusters),
+        replicas,
+        seconds,
+        Requests.between(before, after),
+        Requests.between(after, idle),
+        noop_passes,
+        tuple(u[0] for u in usage),
+        tuple(u[1] for u in usage),
+    )
+
+
+# -- the report --------------------------------------------------------------------------------------
+
+
+def table(cases: Sequence[Case]) -> str:
+    head = (
+        "| clusters | replicas | push to all healthy | per cluster | requests / cluster (writes) | "
+        "lease writes / cluster | peak RSS / replica | CPU s / replica | CPU s / cluster | no-op passes | "
+        "no-op writes | no-op reads / cluster / pass |"
+    )
+    rows = [head, "|" + " --- |" * 12]
+    for c in cases:
+        n = c.clusters
+        reqs = c.rollout.reads + c.rollout.writes
+        noop_reads = c.noop.reads / n / max(c.noop_passes / c.replicas, 1)
+        rows.append(
+            f"| {n} | {c.replicas} | {c.seconds:.1f} s | {c.seconds / n:.2f} s | {reqs / n:.1f} "
+            f"({c.rollout.writes / n:.1f}) | {c.rollout.lease_writes / n:.1f} | "
+            f"{' / '.join(f'{r:.0f}' for r in c.peak_rss_mib)} MiB | "
+            f"{' / '.join(f'{s:.1f}' for s in c.cpu_seconds)} | {sum(c.cpu_seconds) / n:.2f} | "
+            f"{c.noop_passes} | {c.noop.writes} | {noop_reads:.1f} |"
+        )
+    return "\n".join(rows)
+
+
+def ratios(cases: Sequence[Case]) -> tuple[list[str], bool]:
+    lines, ok = [], True
+    for replicas in sorted({c.replicas for c in cases}):
+        mine = sorted((c for c in cases if c.replicas == replicas), key=lambda c: c.clusters)
+        if len(mine) < 2:
+            continue
+        small, large = mine[0], mine[-1]
+        time_ratio = (large.seconds / large.clusters) / (small.seconds / small.clusters)
+        req = [(c.rollout.reads + c.rollout.writes) / c.clusters for c in (small, large)]
+        req_ratio = req[1] / req[0]
+        rss = max(large.peak_rss_mib)
+        met = time_ratio <= TIME_RATIO_GOAL and req_ratio <= REQUEST_RATIO_GOAL and rss <= RSS_GOAL_MIB
+        ok = ok and met
+        lines.append(
+            f"{replicas} replica(s), {large.clusters} vs {small.clusters} clusters: time per cluster "
+            f"{time_ratio:.2f}x, requests per cluster {req_ratio:.2f}x (goal <= 1.5x each); peak RSS "
+            f"{rss:.0f} MiB at {large.clusters} (goal <= {RSS_GOAL_MIB:.0f}) -> {'met' if met else 'NOT met'}"
+        )
+    return lines, ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="10,30,100")
+    parser.add_argument("--replicas", default="1,2")
+    parser.add_argument("--objects", type=int, default=10)
+    opts = parser.parse_args()
+    sizes = [int(s) for s in opts.sizes.split(",")]
+    counts = [int(r) for r in opts.replicas.split(",")]
+    log(f"load before: {os.getloadavg()}")
+    cases: list[Case] = []
+    with tempfile.TemporaryDirectory(prefix="bench-fleet-") as tmp:
+        root = Path(tmp)
+        for size in sizes:
+            names = devfleet.cluster_names(size, "bf")
+            state = root / f"fleet-{size}"
+            log(f"starting {size} light clusters ...")
+            began = time.monotonic()
+            fleet = devfleet.up(
+                state,
+                devfleet.UpOptions(
+                    clusters=names, profile=devfleet.Profile.LIGHT, timeout=300.0 + 30.0 * size
+                ),
+                log,
+            )
+            log(f"{size} light clusters up in {time.monotonic() - began:.0f} s")
+            apis = {n: ClusterClient.from_kubeconfig(str(fleet.kubeconfig), n) for n in names}
+            try:
+                with ThreadPoolExecutor(max_workers=8) as pool:
+                    list(pool.map(lambda a: install_redis_crd(a, field_manager="bench"), apis.values()))
+                for replicas in counts:
+                    log(f"{size} clusters, {replicas} replica(s) ...")
+                    case = run_case(fleet, apis, replicas, opts.objects, root)
+                    log(f"  {case}")
+                    cases.append(case)
+            finally:
+                for api in apis.values():
+                    api.close()
+                devfleet.down(state, log)
+    print(
+        f"One revision ({opts.objects} RedisClusters + 1 Namespace per cluster), "
+        "waves 1/10/50/100 %, bake 0, "
+        f"{INTERVAL} s poll; RedisClusters marked Ready by the devfleet STATUS STAND-IN (no controller, "
+        "no pods on light clusters)."
+    )
+    print(table(cases))
+    lines, ok = ratios(cases)
+    for line in lines:
+        print(line)
+    noop_ok = all(c.noop.writes == 0 for c in cases)
+    print(f"no-op passes: {sum(c.noop.writes for c in cases)} writes besides Lease renewals (goal 0)")
+    for c in cases:
+        if c.noop.written:
+            print(f"  {c.clusters} clusters, {c.replicas} replica(s): {dict(c.noop.written)}")
+    print(f"load after: {os.getloadavg()}")
+    return 0 if ok and noop_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
