@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -144,17 +145,28 @@ def syncer_cli_changed(kubeconfig: Path, repo: Path) -> set[str]:
 Contenders = dict[str, Callable[[], set[str]]]
 
 
-def timed_in_turns(runs: int, contenders: Contenders) -> dict[str, tuple[float, set[str]]]:
-    """The median time of each contender and what it reported; one untimed run each first, then the
-    contenders take turns, run by run."""
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def timed_in_turns(runs: int, contenders: Contenders) -> dict[str, tuple[float, float, set[str]]]:
+    """The median time of each contender, the median CPU time of the processes it started (none for
+    the in-process contender), and what it reported; one untimed run each first, then the contenders
+    take turns, run by run."""
     results = {name: work() for name, work in contenders.items()}
     times: dict[str, list[float]] = {name: [] for name in contenders}
+    cpu: dict[str, list[float]] = {name: [] for name in contenders}
     for _ in range(runs):
         for name, work in contenders.items():
-            started = time.perf_counter()
+            started, cpu_before = time.perf_counter(), _children_cpu()
             results[name] = work()
             times[name].append(time.perf_counter() - started)
-    return {name: (statistics.median(times[name]), results[name]) for name in contenders}
+            cpu[name].append(_children_cpu() - cpu_before)
+    return {
+        name: (statistics.median(times[name]), statistics.median(cpu[name]), results[name])
+        for name in contenders
+    }
 
 
 def bench(root: Path, args: argparse.Namespace) -> bool:
@@ -191,10 +203,10 @@ def bench(root: Path, args: argparse.Namespace) -> bool:
             },
         )
         load_after = os.getloadavg()
-        engine_s, engine_set = measured["engine"]
-        cli_s, cli_set = measured["cli"]
-        serial_s, serial_set = measured["serial"]
-        parallel_s, parallel_set = measured["parallel"]
+        engine_s, _, engine_set = measured["engine"]
+        cli_s, cli_cpu, cli_set = measured["cli"]
+        serial_s, serial_cpu, serial_set = measured["serial"]
+        parallel_s, parallel_cpu, parallel_set = measured["parallel"]
     finally:
         devfleet.down(root / "fleet", say=lambda m: None)
     print(
@@ -202,9 +214,9 @@ def bench(root: Path, args: argparse.Namespace) -> bool:
     )
     loads = " ".join(f"{x:.2f}" for x in load_before), " ".join(f"{x:.2f}" for x in load_after)
     print(f"load average before: {loads[0]}; after: {loads[1]}")
-    print(f"syncer diff -o json (whole process):             {cli_s:8.3f} s")
-    print(f"kubectl diff --server-side --concurrency=1:      {serial_s:8.3f} s")
-    print(f"kubectl diff --server-side --concurrency=8:      {parallel_s:8.3f} s")
+    print(f"syncer diff -o json (whole process):             {cli_s:8.3f} s (cpu {cli_cpu:.3f} s)")
+    print(f"kubectl diff --server-side --concurrency=1:      {serial_s:8.3f} s (cpu {serial_cpu:.3f} s)")
+    print(f"kubectl diff --server-side --concurrency=8:      {parallel_s:8.3f} s (cpu {parallel_cpu:.3f} s)")
     print(f"syncer diff in process (reference only):         {engine_s:8.3f} s")
     serial, parallel = serial_s / cli_s, parallel_s / cli_s
     print(f"ratio kubectl --concurrency=1 / syncer:          {serial:8.2f}x (goal >= {GOAL_SERIAL:g}x)")
