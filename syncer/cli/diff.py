@@ -131,7 +131,6 @@ def diff(
     from syncer.config import load_agent_config
     from syncer.config.rollout import RolloutPolicy, load_rollout_policy
     from syncer.engine.diff import DiffOptions, diff_fleet, offline_plan
-    from syncer.engine.guarding import judge_plan
     from syncer.engine.render import RenderRequest, load_desired
     from syncer.errors import ManifestError, SyncerError
 
@@ -157,6 +156,8 @@ def diff(
             )
             plan = diff_fleet(fleet, _targets(names, kubeconfig, access), options)
             if config is not None and origin:
+                from syncer.engine.guarding import judge_plan  # CEL loads only when a policy is set
+
                 guards = (judge_plan(config.guards, fleet, plan.clusters), origin)
     except ManifestError as exc:
         for problem in exc.problems:
