@@ -23,6 +23,7 @@ from syncer.engine.revision import PollOutcome, Stage
 from syncer.engine.rollout_model import RolloutOptions
 from syncer.errors import VerificationError
 from syncer.kube import KubeApi
+from syncer.leader.fence import LeaderFence
 from syncer.status.metrics import SyncerMetrics
 from syncer.status.report import EventReporter
 
@@ -51,7 +52,9 @@ class Agent:
         )
         self.gate = git_revisions(config.source, config.trust)
         self.connections = KubeconfigConnections(config.clusters, settings.kubeconfig)
-        self.fleet_pass = FleetPass(self.gate, self.connections, options)
+        # Every write to a cluster passes the fence first: open until a Lease is in use (loop.py).
+        self.fence = LeaderFence()
+        self.fleet_pass = FleetPass(self.gate, self.connections, options, fence=self.fence)
         # The gate judges a tip against the revisions the clusters record, read by the pass itself.
         self.fleet_pass.known_clusters = tuple(config.clusters)
         self.gate.recorded = self.fleet_pass.recorded_revisions
@@ -126,6 +129,9 @@ class Agent:
         self.metrics.sync_duration.observe(seconds)
         for name, state in result.states.items():
             self.metrics.cluster_healthy.labels(cluster=name).set(1 if state.health == "healthy" else 0)
+            self.metrics.cluster_reachable.labels(cluster=name).set(1)
+        for name in result.unreachable:
+            self.metrics.cluster_reachable.labels(cluster=name).set(0)
         if result.synced:
             self.metrics.set_revision(report.revision)
         log.info("sync %s", report.outcome, extra={"revision": report.revision, "detail": report.message})

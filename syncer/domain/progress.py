@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
 
+from syncer.domain.health import Health
 from syncer.errors import SyncerError
 
 
@@ -38,6 +39,13 @@ class Step(StrEnum):
     NOT_OWNER = "not-owner"
     DRIFT_REPAIRED = "drift-repaired"
     DRIFT_REPAIR_FAILED = "drift-repair-failed"
+    HEALTH_CHECKED = "health-checked"
+    CLUSTER_DEGRADED = "cluster-degraded"
+    CLUSTER_RECOVERED = "cluster-recovered"
+    CLUSTER_UNREACHABLE = "cluster-unreachable"
+    ROLLBACK_UNAVAILABLE = "rollback-unavailable"
+    FENCED_OUT = "fenced-out"
+    SUPERSEDED = "superseded"
 
 
 class Waiting(StrEnum):
@@ -74,6 +82,7 @@ class PassEvent:
     cause: SyncerError | None = None
     objects: int = 0
     waiting: Waiting | None = None
+    health: Health | None = None
 
     @property
     def treatment(self) -> Treatment:
@@ -100,13 +109,14 @@ class Treatment:
     """How one step is reported: the Kubernetes Event reason (empty: no Event) and whether it is a
     Warning (also the log level), the wave state it sets in ``syncer_wave_state``, the mark the CLI
     prints before it (empty: the CLI leaves it to the pass's summary), and whether its text is the
-    revision when it has no reason or error."""
+    revision when it has no reason or error; a ``quiet`` step is logged at debug level only."""
 
     event_reason: str = ""
     warning: bool = False
     wave_state: WaveState | None = None
     mark: str = "-"
     names_revision: bool = False
+    quiet: bool = False
 
 
 TREATMENTS: Mapping[Step, Treatment] = MappingProxyType(
@@ -133,6 +143,13 @@ TREATMENTS: Mapping[Step, Treatment] = MappingProxyType(
         Step.NOT_OWNER: Treatment(warning=True),
         Step.DRIFT_REPAIRED: Treatment("DriftRepaired", mark="✓"),
         Step.DRIFT_REPAIR_FAILED: Treatment(mark="✗"),
+        Step.HEALTH_CHECKED: Treatment(mark="", quiet=True),
+        Step.CLUSTER_DEGRADED: Treatment("ClusterDegraded", warning=True, mark="!"),
+        Step.CLUSTER_RECOVERED: Treatment("ClusterRecovered", mark="✓"),
+        Step.CLUSTER_UNREACHABLE: Treatment(warning=True, mark="✗"),
+        Step.ROLLBACK_UNAVAILABLE: Treatment("RollbackUnavailable", warning=True, mark="✗"),
+        Step.FENCED_OUT: Treatment(warning=True, mark="✗"),
+        Step.SUPERSEDED: Treatment("RevisionSuperseded", mark="↻", names_revision=True),
     }
 )
 

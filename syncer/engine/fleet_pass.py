@@ -1,9 +1,11 @@
 """One pass of the agent, in one call: ``FleetPass.run_pass``.
 
 A pass advances the revision (poll git; a new tip goes through verify and the manifests or is
-rejected whole), reads each cluster's sync state once, chooses the last good revision from those
-states, rolls the revision in force out wave by wave, and records it as synced when the rollout
-ended well. ``FleetPass.heal`` repairs drift on the clusters already on the revision in force.
+rejected whole), reads each cluster's sync state once, rolls the revision in force out wave by wave
+(a failed wave's clusters each go back to the revision they last ran healthy), and records it as
+synced when the rollout ended well. ``FleetPass.heal`` repairs drift on the clusters already on the
+revision in force. A cluster that cannot be connected to or read is reported and waited for; it
+never stops the pass for the others. A pass whose replica lost the Lease ends without writing.
 Everything that happens is told to the listener as typed ``PassEvent``s and summed up in the
 returned ``PassResult``; the caller decides how to log, count or show it.
 """
@@ -23,14 +25,24 @@ from syncer.domain.plans import ClusterPlan
 from syncer.domain.progress import Listener, PassEvent, Step
 from syncer.domain.sync_state import ClusterSyncState
 from syncer.engine.diff import plan_live_cluster
-from syncer.engine.revision import Advance, PreparedRevision, Rejection, RevisionGate, RevisionOptions, Stage
+from syncer.engine.revision import (
+    Advance,
+    PollOutcome,
+    PreparedRevision,
+    Rejection,
+    RevisionGate,
+    RevisionOptions,
+    Stage,
+)
 from syncer.engine.rollout import FleetRollout
-from syncer.engine.rollout_model import RolloutOptions, RolloutOutcome, RolloutReport, unreadable
-from syncer.errors import ConfigError, KubeError, SourceError, SyncerError
+from syncer.engine.rollout_model import RolloutOptions, RolloutOutcome, RolloutReport
+from syncer.errors import FencedOut, KubeError, SyncerError
 from syncer.kube import KubeApi
-from syncer.rollout import last_good_revision
+from syncer.leader.fence import UNFENCED, Fence, FencedKube
 from syncer.source import GitSource
 from syncer.status.state_store import LoadedState
+
+MAX_SUPERSEDED = 5  # newer revisions one pass takes over from, before leaving the rest to the next
 
 Connect = Callable[[str], KubeApi]
 """Opens the connection to one cluster, by name; SyncerError when it cannot."""
@@ -48,18 +60,23 @@ class Revisions(Protocol):
 
     def mark_synced(self, revision: str) -> None: ...
 
+    def admits(self, revision: str, recorded: str) -> bool:
+        """Whether ``revision`` may go to a cluster that records ``recorded`` (it descends from it,
+        or the trust policy allows history rewrites)."""
+        ...
+
 
 @dataclass(frozen=True)
 class PassResult:
     """What one pass did: the revision gate's answer, whether its rejection (if any) is new, the
-    rollout's report when a rollout ran, the last good revision it chose and the clusters' states
-    at the end of the pass."""
+    rollout's report when a rollout ran, the clusters' states at the end of the pass and the
+    clusters that could not be used (with why)."""
 
     advance: Advance
     report: RolloutReport | None = None
     new_rejection: bool = False
-    last_good: str = ""
     states: Mapping[str, ClusterSyncState] = field(default_factory=lambda: MappingProxyType({}))
+    unreachable: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def synced(self) -> bool:
@@ -90,61 +107,107 @@ class FleetPass:
         connect: Connect,
         options: RolloutOptions = RolloutOptions(),
         listener: Listener | None = None,
+        fence: Fence = UNFENCED,
     ) -> None:
         self.revisions = revisions
         self.connect = connect
         self.options = options
         self.listener = listener or (lambda _: None)
+        self.fence = fence
         self.clients: dict[str, KubeApi] = {}
         # Sharded replicas: whether this replica may write to a cluster now (None: every cluster).
         self.owns: Callable[[str], bool] | None = None
         self.known_clusters: tuple[str, ...] = ()
         self._seen_rejection: Rejection | None = None
         self._stop = threading.Event()
+        # What this pass read (each cluster's state at most once) and could not read or connect to.
         self._read: dict[str, LoadedState] = {}
         self._opening = threading.RLock()  # clients and states are opened from the guard's threads too
+        self._unread: dict[str, KubeError] = {}
+        self._unconnected: dict[str, str] = {}
+        # States decided but not written yet (their cluster could not be written), kept across passes.
+        self._pending: dict[str, ClusterSyncState] = {}
+        self._rebuilt: dict[str, DesiredFleet] = {}  # older revisions rebuilt this pass, for rollbacks
 
     def client(self, cluster: str) -> KubeApi:
-        """The connection to ``cluster``, opened on first use and kept."""
+        """The connection to ``cluster``, opened on first use and kept; each write through it passes
+        the fence first."""
         with self._opening:
             if cluster not in self.clients:
-                self.clients[cluster] = self.connect(cluster)
+                self.clients[cluster] = FencedKube(self.connect(cluster), self.fence)
             return self.clients[cluster]
 
-    def _rollout(self, stop: threading.Event) -> FleetRollout:
-        return FleetRollout(self.clients, self.options, stop=stop, listener=self.listener, owns=self.owns)
+    def _new_rollout(self, stop: threading.Event) -> FleetRollout:
+        return FleetRollout(
+            self.clients, self.options, stop=stop, listener=self.listener, owns=self.owns, fence=self.fence
+        )
 
-    def _load(self, cluster: str) -> LoadedState:
-        """``cluster``'s stored state, read at most once per pass."""
+    def _rollout(self, stop: threading.Event, fleet: DesiredFleet) -> FleetRollout:
+        """A rollout over the clusters of ``fleet``; those that cannot be connected to are reported
+        and waited for."""
+        for name in fleet.clusters:
+            self._connect(name)
+        rollout = self._new_rollout(stop)
+        for name, problem in self._unconnected.items():
+            if name in fleet.clusters:
+                rollout.unreachable[name] = problem
+                self.listener(PassEvent(Step.CLUSTER_UNREACHABLE, cluster=name, error=problem))
+        return rollout
+
+    def _connect(self, cluster: str) -> bool:
+        """Open the connection to ``cluster`` (once per pass at most); False when it cannot be."""
         with self._opening:
-            if cluster not in self._read:
+            if cluster in self._unconnected:
+                return False
+            try:
                 self.client(cluster)
-                self._read[cluster] = self._rollout(self._stop).load_state(cluster)
+            except SyncerError as err:
+                self._unconnected[cluster] = f"cannot connect: {err}"
+                return False
+            return True
+
+    def _load(self, cluster: str) -> LoadedState | None:
+        """``cluster``'s stored state, read at most once per pass; None when it cannot be read."""
+        with self._opening:
+            if cluster in self._read:
+                return self._read[cluster]
+            if cluster in self._unread or not self._connect(cluster):
+                return None
+            try:
+                self._read[cluster] = self._new_rollout(self._stop).load_state(cluster)
+            except KubeError as err:
+                self._unread[cluster] = err
+                return None
             return self._read[cluster]
 
     def plan_live(self, desired: ClusterManifests) -> ClusterPlan:
         """``desired`` planned against its cluster as the sync would plan it (its recorded inventory,
         the sync's rules); a cluster that cannot be reached gives a plan with ``error`` set."""
+        name = desired.cluster
+        loaded = self._load(name)
+        if loaded is None:
+            why = self._unconnected.get(name) or f"cannot read its sync state: {self._unread.get(name)}"
+            return ClusterPlan(name, error=why)
         try:
-            api = self.client(desired.cluster)
-            inventory = self._load(desired.cluster).state.applied_inventory()
-            return plan_live_cluster(api, desired, self.options.diff, inventory, self.options.apply.rules)
+            inventory = loaded.state.applied_inventory()
+            rules = self.options.apply.rules
+            return plan_live_cluster(self.clients[name], desired, self.options.diff, inventory, rules)
         except SyncerError as err:
-            return ClusterPlan(desired.cluster, error=str(err))
+            return ClusterPlan(name, error=str(err))
 
     def recorded_revisions(self) -> dict[str, str]:
         """The revisions the clusters record as applied or last good, each with the clusters recording
-        it: the known clusters and those of the revision in force. A cluster whose record cannot be
-        read is an error (a tip is never judged against part of the fleet's memory). The states read
-        here are the ones the pass rolls out from: each is read once per pass."""
+        it: the known clusters and those of the revision in force. The states read here are the ones
+        the pass rolls out from: each is read once per pass. A cluster whose record cannot be read
+        is left out of this answer and out of the pass (its wave waits); once it answers again, the
+        revision in force goes to it only if it descends from what it records (``_hold_back``)."""
         current = self.revisions.current.fleet.clusters if self.revisions.current else {}
         found: dict[str, list[str]] = {}
         for name in sorted(set(self.known_clusters) | set(current)):
-            try:
-                state = self._load(name).state
-            except (KubeError, ConfigError) as err:
-                raise SourceError(f"cannot read the revision cluster {name} records: {err}") from err
-            for revision in dict.fromkeys((state.revision, state.last_good)):
+            loaded = self._load(name)
+            if loaded is None:
+                continue
+            for revision in dict.fromkeys((loaded.state.revision, loaded.state.last_good)):
                 if revision:
                     found.setdefault(revision, []).append(name)
         return {
@@ -154,12 +217,14 @@ class FleetPass:
 
     def run_pass(self, stop: threading.Event) -> PassResult:
         """Advance the revision and roll the revision in force out (or carry on with an interrupted
-        rollout); ``stop`` ends the rollout at its next safe point."""
-        self._stop, self._read = stop, {}
+        rollout); ``stop`` ends the rollout at its next safe point. A cluster that cannot be reached
+        is reported and waited for; it never stops the pass for the others."""
+        self._stop = stop
+        self._read, self._unread, self._unconnected, self._rebuilt = {}, {}, {}, {}
         try:
             return self._run_pass(stop)
         finally:
-            self._read = {}
+            self._read, self._unread, self._rebuilt = {}, {}, {}
 
     def _run_pass(self, stop: threading.Event) -> PassResult:
         advance = self.revisions.advance()
@@ -171,35 +236,103 @@ class FleetPass:
         current = advance.current
         if current is None:
             return PassResult(advance, new_rejection=new_rejection)
-        for name in current.fleet.clusters:
-            self.client(name)
-        rollout = self._rollout(stop)
         try:
-            states = rollout.read_states(self._read)
-        except KubeError as err:
-            return PassResult(advance, unreadable(current.revision, err), new_rejection)
-        chosen = last_good_revision(states.values())
-        report = rollout.roll_out(current.fleet, self._fleet_of(chosen, current))
+            report, rollout = self._roll(current, stop)
+            for _ in range(MAX_SUPERSEDED):
+                latest = self.revisions.current
+                if report.outcome is not RolloutOutcome.SUPERSEDED or latest is None:
+                    break
+                self.listener(PassEvent(Step.SUPERSEDED, revision=latest.revision, reason=report.revision))
+                current = latest
+                report, rollout = self._roll(current, stop, rollout)
+        except FencedOut as err:
+            return PassResult(advance, self._fenced_out(current.revision, err), new_rejection)
+        self._pending = {n: rollout.states[n] for n, _ in report.unsaved if n in rollout.states}
         if report.outcome in {RolloutOutcome.APPLIED, RolloutOutcome.UNCHANGED}:
             self.revisions.mark_synced(current.revision)
-        return PassResult(advance, report, new_rejection, chosen, MappingProxyType(dict(rollout.states)))
+        states = MappingProxyType(dict(rollout.states))
+        unreachable = MappingProxyType(dict(rollout.unreachable))
+        return PassResult(advance, report, new_rejection, states, unreachable)
+
+    def _roll(
+        self, current: PreparedRevision, stop: threading.Event, superseded: FleetRollout | None = None
+    ) -> tuple[RolloutReport, FleetRollout]:
+        """Roll ``current`` out from the states read this pass (or, taking over from the rollout of a
+        ``superseded`` revision, from the states as that rollout left them)."""
+        rollout = self._rollout(stop, current.fleet)
+        rollout.read_states(self._read, self._unread)
+        if superseded is None:
+            self._remember(rollout)
+        else:
+            rollout.states.update(superseded.states)
+            rollout.unsaved.update(superseded.unsaved)
+        self._hold_back(rollout, current.revision)
+        rollout.newer = self._newer
+        report = rollout.roll_out(current.fleet, lambda revision: self._fleet_of(revision, current))
+        return report, rollout
+
+    def _fenced_out(self, revision: str, err: FencedOut) -> RolloutReport:
+        """This replica may not write any more (it lost the Lease): the pass ends here, nothing more
+        is written; the replica that holds the Lease carries on from the clusters' states."""
+        self.listener(PassEvent(Step.FENCED_OUT, revision=revision, error=str(err), cause=err))
+        return RolloutReport(revision, RolloutOutcome.FENCED_OUT, message=str(err))
+
+    def _newer(self) -> bool:
+        """Poll git between waves: True when a newer tip passed verification and is now in force."""
+        advance = self.revisions.advance()
+        if advance.rejection is not None and advance.rejection is not self._seen_rejection:
+            self._seen_rejection = advance.rejection
+            self.listener(rejection_event(advance.rejection))
+        return advance.outcome is PollOutcome.ACCEPTED
+
+    def _remember(self, rollout: FleetRollout) -> None:
+        """A state this replica decided but could not write stays decided: it is used instead of the
+        older stored one (and written again) until a write succeeds, so a cluster whose state cannot
+        be written is not applied and rolled back again on every pass."""
+        for name, pending in self._pending.items():
+            stored = rollout.states.get(name)
+            if stored is not None and stored.updated_at <= pending.updated_at:
+                rollout.states[name] = pending
+                rollout.unsaved[name] = "not written yet"
+
+    def _hold_back(self, rollout: FleetRollout, revision: str) -> None:
+        """A cluster whose record was not part of the judgment of ``revision`` (it could not be read
+        then) gets it only if ``revision`` descends from what it records; otherwise it waits, with
+        the reason, as a cluster that cannot be used."""
+        for name, state in list(rollout.states.items()):
+            for recorded in dict.fromkeys((state.revision, state.last_good)):
+                if recorded and not self.revisions.admits(revision, recorded):
+                    del rollout.states[name]
+                    rollout.unreachable[name] = problem = (
+                        f"it records {recorded[:12]}, which {revision[:12]} does not descend from; "
+                        "not applied there (allowHistoryRewrite is off)"
+                    )
+                    self.listener(PassEvent(Step.CLUSTER_UNREACHABLE, cluster=name, error=problem))
+                    break
 
     def _fleet_of(self, revision: str, current: PreparedRevision) -> DesiredFleet | None:
-        """The desired fleet of the last good ``revision`` (rebuilt from git unless it is the one in
-        force); None when there is none or it cannot be rebuilt, and then a failed wave halts."""
-        if not revision:
-            return None
+        """The desired fleet of ``revision`` (rebuilt from git unless it is the one in force); None
+        when it cannot be rebuilt, and then the clusters that would go back to it stay failed."""
         if revision == current.revision:
             return current.fleet
-        try:
-            return self.revisions.rebuild(revision)
-        except SyncerError as err:
-            self.listener(PassEvent(Step.LAST_GOOD_UNAVAILABLE, revision=revision, error=str(err), cause=err))
-            return None
+        if revision not in self._rebuilt:
+            try:
+                self._rebuilt[revision] = self.revisions.rebuild(revision)
+            except SyncerError as err:
+                self.listener(
+                    PassEvent(Step.LAST_GOOD_UNAVAILABLE, revision=revision, error=str(err), cause=err)
+                )
+                return None
+        return self._rebuilt[revision]
 
     def heal(self, stop: threading.Event) -> tuple[ChangeSet, ...]:
         """Repair drift on the clusters already on the revision in force (see ``FleetRollout.heal``)."""
         current = self.revisions.current
         if current is None:
             return ()
-        return self._rollout(stop).heal(current.fleet)
+        self._unconnected = {}
+        try:
+            return self._rollout(stop, current.fleet).heal(current.fleet)
+        except FencedOut as err:
+            self._fenced_out(current.revision, err)
+            return ()

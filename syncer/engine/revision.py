@@ -134,16 +134,21 @@ class RevisionGate:
         # The last check of a tip that passed source, verify and manifests (the guard policy): it
         # raises GuardRejected to reject the tip; it gets the tip's fleet and the one in force.
         self.judge: Callable[[DesiredFleet, DesiredFleet | None], object] | None = None
+        self._descends: dict[tuple[str, str], bool] = {}
 
     def advance(self) -> Advance:
         """Poll the branch; take a new tip through verify and manifests; never lose the revision in force."""
+        recorded: dict[str, str] = {}
         try:
             recorded = dict(self.recorded()) if self.recorded else {}
             poll = self.source.poll(recorded)
         except HistoryRewritten as err:
             return self._reject(err.revision, err)
         except SyncerError as err:
-            return self._reject("", err)
+            rejected = self._reject("", err)
+            if self.current is None and self._resume(recorded):
+                return Advance(PollOutcome.REJECTED, self.current, rejected.rejection)
+            return rejected
         tip = poll.tip
         if self.current is not None and tip == self.current.revision:
             return Advance(PollOutcome.UNCHANGED, self.current)
@@ -172,6 +177,33 @@ class RevisionGate:
             if not newest or self.source.is_ancestor(newest, revision):
                 newest = revision
         return newest
+
+    def _resume(self, recorded: Mapping[str, str]) -> bool:
+        """With no revision in force and git out of reach (a start during a git outage): take the
+        newest revision the clusters record, checked and rendered again from this replica's cache, as
+        the revision in force, so drift repair and health go on until git answers. False when the
+        cache cannot give it (no clone yet, the commit is not there, or it no longer verifies)."""
+        try:
+            newest = self._newest(list(recorded))
+            if not newest:
+                return False
+            self.current = prepare(self.source, newest, self.policy, self.options)
+        except SyncerError:
+            return False
+        return True
+
+    def admits(self, revision: str, recorded: str) -> bool:
+        """Whether ``revision`` may replace ``recorded`` on a cluster: it descends from it (a revision
+        this cache does not hold is not an ancestor), or the trust policy allows history rewrites."""
+        if revision == recorded or self.source.options.allow_history_rewrite:
+            return True
+        key = (revision, recorded)
+        if key not in self._descends:
+            try:
+                self._descends[key] = self.source.is_ancestor(recorded, revision)
+            except SyncerError:
+                return False  # asked again next time
+        return self._descends[key]
 
     def rebuild(self, revision: str) -> DesiredFleet:
         """The desired fleet of an earlier revision (the last good one), verified on its own.

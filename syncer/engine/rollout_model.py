@@ -10,7 +10,6 @@ from syncer.config.rollout import RolloutPolicy
 from syncer.config.settings import AGENT_NAMESPACE, HEALTH_POLL
 from syncer.domain.changeset import ChangeSet
 from syncer.engine.diff import DiffOptions
-from syncer.errors import KubeError
 from syncer.rollout import Decision
 
 
@@ -22,6 +21,9 @@ class RolloutOutcome(StrEnum):
     HALTED = "halted"
     ROLLED_BACK = "rolled-back"
     INTERRUPTED = "interrupted"
+    WAITING = "waiting"  # a wave waits for a cluster that cannot be reached or written to
+    FENCED_OUT = "fenced-out"  # this replica lost the Lease: nothing more was written
+    SUPERSEDED = "superseded"  # a newer verified revision took over at a wave boundary
 
 
 @dataclass(frozen=True)
@@ -56,9 +58,3 @@ class RolloutReport:
     waves: tuple[WaveReport, ...] = ()
     message: str = ""
     unsaved: tuple[tuple[str, str], ...] = ()
-
-
-def unreadable(revision: str, err: KubeError) -> RolloutReport:
-    """The report of a rollout that could not start: without every cluster's state the waves cannot be
-    judged; nothing has been touched yet."""
-    return RolloutReport(revision, RolloutOutcome.HALTED, message=f"cannot read the sync state: {err}")

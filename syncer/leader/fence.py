@@ -46,6 +46,24 @@ class Unfenced:
 UNFENCED: Fence = Unfenced()
 
 
+class LeaderFence:
+    """A fence that can be pointed at another one later: ``UNFENCED`` until ``use`` gives it the
+    Lease's fence (the agent builds its connections before it knows whether it will elect)."""
+
+    def __init__(self) -> None:
+        self._current: Fence = UNFENCED
+
+    def use(self, fence: Fence) -> None:
+        self._current = fence
+
+    @property
+    def token(self) -> int:
+        return self._current.token
+
+    def check(self) -> None:
+        self._current.check()
+
+
 class FencedKube:
     """A ``KubeApi`` whose writes each pass ``fence.check()`` first."""
 

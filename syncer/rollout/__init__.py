@@ -3,9 +3,10 @@
 Owns: stable wave assignment by percentage and label (``plan_waves``), the proceed / wait / halt /
 rollback decision for a wave from its clusters' progress and the time (``judge_wave``), whether a
 cluster is inside its maintenance windows at a time, and when that changes (``judge_cluster``), and
-what the clusters' recorded states say about revisions (``revisions``: the last good one, what is
-done, what is refused, how a rollback ends). Must not do I/O or apply anything, nor read the clock;
-the engine passes progress, states and the time in and acts on the decision.
+what the clusters' recorded states say about revisions (``revisions``: what is done, what is
+refused, how a rollback ends; ``rollback``: each cluster's own rollback target). Must not do I/O
+or apply anything, nor read the clock; the engine passes progress, states and the time in and acts
+on the decision.
 
 Names are imported from their modules when first used, so that importing one module of the
 package (``syncer.rollout.waves``) does not load the others.
@@ -21,10 +22,8 @@ if TYPE_CHECKING:
     from syncer.rollout.revisions import (
         failed_apply,
         is_done,
-        last_good_revision,
         phase_after_rollback,
         refusing,
-        rolls_back,
     )
     from syncer.rollout.waves import Wave, plan_waves, stable_rank
     from syncer.rollout.windows import WindowOverride, WindowVerdict, judge_cluster, judge_clusters
@@ -36,10 +35,8 @@ _HOME = {
     "judge_wave": "syncer.rollout.gate",
     "failed_apply": "syncer.rollout.revisions",
     "is_done": "syncer.rollout.revisions",
-    "last_good_revision": "syncer.rollout.revisions",
     "phase_after_rollback": "syncer.rollout.revisions",
     "refusing": "syncer.rollout.revisions",
-    "rolls_back": "syncer.rollout.revisions",
     "Wave": "syncer.rollout.waves",
     "plan_waves": "syncer.rollout.waves",
     "stable_rank": "syncer.rollout.waves",
@@ -61,11 +58,9 @@ __all__ = [
     "judge_cluster",
     "judge_clusters",
     "judge_wave",
-    "last_good_revision",
     "phase_after_rollback",
     "plan_waves",
     "refusing",
-    "rolls_back",
     "stable_rank",
 ]
 

@@ -1,27 +1,17 @@
 """Decisions about revisions, from the states the clusters recorded. Pure: states in, answers out.
 
-Which revision is the last good one, whether a cluster still has to be applied, which clusters refuse
-a revision that failed there before, when a failed wave is rolled back, and what phase a cluster of a
-rolled-back wave ends in.
+Whether a cluster still has to be applied, which clusters refuse a revision that failed there before,
+and what phase a cluster of a rolled-back wave ends in. Where a failed cluster goes back to is
+``syncer.rollout.rollback``: per cluster, never a vote of the fleet.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from syncer.domain.objects import DesiredFleet
 from syncer.domain.sync_state import ClusterSyncState, SyncPhase
 from syncer.rollout.gate import ClusterProgress, Decision, GateVerdict
-
-
-def last_good_revision(states: Iterable[ClusterSyncState]) -> str:
-    """The revision most clusters last had healthy ("" when none has one). Ties go to the revision
-    met first, in the order the states are given."""
-    votes = Counter(state.last_good for state in states if state.last_good)
-    if not votes:
-        return ""
-    return votes.most_common(1)[0][0]
 
 
 def is_done(state: ClusterSyncState, revision: str) -> bool:
@@ -44,12 +34,6 @@ def failed_apply(state: ClusterSyncState, revision: str) -> ClusterProgress | No
     if state.phase is SyncPhase.FAILED and state.revision == revision:
         return ClusterProgress(state.cluster, state.applied_at, apply_error=state.last_error or "failed")
     return None
-
-
-def rolls_back(decision: Decision, has_last_good: bool) -> bool:
-    """A failed wave goes back to the last good revision when the gate asked for it and one exists;
-    otherwise it halts where it is."""
-    return decision is Decision.ROLLBACK and has_last_good
 
 
 def phase_after_rollback(state: ClusterSyncState, verdict: GateVerdict) -> SyncPhase:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from syncer.errors import KubeError
+from syncer.errors import SyncerError
 from syncer.kube import KubeApi
 
 NOTE_LIMIT = 1024
@@ -169,7 +169,7 @@ class EventRecorder:
         self._series.pop(key, None)
         try:
             created = self.kube.create(body)
-        except KubeError:
+        except SyncerError:  # refused, unreachable, or this replica may no longer write
             self.dropped += 1
             return False
         self.written += 1
@@ -186,7 +186,7 @@ class EventRecorder:
         }
         try:
             known.event = self.kube.replace(event)
-        except KubeError:
+        except SyncerError:  # refused, unreachable, or this replica may no longer write
             # Expired (Events live an hour by default) or changed by someone else: start afresh.
             self.dropped += 1
             del self._series[key]

@@ -43,6 +43,12 @@ class SyncerMetrics:
             ["cluster"],
             registry=r,
         )
+        self.cluster_reachable = Gauge(
+            "syncer_cluster_reachable",
+            "1 when the cluster's sync state could be read at the last pass, 0 when it could not.",
+            ["cluster"],
+            registry=r,
+        )
         self.apply_objects = Counter(
             "syncer_apply_objects",
             "Objects applied, by cluster and action.",

@@ -50,8 +50,13 @@ class EventReporter:
 
     def __call__(self, event: PassEvent) -> None:
         treatment = event.treatment
+        if event.health is not None and event.cluster:
+            self.metrics.cluster_healthy.labels(cluster=event.cluster).set(
+                1 if event.health == "healthy" else 0
+            )
+        level = logging.WARNING if treatment.warning else logging.INFO
         log.log(
-            logging.WARNING if treatment.warning else logging.INFO,
+            logging.DEBUG if treatment.quiet else level,
             "%s",
             event.step,
             extra={

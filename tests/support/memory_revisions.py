@@ -55,6 +55,7 @@ class MemoryRevisions:
         self.unrebuildable: set[str] = set()
         self.recorded: Callable[[], Mapping[str, str]] | None = None
         self.seen_recorded: list[Mapping[str, str]] = []
+        self.rewritten_away: set[str] = set()
 
     def push(self, fleet: DesiredFleet) -> DesiredFleet:
         self.fleets[fleet.revision] = fleet
@@ -89,3 +90,7 @@ class MemoryRevisions:
 
     def mark_synced(self, revision: str) -> None:
         self.synced.append(revision)
+
+    def admits(self, revision: str, recorded: str) -> bool:
+        """Revisions descend from every earlier one pushed, unless the test rewrote it away."""
+        return recorded not in self.rewritten_away

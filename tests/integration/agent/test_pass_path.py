@@ -171,9 +171,12 @@ def test_sync_once_enters_the_agent_once_and_the_engine_carries_the_revision_to_
     between = poll.stack[: poll.stack.index("syncer.agent.service")]
     assert set(between) <= {"syncer.engine.revision", "syncer.engine.fleet_pass"}, between
 
-    # Each apply is made by the apply stage, in a worker thread of the rollout, with no agent frame.
+    # Each apply is made by the apply stage, in a worker thread of the rollout, with no agent frame;
+    # the Lease fence in front of the client checks the write and passes it on.
     for index in applied_at:
         call = calls[index]
-        assert call.caller == "syncer.apply.executor"
+        assert call.caller == "syncer.leader.fence"
+        callers = [m for m in call.stack[1:] if m != "syncer.leader.fence"]
+        assert callers[0] == "syncer.apply.executor", call.stack
         assert call.thread != poll.thread
         assert not [m for m in call.stack if is_agent(m)], call.stack

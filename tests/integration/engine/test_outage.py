@@ -13,8 +13,8 @@ reports, so the outage always falls at the same step of the wave:
 
 Either way the canary (another wave, already done) is left exactly as it was, us-1 is rolled back to
 rev-1, eu-1 is reported (as failed and as a cluster whose state could not be written), and no
-cluster's sync state is corrupt. A sync while eu-1 is still down halts before touching anything. Once
-eu-1's apiserver is started again, a newer revision rolls out to all three clusters.
+cluster's sync state is corrupt. A sync while eu-1 is still down goes on for the others and waits
+for it. Once eu-1's apiserver is started again, a newer revision rolls out to all three clusters.
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def test_an_apiserver_lost_mid_wave_fails_that_wave_only_and_a_newer_revision_pr
         assert "cannot reach the apiserver" in reason
         assert "us-1" not in reason
         # The rollback reached us-1; eu-1 could not be rolled back, and the report says so.
-        rollback = f"; rolled back to rev-1: {STOPPED}: apply failed: reading live state failed"
+        rollback = f" rolled back to rev-1: {STOPPED}: apply failed: reading live state failed"
         assert rollback in report.message, report.message
         unsaved = dict(report.unsaved)
         assert list(unsaved) == [STOPPED]
@@ -173,13 +173,17 @@ def test_an_apiserver_lost_mid_wave_fails_that_wave_only_and_a_newer_revision_pr
         assert (canary.revision, canary.phase) == ("rev-2", SyncPhase.HEALTHY)
         assert running_revision(clients["canary"], prefix) == "rev-2"
 
-        # While eu-1 is down, a sync cannot read its state and halts before touching any cluster.
-        untouched = {n: versions(clients[n], prefix) for n in ("canary", "us-1")}
+        # While eu-1 is down, a sync goes on without it: the canary takes rev-2b, so does us-1 (eu-1's
+        # wave), and that wave waits for eu-1 with the reason; eu-1 itself is not touched.
         early = rollout(clients, prefix).sync(repo.write("rev-2b"), last_good=rev1)
-        assert early.outcome is RolloutOutcome.HALTED
-        assert early.message.startswith("cannot read the sync state: [eu-1]"), early.message
-        assert early.waves == ()
-        assert {n: versions(clients[n], prefix) for n in ("canary", "us-1")} == untouched
+        assert early.outcome is RolloutOutcome.WAITING, early
+        assert early.message.startswith("waiting for eu-1: cannot read its sync state: [eu-1]"), early.message
+        assert [(w.name, w.decision) for w in early.waves] == [
+            ("canary", Decision.PROCEED),
+            ("rest", Decision.WAIT),
+        ]
+        assert running_revision(clients["canary"], prefix) == "rev-2b"
+        assert running_revision(clients["us-1"], prefix) == "rev-2b"
     finally:
         fleet.state.start_component(STOPPED, APISERVER, _quiet)
 

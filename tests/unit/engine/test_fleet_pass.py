@@ -17,6 +17,7 @@ from syncer.domain.sync_state import SyncPhase
 from syncer.engine.fleet_pass import FleetPass, PassResult
 from syncer.engine.rollout_model import RolloutOptions, RolloutOutcome
 from syncer.errors import KubeError, ServerError, SourceError, VerificationError
+from syncer.rollout import Decision
 from syncer.status.state_store import STATE_CONFIGMAP, STATE_KEY, StateStore
 from tests.support.fleet_repo import LABELS, canary_then_rest
 from tests.support.memory_kube import MemoryKube
@@ -81,6 +82,11 @@ class Rig:
     def applies(self, kind: str = "Namespace", name: str = "app") -> dict[str, int]:
         return {n: c.count("apply", kind, name) for n, c in self.clusters.items()}
 
+    def writes(self) -> int:
+        return sum(
+            n for c in self.clusters.values() for (v, _, _), n in c.calls.items() if v not in {"get", "list"}
+        )
+
     def state(self, cluster: str) -> Any:
         return StateStore(self.clusters[cluster], STATE_NAMESPACE).load().state
 
@@ -121,13 +127,13 @@ def test_a_pass_reads_each_clusters_sync_state_once(rig: Rig) -> None:
     assert rig.state_reads() == dict.fromkeys(CLUSTERS, 1)
     rig.run()  # nothing new: the same revision is checked, not applied
     assert rig.state_reads() == dict.fromkeys(CLUSTERS, 2)
-    # A failing revision makes the pass choose and rebuild the last good one and roll back to it:
-    # still one read of each cluster's state.
+    # A failing revision makes the pass rebuild the revision the failed cluster last ran healthy and
+    # roll back to it: still one read of each cluster's state.
     rig.revisions.push(fleet("rev-2", never_ready=True))
     result = rig.run()
     assert result.report is not None
     assert result.report.outcome is RolloutOutcome.ROLLED_BACK
-    assert result.last_good == "rev-1"
+    assert result.states["canary"].revision == "rev-1"
     assert rig.revisions.rebuilt == ["rev-1"]
     assert rig.state_reads() == dict.fromkeys(CLUSTERS, 3)
     rig.fleet_pass.heal(rig.stop)
@@ -154,7 +160,10 @@ def test_an_interrupted_pass_resumes_from_the_clusters_without_applying_again(ri
     second = rig.run()
     assert second.report is not None
     assert second.report.outcome is RolloutOutcome.APPLIED
-    assert rig.steps(Step.ALREADY_APPLIED) == [("canary", "canary", Step.ALREADY_APPLIED)]
+    # The canary wave had passed: it is only looked at, not applied or judged again.
+    assert rig.steps(Step.ALREADY_APPLIED) == []
+    assert ("", "canary", Step.HEALTH_CHECKED) in rig.steps(Step.HEALTH_CHECKED)
+    assert [w for w, _, _ in rig.steps(Step.GATE_PROCEED)] == ["rest"]
     assert sorted(c for _, c, _ in rig.steps(Step.APPLYING)) == ["eu-1", "us-1"]
     assert rig.applies() == dict.fromkeys(CLUSTERS, 1)
     assert rig.revisions.synced == ["rev-1"]
@@ -209,8 +218,9 @@ def test_without_a_last_good_revision_a_failed_wave_halts(rig: Rig) -> None:
     result = rig.run()
     assert result.report is not None
     assert result.report.outcome is RolloutOutcome.HALTED
-    assert result.last_good == ""
     assert rig.steps(Step.ROLLING_BACK) == []
+    assert rig.steps(Step.ROLLBACK_UNAVAILABLE) == [("canary", "canary", Step.ROLLBACK_UNAVAILABLE)]
+    assert "never ran a revision healthy" in result.report.message
     assert rig.state("canary").phase is SyncPhase.FAILED
     assert rig.applies() == {"canary": 1, "eu-1": 0, "us-1": 0}
 
@@ -244,17 +254,32 @@ def test_a_state_that_cannot_be_written_is_reported_and_the_rollout_goes_on(rig:
     assert result.states["eu-1"].phase is SyncPhase.HEALTHY, "the pass went on from what it knew"
 
 
-def test_a_state_that_cannot_be_read_halts_the_pass_before_any_cluster_is_touched(rig: Rig) -> None:
+def test_a_cluster_whose_state_cannot_be_read_is_reported_and_waited_for_while_the_others_go_on(
+    rig: Rig,
+) -> None:
     rig.revisions.push(fleet("rev-1"))
     rig.clusters["us-1"].down = True
     result = rig.run()
     assert result.report is not None
-    assert result.report.outcome is RolloutOutcome.HALTED
-    assert result.report.message.startswith("cannot read the sync state: [us-1]")
-    assert result.report.waves == ()
-    for cluster in rig.clusters.values():
-        assert [k for k in cluster.calls if k[0] not in {"get", "list"}] == []
+    assert result.report.outcome is RolloutOutcome.WAITING
+    assert result.report.message.startswith("waiting for us-1: cannot read its sync state: [us-1]")
+    assert [(w.name, w.decision) for w in result.report.waves] == [
+        ("canary", Decision.PROCEED),
+        ("rest", Decision.WAIT),
+    ]
+    assert list(result.unreachable) == ["us-1"]
+    assert rig.steps(Step.CLUSTER_UNREACHABLE) == [("", "us-1", Step.CLUSTER_UNREACHABLE)]
+    # The others got the revision, in their waves; us-1 was not written to.
+    assert rig.applies() == {"canary": 1, "eu-1": 1, "us-1": 0}
+    assert [k for k in rig.clusters["us-1"].calls if k[0] not in {"get", "list"}] == []
     assert rig.revisions.synced == []
+    # Once it answers again, it catches up and the revision is synced.
+    rig.clusters["us-1"].down = False
+    again = rig.run()
+    assert again.report is not None
+    assert again.report.outcome is RolloutOutcome.APPLIED
+    assert rig.applies() == dict.fromkeys(CLUSTERS, 1)
+    assert rig.revisions.synced == ["rev-1"]
 
 
 def test_a_rejected_tip_is_told_once_and_the_revision_in_force_stays(rig: Rig) -> None:
@@ -323,7 +348,8 @@ def test_the_revisions_the_clusters_record_are_read_with_the_pass_and_not_again(
     rig.revisions.recorded = rig.fleet_pass.recorded_revisions
     rig.revisions.push(fleet("rev-1"))
     rig.run()
-    assert rig.revisions.seen_recorded == [{}]
+    # Judged before any cluster recorded a revision (asked again between waves, from the same reads).
+    assert rig.revisions.seen_recorded[0] == {}
     assert rig.state_reads() == dict.fromkeys(CLUSTERS, 1)
     rig.revisions.push(fleet("rev-2"))
     rig.run()
@@ -331,14 +357,15 @@ def test_the_revisions_the_clusters_record_are_read_with_the_pass_and_not_again(
     assert rig.state_reads() == dict.fromkeys(CLUSTERS, 2), "one read per cluster per pass"
 
 
-def test_a_pass_with_nothing_to_do_says_the_waves_are_still_healthy_and_reports_no_event(rig: Rig) -> None:
+def test_a_pass_with_nothing_to_do_watches_the_passed_waves_and_writes_nothing(rig: Rig) -> None:
     rig.revisions.push(fleet("rev-1"))
     assert rig.run().report is not None
     assert [w for w, _, _ in rig.steps(Step.GATE_PROCEED)] == ["canary", "rest"]
+    writes = rig.writes()
     again = rig.run()
     assert again.report is not None
     assert again.report.outcome is RolloutOutcome.UNCHANGED
-    assert rig.steps(Step.GATE_PROCEED) == []
-    assert [w for w, _, _ in rig.steps(Step.GATE_STILL_HEALTHY)] == ["canary", "rest"]
-    still = next(e for e in rig.events if e.step is Step.GATE_STILL_HEALTHY)
-    assert still.treatment.event_reason == ""
+    assert rig.steps(Step.GATE_PROCEED, Step.GATE_STILL_HEALTHY) == []
+    assert sorted(c for _, c, _ in rig.steps(Step.HEALTH_CHECKED)) == sorted(CLUSTERS)
+    assert all(e.treatment.event_reason == "" for e in rig.events)
+    assert rig.writes() == writes, "nothing written: no state, no Event"

@@ -11,27 +11,13 @@ from syncer.rollout import (
     GateVerdict,
     failed_apply,
     is_done,
-    last_good_revision,
     phase_after_rollback,
     refusing,
-    rolls_back,
 )
 
 
 def state(cluster: str, **fields: object) -> ClusterSyncState:
     return ClusterSyncState(cluster, **fields)  # type: ignore[arg-type]
-
-
-def test_the_last_good_revision_is_the_one_most_clusters_had_healthy() -> None:
-    states = [state("a", last_good="r1"), state("b", last_good="r2"), state("c", last_good="r2"), state("d")]
-    assert last_good_revision(states) == "r2"
-
-
-def test_a_tie_goes_to_the_revision_met_first_and_no_votes_means_none() -> None:
-    assert last_good_revision([state("a", last_good="r1"), state("b", last_good="r2")]) == "r1"
-    assert last_good_revision([state("b", last_good="r2"), state("a", last_good="r1")]) == "r2"
-    assert last_good_revision([state("a"), state("b")]) == ""
-    assert last_good_revision([]) == ""
 
 
 @pytest.mark.parametrize(
@@ -69,12 +55,6 @@ def test_a_failed_apply_counts_only_for_the_revision_being_judged() -> None:
     assert (progress.cluster, progress.applied_at, progress.apply_error) == ("a", 5.0, "failed")
     assert failed_apply(failed, "r1") is None
     assert failed_apply(state("a", revision="r2", phase=SyncPhase.APPLIED), "r2") is None
-
-
-def test_a_failed_wave_rolls_back_only_when_asked_and_possible() -> None:
-    assert rolls_back(Decision.ROLLBACK, has_last_good=True)
-    assert not rolls_back(Decision.ROLLBACK, has_last_good=False)
-    assert not rolls_back(Decision.HALT, has_last_good=True)
 
 
 def test_after_a_rollback_a_cluster_is_failed_only_when_its_own_rollback_failed() -> None:

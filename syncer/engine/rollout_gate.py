@@ -1,0 +1,136 @@
+"""The health part of a rollout: the gate of a wave being rolled out (each cluster's health checked
+and recorded until the gate proceeds, halts or rolls back) and the watch over a wave that has passed.
+
+A wave whose clusters all recorded the revision healthy has passed: its gate is not judged again.
+Later unhealthiness there is degradation, not a failed rollout: the cluster's health is recorded and
+reported (``cluster-degraded`` / ``cluster-recovered``) and what drifted is re-applied, but the
+revision is never marked bad for it and nothing halts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import replace
+
+from syncer.domain.changeset import ChangeSet
+from syncer.domain.health import Health
+from syncer.domain.objects import DesiredFleet
+from syncer.domain.progress import PassEvent, Step
+from syncer.domain.sync_state import SyncPhase
+from syncer.engine.live import live_health
+from syncer.engine.rollout_apply import WaveApply
+from syncer.engine.rollout_model import WaveReport
+from syncer.errors import KubeError
+from syncer.rollout import ClusterProgress, Decision, GateVerdict, Wave, failed_apply, judge_wave
+from syncer.rollout.recorded import recorded_progress
+
+_GATE_STEPS = {
+    Decision.WAIT: Step.GATE_WAIT,
+    Decision.PROCEED: Step.GATE_PROCEED,
+    Decision.HALT: Step.GATE_HALT,
+    Decision.ROLLBACK: Step.GATE_ROLLBACK,
+}
+
+
+class WaveGate(WaveApply):
+    """Judges and watches the health of waves (see the module docstring)."""
+
+    def _health(self, name: str, fleet: DesiredFleet) -> tuple[Health, str]:
+        """A cluster's health now (told to the listener as it is judged, for the health gauge)."""
+        try:
+            health = live_health(self.clients[name], fleet.clusters[name])
+            verdict, detail = health.health, health.summary()
+        except KubeError as err:
+            verdict, detail = Health.PROGRESSING, f"health check failed: {err}"
+        self.listener(PassEvent(Step.HEALTH_CHECKED, cluster=name, reason=detail, health=verdict))
+        return verdict, detail
+
+    def _observe(self, wave: Wave, fleet: DesiredFleet) -> WaveReport:
+        """Watch a wave that passed: re-apply what drifted on its clusters, record their health, and
+        report a cluster that turned unhealthy (degraded) or healthy again."""
+        degraded = []
+        repairs: list[ChangeSet] = []
+        for name in wave.clusters:
+            if name in self.unreachable or not self.owns(name):
+                continue
+            if self._drifted(fleet.clusters[name]):
+                repaired = self._repair(fleet.clusters[name], self.states[name])
+                repairs.extend([repaired] if repaired is not None else [])
+            state = self.states[name]
+            verdict, detail = self._health(name, fleet)
+            if verdict is not Health.HEALTHY:
+                degraded.append(f"{name}: {verdict}: {detail}")
+            if (state.health == str(Health.HEALTHY)) != (verdict is Health.HEALTHY):
+                step = Step.CLUSTER_RECOVERED if verdict is Health.HEALTHY else Step.CLUSTER_DEGRADED
+                reason = detail if verdict is not Health.HEALTHY else "healthy again"
+                self.listener(PassEvent(step, wave.name, name, fleet.revision, reason=reason, health=verdict))
+            since = (state.healthy_since or self.clock()) if verdict is Health.HEALTHY else 0.0
+            self._save(name, replace(state, health=str(verdict), health_detail=detail, healthy_since=since))
+        reason = "passed; degraded since: " + "; ".join(degraded) if degraded else "passed"
+        return WaveReport(wave.name, wave.clusters, Decision.PROCEED, reason, tuple(repairs))
+
+    def _recorded(self, name: str, revision: str) -> ClusterProgress:
+        """A cluster another replica owns: its progress as its owner last recorded it."""
+        with contextlib.suppress(KubeError):  # else judged from the state read last
+            self.states[name] = self.stores[name].load().state
+        return recorded_progress(self.states[name], revision)
+
+    def _progress(self, wave: Wave, fleet: DesiredFleet, revision: str) -> dict[str, ClusterProgress]:
+        progress = {}
+        for name in wave.clusters:
+            if not self.owns(name):
+                progress[name] = self._recorded(name, revision)
+                continue
+            state = self.states[name]
+            failed = failed_apply(state, revision)
+            if failed is not None:
+                progress[name] = failed
+                continue
+            verdict, detail = self._health(name, fleet)
+            now = self.clock()
+            since = (state.healthy_since or now) if verdict is Health.HEALTHY else 0.0
+            self._save(name, replace(state, health=str(verdict), health_detail=detail, healthy_since=since))
+            progress[name] = ClusterProgress(
+                name, state.applied_at or None, "", verdict, since or None, detail
+            )
+        return progress
+
+    def _gate(self, wave: Wave, fleet: DesiredFleet, rollback: bool | None = None) -> GateVerdict:
+        """Check the wave's health until the gate decides (or the agent is asked to stop)."""
+        allowed = self.options.rollout.rollback if rollback is None else rollback
+        while True:
+            if self.sharded:
+                self._apply_wave(wave, fleet, taking_over=True)  # clusters gained meanwhile
+            progress = self._progress(wave, fleet, fleet.revision)
+            verdict = judge_wave(wave, progress, self.clock(), rollback=allowed)
+            step = _GATE_STEPS[verdict.decision]
+            if step is Step.GATE_PROCEED and self._still_healthy(wave, fleet.revision):
+                step = Step.GATE_STILL_HEALTHY
+            self.listener(
+                PassEvent(
+                    step,
+                    wave.name,
+                    revision=fleet.revision,
+                    reason=verdict.reason,
+                    waiting=verdict.waiting,
+                )
+            )
+            if verdict.decision is Decision.PROCEED:
+                for name in filter(self.owns, wave.clusters):
+                    self._save(
+                        name, replace(self.states[name], phase=SyncPhase.HEALTHY, last_good=fleet.revision)
+                    )
+            if verdict.decision is not Decision.WAIT or self.stop.wait(
+                min(verdict.wait, self.options.health_poll)
+            ):
+                return verdict
+
+    def _still_healthy(self, wave: Wave, revision: str) -> bool:
+        """Every cluster of ``wave`` was already recorded healthy on ``revision`` (a pass that found
+        nothing to do)."""
+        return all(
+            (state := self.states[name]).phase is SyncPhase.HEALTHY
+            and state.revision == revision
+            and state.last_good == revision
+            for name in wave.clusters
+        )

@@ -1,0 +1,119 @@
+"""What a rollout knows of its clusters: their sync states, read once per pass and kept current as
+the rollout writes them, the clusters it could not read (they wait) and the states it could not
+write (remembered for the report and the next pass). The apply, gate and rollout parts build on it.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections.abc import Callable, Mapping
+
+from syncer.apply import with_retries
+from syncer.domain.progress import Listener, PassEvent, Step
+from syncer.domain.sync_state import ClusterSyncState
+from syncer.engine.rollout_model import RolloutOptions
+from syncer.errors import FencedOut, KubeError
+from syncer.kube import KubeApi
+from syncer.leader.fence import UNFENCED, Fence
+from syncer.status.state_store import LoadedState, StateStore
+
+
+class RolloutStates:
+    """The clusters' sync states during one rollout (see the module docstring)."""
+
+    def __init__(
+        self,
+        clients: Mapping[str, KubeApi],
+        options: RolloutOptions = RolloutOptions(),
+        *,
+        stop: threading.Event | None = None,
+        clock: Callable[[], float] = time.time,
+        listener: Listener | None = None,
+        owns: Callable[[str], bool] | None = None,
+        fence: Fence = UNFENCED,
+    ) -> None:
+        self.clients = clients
+        # Sharded replicas: ``owns(cluster)`` says whether this replica may write to a cluster now.
+        # It applies, checks and records only those; the others' progress is what their owner recorded.
+        self.owns = owns or (lambda _: True)
+        self.sharded = owns is not None
+        self.options = options
+        self.stop = stop or threading.Event()
+        self.clock = clock
+        self.listener = listener or (lambda _: None)
+        self.stores = {name: StateStore(api, options.state_namespace, fence) for name, api in clients.items()}
+        # One lock per cluster: a cluster whose apiserver hangs must not hold up the others' state writes.
+        self._locks = {name: threading.Lock() for name in clients}
+        self.states: dict[str, ClusterSyncState] = {}
+        # Clusters whose latest state could not be written, with the error (cleared by a later write).
+        self.unsaved: dict[str, str] = {}
+        # Clusters that cannot be used this pass (state unreadable, no connection), with why: their
+        # waves wait for them, the other clusters go on.
+        self.unreachable: dict[str, str] = {}
+        # Asked between waves once something was applied: True when a newer revision should take over.
+        self.newer: Callable[[], bool] = lambda: False
+
+    def load_state(self, cluster: str) -> LoadedState:
+        """One read of ``cluster``'s stored state (retried while the apiserver is busy); KubeError when
+        it cannot be read."""
+        kinds = [(k.api_version, k.kind) for k in self.options.diff.kinds]
+        store = self.stores[cluster]
+        return with_retries(functools.partial(store.load, kinds), self.options.apply.retry, self.stop)
+
+    def read_states(
+        self,
+        preloaded: Mapping[str, LoadedState] | None = None,
+        failed: Mapping[str, KubeError] | None = None,
+    ) -> dict[str, ClusterSyncState]:
+        """Every cluster's stored state, read once per pass (``preloaded`` ones, and ``failed`` reads,
+        made earlier in the same pass, are not made again); the rollout keeps them current after. A
+        cluster whose state cannot be read is reported (``unreachable``) and left out; the others go on."""
+        for name in self.stores:
+            try:
+                error = (failed or {}).get(name)
+                if error is not None:
+                    raise error
+                loaded = (preloaded or {}).get(name) or self.load_state(name)
+            except KubeError as err:
+                self.states.pop(name, None)
+                self.unreachable[name] = problem = f"cannot read its sync state: {err}"
+                self.listener(PassEvent(Step.CLUSTER_UNREACHABLE, cluster=name, error=problem, cause=err))
+                continue
+            self.states[name] = loaded.state
+            self.unreachable.pop(name, None)
+            self.unsaved.pop(name, None)
+            if loaded.problem:
+                self.listener(PassEvent(Step.STATE_REBUILT, cluster=name, reason=loaded.problem))
+        return dict(self.states)
+
+    def _save(self, cluster: str, state: ClusterSyncState) -> None:
+        """Record ``state`` as the cluster's state and write it to the cluster.
+
+        A write that fails (the apiserver is unreachable) does not stop the rollout: the rollout goes
+        on from ``state``, the error is kept in ``unsaved`` for the report, and the cluster keeps its
+        last stored state, which is older but whole. A fenced write (``FencedOut``) of a sharded
+        replica means another replica owns the cluster now; without sharding it means this replica
+        lost the Lease, and it ends the pass (nothing more may be written).
+        """
+        with self._locks[cluster]:
+            if self.states.get(cluster) == state and cluster not in self.unsaved:
+                return
+            try:
+                self.states[cluster] = self.stores[cluster].save(state, now=self.clock())
+                self.unsaved.pop(cluster, None)
+                return
+            except FencedOut:
+                if not self.sharded:
+                    raise
+                # Another replica owns the cluster now: what it records is the cluster's state.
+                self.states[cluster] = state
+                return
+            except KubeError as err:
+                self.states[cluster] = state
+                self.unsaved[cluster] = problem = str(err)
+                cause = err
+        self.listener(
+            PassEvent(Step.STATE_UNSAVED, state.wave, cluster, state.revision, error=problem, cause=cause)
+        )
