@@ -71,7 +71,11 @@ class Scene:
             found = self.obj()
             return found if is_ready(found) else None
 
-        return eventually("Ready=True", ready, timeout)
+        try:
+            return eventually("Ready=True", ready, timeout)
+        except AssertionError as err:
+            status = self.obj().get("status") or {}
+            raise AssertionError(f"{err}; Ready: {self.ready()}; status: {status}") from None
 
     def ready(self) -> dict[str, Any]:
         return condition(self.obj(), "Ready")
@@ -89,6 +93,17 @@ class Scene:
                 continue
             return list(parse_cluster_nodes(text))
         raise AssertionError("no Redis server answers")
+
+    def views(self) -> list[list[Any]]:
+        """CLUSTER NODES as each answering member sees it."""
+        found = []
+        for node in self.nodes():
+            try:
+                with client(node) as conn:
+                    found.append(list(parse_cluster_nodes(conn.execute_command("CLUSTER", "NODES"))))
+            except redis.RedisError:
+                continue
+        return found
 
     def myselves(self) -> list[Any]:
         """Each answering server's own CLUSTER NODES line (the one with its open slots)."""
