@@ -18,7 +18,7 @@ import yaml
 
 from syncer.agent.service import Agent
 from syncer.config import load_agent_config
-from syncer.config.rollout import load_rollout_policy
+from syncer.config.rollout import RolloutPolicy, load_rollout_policy
 from syncer.config.settings import AgentSettings
 from syncer.controller.model import ControllerOptions
 from syncer.controller.runner import run_controller
@@ -96,6 +96,20 @@ class Setup:
         self.stop = threading.Event()
         self.steps: list[PassEvent] = []
         self.agent = Agent(agent_config, self.settings, self.metrics, self.stop, self.steps.append)
+
+    def restart(self, config: Path, rollout: RolloutPolicy | None = None) -> None:
+        """A new agent in all but process: ``config`` (the agent config) loaded afresh, with
+        ``rollout`` (default: the rollout policy of the agent it replaces), and no memory."""
+        kept = rollout if rollout is not None else self.agent.config.rollout
+        self.agent.close()
+        self.steps.clear()
+        self.agent = Agent(
+            replace(load_agent_config(config), rollout=kept),
+            self.settings,
+            self.metrics,
+            self.stop,
+            self.steps.append,
+        )
 
     def commit(self, message: str, objects: list[dict[str, Any]], *, signed: bool = True) -> str:
         docs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}, *objects]

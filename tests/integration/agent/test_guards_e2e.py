@@ -9,14 +9,11 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import yaml
 
-from syncer.agent.service import Agent
-from syncer.config import load_agent_config
 from syncer.domain.progress import Step
 from syncer.engine.revision import Stage
 from syncer.engine.rollout_model import RolloutOutcome
@@ -32,20 +29,6 @@ RC = ("redis.syncer.dev/v1alpha1", "RedisCluster", "sessions")
 setup = e2e_setup
 
 
-def restart(setup: Setup, root: Path) -> None:
-    """A new agent process in all but name: a fresh gate with no revision in force."""
-    rollout = setup.agent.config.rollout
-    setup.agent.close()
-    setup.steps.clear()
-    setup.agent = Agent(
-        replace(load_agent_config(root / "agent.yaml"), rollout=rollout),
-        setup.settings,
-        setup.metrics,
-        setup.stop,
-        setup.steps.append,
-    )
-
-
 @pytest.fixture
 def guarded(setup: Setup, tmp_path: Path) -> Setup:
     """The e2e setup with the shipped guard policy (policies/guards.yaml) named in agent.yaml."""
@@ -53,7 +36,7 @@ def guarded(setup: Setup, tmp_path: Path) -> Setup:
     config = yaml.safe_load((tmp_path / "agent.yaml").read_text())
     config["guardPolicy"] = "guards.yaml"
     (tmp_path / "agent.yaml").write_text(yaml.safe_dump(config))
-    restart(setup, tmp_path)
+    setup.restart(tmp_path / "agent.yaml")
     return setup
 
 
@@ -84,7 +67,7 @@ def test_a_downgrade_is_rejected_before_any_cluster_changes_even_after_a_restart
     before = states(guarded)
 
     # The agent restarts: its gate has no revision in force, the clusters are what it judges against.
-    restart(guarded, tmp_path)
+    guarded.restart(tmp_path / "agent.yaml")
     down = guarded.commit("sessions on 7.2", [redis_cluster(guarded.namespace, "7.2")])
 
     # The reviewer's dry run says so first: exit 3, each cluster's verdict on the object.

@@ -4,56 +4,31 @@ only the canary needs one."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import yaml
 
-from syncer.agent.service import Agent
-from syncer.config import load_agent_config
 from syncer.engine.revision import Stage
 from syncer.engine.rollout_model import RolloutOutcome
 from tests.integration.agent.test_agent_e2e import Setup, redis_cluster, states
 from tests.integration.agent.test_agent_e2e import setup as e2e_setup
-from tests.integration.verify.kit import Keys, SshKey, write_policy
+from tests.integration.agent.test_two_person_e2e import approver as approver_key
+from tests.integration.agent.test_two_person_e2e import with_two_person_rule
+from tests.integration.verify.kit import SshKey
 
 pytestmark = pytest.mark.integration
 
 RC = ("redis.syncer.dev/v1alpha1", "RedisCluster")
 setup = e2e_setup
-
-
-@pytest.fixture
-def approver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshKey]:
-    keys = Keys(tmp_path_factory.mktemp("approver-keys"))
-    try:
-        yield keys.ssh("approver")
-    finally:
-        keys.close()
+approver = approver_key
 
 
 @pytest.fixture
 def guarded(setup: Setup, approver: SshKey, tmp_path: Path) -> Setup:
     """The e2e setup with two signers and a two-person rule on the clusters labelled tier=prod."""
-    signers: list[dict[str, object]] = [
-        {"name": "ops", "ssh": setup.key.public_line},
-        {"name": "approver", "ssh": approver.public_line},
-    ]
-    trust = write_policy(tmp_path / "trust.yaml", signers=signers, keys=[])
-    rule = {"twoPersonRules": [{"name": "prod", "clusters": {"matchLabels": {"tier": "prod"}}}]}
-    trust.write_text(trust.read_text() + yaml.safe_dump(rule))
-    rollout = setup.agent.config.rollout
-    setup.agent.close()
-    setup.agent = Agent(
-        replace(load_agent_config(tmp_path / "agent.yaml"), rollout=rollout),
-        setup.settings,
-        setup.metrics,
-        setup.stop,
-        setup.steps.append,
-    )
-    return setup
+    rule: dict[str, object] = {"name": "prod", "clusters": {"matchLabels": {"tier": "prod"}}}
+    return with_two_person_rule(setup, approver, tmp_path, rule)
 
 
 def approved_push(setup: Setup, approver: SshKey, message: str, files: dict[str, str]) -> str:

@@ -5,14 +5,11 @@ out."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import yaml
 
-from syncer.agent.service import Agent
-from syncer.config import load_agent_config
 from syncer.engine.revision import Stage
 from syncer.engine.rollout_model import RolloutOutcome
 from tests.integration.agent.test_agent_e2e import Setup, redis_cluster, states
@@ -33,26 +30,22 @@ def approver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshKey]:
         keys.close()
 
 
-@pytest.fixture
-def guarded(setup: Setup, approver: SshKey, tmp_path: Path) -> Setup:
-    """The e2e setup with a trust policy of two signers and a two-person rule on ``base/prod/**``."""
+def with_two_person_rule(setup: Setup, approver: SshKey, root: Path, rule: dict[str, object]) -> Setup:
+    """The e2e setup restarted with a trust policy of two signers (ops, approver) and ``rule``."""
     signers: list[dict[str, object]] = [
         {"name": "ops", "ssh": setup.key.public_line},
         {"name": "approver", "ssh": approver.public_line},
     ]
-    trust = write_policy(tmp_path / "trust.yaml", signers=signers, keys=[])
-    rule = {"twoPersonRules": [{"name": "prod", "paths": ["base/prod/**"]}]}
-    trust.write_text(trust.read_text() + yaml.safe_dump(rule))
-    rollout = setup.agent.config.rollout
-    setup.agent.close()
-    setup.agent = Agent(
-        replace(load_agent_config(tmp_path / "agent.yaml"), rollout=rollout),
-        setup.settings,
-        setup.metrics,
-        setup.stop,
-        setup.steps.append,
-    )
+    trust = write_policy(root / "trust.yaml", signers=signers, keys=[])
+    trust.write_text(trust.read_text() + yaml.safe_dump({"twoPersonRules": [rule]}))
+    setup.restart(root / "agent.yaml")
     return setup
+
+
+@pytest.fixture
+def guarded(setup: Setup, approver: SshKey, tmp_path: Path) -> Setup:
+    """The e2e setup with a trust policy of two signers and a two-person rule on ``base/prod/**``."""
+    return with_two_person_rule(setup, approver, tmp_path, {"name": "prod", "paths": ["base/prod/**"]})
 
 
 setup = e2e_setup
