@@ -46,6 +46,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "syncer.cli.status_cmd:status",
         "Each cluster's sync state: owner, wave, applied revision, health, last good revision, last error.",
     ),
+    "override-window": (
+        "syncer.cli.windows:override_window",
+        "Let one cluster change outside its maintenance windows for a while (an emergency fix).",
+    ),
 }
 """Each command: where it lives, and the one-line help ``syncer --help`` lists without importing it
 (a unit test checks it is the command's own)."""

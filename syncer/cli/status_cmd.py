@@ -78,6 +78,8 @@ def status(config_path: Path, kubeconfig: str, state_namespace: str, output: str
                 lastError=state.last_error or loaded.problem,
                 badRevisions=list(state.bad_revisions),
                 updatedAt=state.updated_at,
+                window=state.window,
+                windowOverride=_override_text(state.window_override, state.window_override_until),
             )
         except SyncerError as err:
             row.update(error=str(err))
@@ -88,6 +90,7 @@ def status(config_path: Path, kubeconfig: str, state_namespace: str, output: str
     table = Table(title="fleet sync state", title_justify="left")
     for column in ("cluster", "owner", "wave", "revision", "phase", "health", "last good"):
         table.add_column(column, no_wrap=True)
+    table.add_column("window", overflow="fold")
     table.add_column("last error", overflow="fold")
     for row in rows:
         table.add_row(
@@ -98,6 +101,14 @@ def status(config_path: Path, kubeconfig: str, state_namespace: str, output: str
             row.get("phase", ""),
             row.get("health", ""),
             row.get("lastGood", "")[:12],
+            "; ".join(part for part in (row.get("window", ""), row.get("windowOverride", "")) if part),
             row.get("lastError") or row.get("error", ""),
         )
     Console().print(table)
+
+
+def _override_text(reason: str, until: float) -> str:
+    """A window override as ``syncer status`` shows it (empty when none is in force)."""
+    if not reason or until <= time.time():
+        return ""
+    return f"overridden until {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(until))}: {reason}"

@@ -46,13 +46,18 @@ class Step(StrEnum):
     ROLLBACK_UNAVAILABLE = "rollback-unavailable"
     FENCED_OUT = "fenced-out"
     SUPERSEDED = "superseded"
+    WINDOW_OPEN = "window-open"
+    WINDOW_CLOSED = "window-closed"
+    WINDOW_OVERRIDDEN = "window-overridden"
 
 
 class Waiting(StrEnum):
-    """What a waiting gate waits for: clusters to become healthy, or a healthy wave to bake."""
+    """What a waiting gate waits for: clusters to become healthy, a healthy wave to bake, or the
+    maintenance window of its clusters to open."""
 
     HEALTH = "health"
     BAKE = "bake"
+    WINDOW = "window"
 
 
 class WaveState(StrEnum):
@@ -150,6 +155,9 @@ TREATMENTS: Mapping[Step, Treatment] = MappingProxyType(
         Step.ROLLBACK_UNAVAILABLE: Treatment("RollbackUnavailable", warning=True, mark="✗"),
         Step.FENCED_OUT: Treatment(warning=True, mark="✗"),
         Step.SUPERSEDED: Treatment("RevisionSuperseded", mark="↻", names_revision=True),
+        Step.WINDOW_OPEN: Treatment(mark="", quiet=True),
+        Step.WINDOW_CLOSED: Treatment("OutsideMaintenanceWindow", wave_state=WaveState.WAITING, mark="⏸"),
+        Step.WINDOW_OVERRIDDEN: Treatment("MaintenanceWindowOverridden", warning=True, mark="!"),
     }
 )
 

@@ -47,7 +47,10 @@ class ClusterSyncState:
     applied), ``last_good`` the last revision that was applied and healthy, ``bad_revisions`` those
     that failed here and are not retried until a newer revision arrives. ``rebuilt`` and ``stored``
     say how the state was read: rebuilt from labelled objects (the stored one was unreadable), or
-    not stored at all (``stored=False``: the cluster has no sync state).
+    not stored at all (``stored=False``: the cluster has no sync state). ``window_override`` is an
+    operator's reason to change the cluster outside its maintenance windows until
+    ``window_override_until`` (``syncer override-window``); ``window`` says why a change to it waits
+    for its maintenance window (empty when none waits).
     """
 
     cluster: str
@@ -64,6 +67,9 @@ class ClusterSyncState:
     applied_at: float = 0.0
     healthy_since: float = 0.0
     updated_at: float = 0.0
+    window: str = ""
+    window_override: str = ""
+    window_override_until: float = 0.0
     rebuilt: bool = field(default=False, compare=False)
     stored: bool = field(default=True, compare=False)
 

@@ -20,12 +20,13 @@ from dataclasses import replace
 
 from syncer.domain.changeset import ChangeSet
 from syncer.domain.objects import DesiredFleet
-from syncer.domain.progress import PassEvent, Step
+from syncer.domain.progress import PassEvent, Step, Waiting
 from syncer.engine.rollback import FleetsOf, roll_back_wave
 from syncer.engine.rollout_gate import WaveGate
 from syncer.engine.rollout_model import RolloutOutcome, RolloutReport, WaveReport
 from syncer.rollout import Decision, Wave, is_done, plan_waves, refusing
 from syncer.rollout.rollback import wave_passed
+from syncer.rollout.windows import WindowOverride, judge_cluster
 
 __all__ = ["FleetRollout"]
 
@@ -87,6 +88,20 @@ class FleetRollout(WaveGate):
                 )
                 reports.append(WaveReport(wave.name, wave.clusters, Decision.HALT, reason))
                 return RolloutReport(fleet.revision, RolloutOutcome.HALTED, tuple(reports), reason)
+            closed = self.closed_windows(wave.clusters, fleet, wave.name)
+            if closed:
+                reason = "outside maintenance window: " + "; ".join(closed)
+                self.listener(
+                    PassEvent(
+                        Step.GATE_WAIT,
+                        wave.name,
+                        revision=fleet.revision,
+                        reason=reason,
+                        waiting=Waiting.WINDOW,
+                    )
+                )
+                reports.append(WaveReport(wave.name, wave.clusters, Decision.WAIT, reason))
+                return RolloutReport(fleet.revision, RolloutOutcome.WAITING, tuple(reports), reason)
             if len(reachable) < len(wave.clusters) and wave_passed(reachable, self.states, fleet.revision):
                 # The ones that answer passed before: while the wave waits they are watched, not re-judged.
                 observed = self._observe(replace(wave, clusters=reachable), fleet)
@@ -132,6 +147,35 @@ class FleetRollout(WaveGate):
         waiting = WaveReport(wave.name, wave.clusters, Decision.WAIT, reason, change_sets)
         return RolloutReport(fleet.revision, RolloutOutcome.WAITING, (*reports, waiting), reason)
 
+    def closed_windows(
+        self, clusters: tuple[str, ...], fleet: DesiredFleet, wave: str = "", *, pending_only: bool = True
+    ) -> list[str]:
+        """The clusters of ``clusters`` that are outside their maintenance window now (with why and
+        when they open), of those still to get ``fleet`` (all with ``pending_only=False``, for drift
+        repair); each judgement is told to the listener.
+        Every replica judges every cluster the same way, from its labels, the clock and the override
+        recorded in its state, so a wave waits as a whole whichever replica applies it."""
+        windows = self.options.rollout.windows
+        if not windows:
+            return []
+        closed = []
+        now = self.clock()
+        for name in sorted(clusters):
+            state = self.states.get(name)
+            if state is None or (pending_only and is_done(state, fleet.revision)):
+                continue
+            override = WindowOverride(state.window_override, state.window_override_until)
+            verdict = judge_cluster(name, fleet.clusters[name].labels, windows, now, override)
+            step = Step.WINDOW_OPEN if verdict.open else Step.WINDOW_CLOSED
+            step = Step.WINDOW_OVERRIDDEN if verdict.overridden else step
+            waiting = None if verdict.open else Waiting.WINDOW
+            self.listener(PassEvent(step, wave, name, fleet.revision, reason=verdict.reason, waiting=waiting))
+            if not verdict.open:
+                closed.append(f"{name}: {verdict.reason}")
+            if self.owns(name) and state.window != ("" if verdict.open else verdict.reason):
+                self._save(name, replace(state, window="" if verdict.open else verdict.reason))
+        return closed
+
     # -- drift repair -----------------------------------------------------------------------------
 
     def heal(self, fleet: DesiredFleet) -> tuple[ChangeSet, ...]:
@@ -145,6 +189,8 @@ class FleetRollout(WaveGate):
             state = states.get(name)
             if state is None or not self.owns(name) or not is_done(state, fleet.revision):
                 continue
+            if self.closed_windows((name,), fleet, pending_only=False):
+                continue  # a repair is a change: it waits for the cluster's window like a rollout
             result = self._repair(desired, state)
             if result is not None:
                 repaired.append(result)

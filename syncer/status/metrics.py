@@ -43,6 +43,13 @@ class SyncerMetrics:
             ["cluster"],
             registry=r,
         )
+        self.cluster_window_open = Gauge(
+            "syncer_cluster_window_open",
+            "1 when the cluster may change now (inside its maintenance window, or overridden), 0 when a "
+            "change to it waits for its window; set when a change or a drift repair is due.",
+            ["cluster"],
+            registry=r,
+        )
         self.cluster_reachable = Gauge(
             "syncer_cluster_reachable",
             "1 when the cluster's sync state could be read at the last pass, 0 when it could not.",

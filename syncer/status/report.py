@@ -10,13 +10,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from syncer.domain.progress import PassEvent
+from syncer.domain.progress import PassEvent, Step
 from syncer.kube import KubeApi
 from syncer.status.events import EventRecorder, Regarding
 from syncer.status.metrics import SyncerMetrics
 from syncer.status.state_store import STATE_CONFIGMAP
 
 log = logging.getLogger("syncer.agent")
+
+_WINDOW_STEPS = frozenset({Step.WINDOW_OPEN, Step.WINDOW_CLOSED, Step.WINDOW_OVERRIDDEN})
 
 
 class EventReporter:
@@ -53,6 +55,10 @@ class EventReporter:
         if event.health is not None and event.cluster:
             self.metrics.cluster_healthy.labels(cluster=event.cluster).set(
                 1 if event.health == "healthy" else 0
+            )
+        if event.cluster and event.step in _WINDOW_STEPS:
+            self.metrics.cluster_window_open.labels(cluster=event.cluster).set(
+                0 if event.step is Step.WINDOW_CLOSED else 1
             )
         level = logging.WARNING if treatment.warning else logging.INFO
         log.log(

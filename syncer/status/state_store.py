@@ -22,6 +22,8 @@ from syncer.leader.fence import UNFENCED, Fence
 
 STATE_CONFIGMAP = "syncer-sync-state"
 STATE_KEY = "state.json"
+OVERRIDE_KEY = "window-override.json"
+OVERRIDE_FIELD_MANAGER = "syncer-window-override"
 FORMAT_VERSION = 1
 STATE_FIELD_MANAGER = "syncer-state"
 FENCING_TOKEN = "syncer.dev/fencing-token"
@@ -33,8 +35,8 @@ class StateFormatError(ValueError):
 
 def encode(state: ClusterSyncState) -> str:
     data = asdict(state)
-    data.pop("rebuilt")
-    data.pop("stored")
+    for kept_apart in ("rebuilt", "stored", "window_override", "window_override_until"):
+        data.pop(kept_apart)
     data["phase"] = str(state.phase)
     return json.dumps({"version": FORMAT_VERSION, "state": data}, sort_keys=True, separators=(",", ":"))
 
@@ -95,7 +97,22 @@ def decode(cluster: str, text: str) -> ClusterSyncState:
         applied_at=_number(raw, "applied_at"),
         healthy_since=_number(raw, "healthy_since"),
         updated_at=_number(raw, "updated_at"),
+        window=_text(raw, "window"),
     )
+
+
+def _override(configmap: Mapping[str, Any]) -> tuple[str, float]:
+    """The window override recorded beside the state (its own key and field manager, so that the
+    agent's writes of the state never drop it); ("", 0) when none or unreadable."""
+    text = (configmap.get("data") or {}).get(OVERRIDE_KEY, "")
+    try:
+        raw = json.loads(text) if text else {}
+        reason, until = raw.get("reason", ""), raw.get("until", 0)
+    except (ValueError, AttributeError):
+        return "", 0.0
+    if not isinstance(reason, str) or isinstance(until, bool) or not isinstance(until, int | float):
+        return "", 0.0
+    return reason, float(until)
 
 
 def inventory_of(objects: Iterable[Mapping[str, Any]]) -> tuple[InventoryEntry, ...]:
@@ -155,13 +172,16 @@ class StateStore:
         except NotFound:
             return LoadedState(ClusterSyncState(cluster, stored=False))
         text = (configmap.get("data") or {}).get(STATE_KEY, "")
+        reason, until = _override(configmap)
         try:
-            return LoadedState(decode(cluster, text))
+            state = decode(cluster, text) if text or not reason else ClusterSyncState(cluster, stored=False)
         except StateFormatError as err:
             problem = (
                 f"sync state ConfigMap {self.namespace}/{STATE_CONFIGMAP} is unreadable ({err}); rebuilt"
             )
-            return LoadedState(self.rebuild(managed_kinds), problem)
+            rebuilt = self.rebuild(managed_kinds)
+            return LoadedState(replace(rebuilt, window_override=reason, window_override_until=until), problem)
+        return LoadedState(replace(state, window_override=reason, window_override_until=until))
 
     def rebuild(self, managed_kinds: Iterable[tuple[str, str]]) -> ClusterSyncState:
         """A state whose inventory is every labelled object of ``managed_kinds``; the revision is unknown."""
@@ -218,6 +238,20 @@ class StateStore:
                 if attempt:
                     raise
         return stamped
+
+    def record_window_override(self, reason: str, until: float) -> None:
+        """Let the cluster change outside its maintenance windows until ``until`` (epoch seconds),
+        for ``reason``; an empty reason clears it. Written beside the state under its own field
+        manager: the agent's state writes keep it, and a running rollout sees it at its next pass."""
+        self._ensure_namespace()
+        value = json.dumps({"reason": reason, "until": until if reason else 0}, sort_keys=True)
+        body: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": STATE_CONFIGMAP, "namespace": self.namespace},
+            "data": {OVERRIDE_KEY: value},
+        }
+        self.kube.apply(body, ApplyOptions(field_manager=OVERRIDE_FIELD_MANAGER, force=True))
 
     def _ensure_namespace(self) -> None:
         if self._namespace_ready:
