@@ -95,6 +95,9 @@ def bootstrap(
                 if settle:
                     return run.settle(layout, masters, ids)
         report = judge(run.observe(nodes), len(layout), run.errors)
+        if not settle:
+            # Gossip may not have spread what was just done; the caller judges the shape later.
+            report = replace(report, errors=tuple(run.errors))
         return _with_actions(report, run.actions)
 
 

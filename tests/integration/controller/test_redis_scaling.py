@@ -100,14 +100,25 @@ def test_a_controller_killed_mid_migration_is_finished_by_the_next_one(
         s.apply(shards=4)
         with controller_process(loopback_fleet, s.namespace, log) as first:
 
-            def migrating() -> bool:
-                return any(e.migrating or e.importing for e in s.myselves())
+            def open_slots() -> list[int]:
+                return sorted({slot for e in s.myselves() for slot, _ in (*e.migrating, *e.importing)})
 
-            eventually("a slot migration in progress", migrating, 120, every=0.01)
+            def frozen_mid_slot() -> bool:
+                # Seeing a slot open and then killing races the controller finishing that slot, so
+                # freeze it first: only a slot still open while it cannot run is left by the kill.
+                if not open_slots():
+                    return False
+                first.send_signal(signal.SIGSTOP)
+                if open_slots():
+                    return True
+                first.send_signal(signal.SIGCONT)
+                return False
+
+            eventually("the controller frozen with a slot open", frozen_mid_slot, 120, every=0.01)
             first.send_signal(signal.SIGKILL)
             first.wait(10)
         time.sleep(1)
-        left_open = sorted({slot for e in s.myselves() for slot, _ in (*e.migrating, *e.importing)})
+        left_open = open_slots()
         print(f"killed mid-migration; open slots left: {left_open[:10]}", flush=True)
         assert left_open, "the kill should have left a slot open"
         with controller_process(loopback_fleet, s.namespace, log):

@@ -116,7 +116,7 @@ def settle(replicas: int, *shards: Shards, timeout: float = 120.0) -> None:
 def main(argv: Sequence[str]) -> None:
     kubeconfig, identity, group, repo, revision, bake, *clusters = argv
     replica = Replica(Path(kubeconfig), identity, group, clusters, float(bake))
-    settle(2, replica.shards)
+    settle(2, replica.shards, timeout=300.0)
     replica.sync(Path(repo), revision).join()
     print(replica.report.outcome if replica.report else "no report", flush=True)
     replica.close()

@@ -170,6 +170,7 @@ def test_killing_the_replica_that_owns_the_canary_mid_wave_hands_the_fleet_over_
     group = f"g-{uuid.uuid4().hex[:6]}"
     canary = plan_waves({name: {} for name in CLUSTERS}, policy())[0].clusters[0]
     env = {**os.environ, "PYTHONPATH": str(Path.cwd())}
+    errors = {identity: (tmp_path / f"{identity}.log").open("w") for identity in ("replica-a", "replica-b")}
     started = {
         identity: subprocess.Popen(
             [
@@ -186,15 +187,21 @@ def test_killing_the_replica_that_owns_the_canary_mid_wave_hands_the_fleet_over_
             ],
             env=env,
             stdout=subprocess.PIPE,
+            stderr=errors[identity],
             text=True,
         )
         for identity in ("replica-a", "replica-b")
     }
+
+    def logs() -> str:
+        return "\n".join(f"{i}: {(tmp_path / f'{i}.log').read_text()[-3000:]}" for i in started)
+
     try:
         with ReadyStatusStandIn(light.kubeconfig, CLUSTERS):
-            deadline = time.monotonic() + 300
+            deadline = time.monotonic() + 600
             while _state(light, canary) != ("rev-1", SyncPhase.APPLIED):
-                assert time.monotonic() < deadline, "the canary was never applied"
+                assert all(p.poll() is None for p in started.values()), f"a replica ended early\n{logs()}"
+                assert time.monotonic() < deadline, f"the canary was never applied\n{logs()}"
                 time.sleep(0.5)
             victim = _owner_of(light, canary)
             assert victim in started
@@ -210,6 +217,8 @@ def test_killing_the_replica_that_owns_the_canary_mid_wave_hands_the_fleet_over_
                 proc.wait()
             if proc.stdout is not None:
                 proc.stdout.close()
+        for file in errors.values():
+            file.close()
     assert all(_state(light, name) == ("rev-1", SyncPhase.HEALTHY) for name in CLUSTERS)
 
     # From the audit logs: every write to a cluster came from the replica that last took or renewed
