@@ -9,20 +9,16 @@ Submodules are imported by what uses them, so that a command pays only for the s
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from syncer.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from syncer.engine.diff import ClusterTarget, DiffOptions, diff_fleet, offline_plan, plan_live_cluster
 
-_LAZY = {"ClusterTarget", "DiffOptions", "diff_fleet", "offline_plan", "plan_live_cluster"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from syncer.engine import diff
-
-        return getattr(diff, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(
+    __name__, {"diff": ("ClusterTarget", "DiffOptions", "diff_fleet", "offline_plan", "plan_live_cluster")}
+)
 
 
 __all__ = [

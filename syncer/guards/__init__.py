@@ -6,14 +6,15 @@ with every problem's line and column (``compile_expression``), and judging a rev
 changes against a policy (``judge_revision``), verdict by verdict. Must not: do I/O, read policy
 files (``syncer.config`` loads them) or act on a verdict (the engine rejects the revision).
 
-Names are imported from their modules when first used, so that reading a verdict
-(``syncer.guards.verdicts``) does not load the CEL environment.
+Names are imported when first used (``syncer.lazy``): reading a verdict (``syncer.guards.verdicts``) does
+not load the CEL environment.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from syncer.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from syncer.guards.judge import change_inputs, judge_revision, referenced_paths
@@ -28,26 +29,22 @@ if TYPE_CHECKING:
     )
     from syncer.guards.verdicts import GuardOutcome, GuardReport, LimitVerdict, RuleVerdict
 
-_HOME = {
-    "change_inputs": "syncer.guards.judge",
-    "judge_revision": "syncer.guards.judge",
-    "referenced_paths": "syncer.guards.judge",
-    "VARIABLES": "syncer.guards.language",
-    "CelProblem": "syncer.guards.language",
-    "Evaluation": "syncer.guards.language",
-    "Program": "syncer.guards.language",
-    "compile_expression": "syncer.guards.language",
-    "DEFAULT_ACTIONS": "syncer.guards.model",
-    "ChangeKind": "syncer.guards.model",
-    "ChangeRule": "syncer.guards.model",
-    "GuardPolicy": "syncer.guards.model",
-    "PlannedChange": "syncer.guards.model",
-    "RevisionLimit": "syncer.guards.model",
-    "GuardOutcome": "syncer.guards.verdicts",
-    "GuardReport": "syncer.guards.verdicts",
-    "LimitVerdict": "syncer.guards.verdicts",
-    "RuleVerdict": "syncer.guards.verdicts",
-}
+__getattr__ = lazy_getattr(
+    __name__,
+    {
+        "judge": ("change_inputs", "judge_revision", "referenced_paths"),
+        "language": ("VARIABLES", "CelProblem", "Evaluation", "Program", "compile_expression"),
+        "model": (
+            "DEFAULT_ACTIONS",
+            "ChangeKind",
+            "ChangeRule",
+            "GuardPolicy",
+            "PlannedChange",
+            "RevisionLimit",
+        ),
+        "verdicts": ("GuardOutcome", "GuardReport", "LimitVerdict", "RuleVerdict"),
+    },
+)
 
 __all__ = [
     "DEFAULT_ACTIONS",
@@ -69,12 +66,3 @@ __all__ = [
     "judge_revision",
     "referenced_paths",
 ]
-
-
-def __getattr__(name: str) -> object:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value

@@ -12,7 +12,7 @@ which contact no cluster (render, an offline diff) do not pay for it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from syncer.domain.applied import FIELD_MANAGER
 from syncer.kube.api import (
@@ -24,17 +24,12 @@ from syncer.kube.api import (
     WatchEvent,
 )
 from syncer.kube.resources import ResourceType
+from syncer.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from syncer.kube.client import ClusterClient
 
-
-def __getattr__(name: str) -> Any:
-    if name == "ClusterClient":
-        from syncer.kube.client import ClusterClient
-
-        return ClusterClient
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, {"client": ("ClusterClient",)})
 
 
 __all__ = [

@@ -8,14 +8,15 @@ refused, how a rollback ends; ``rollback``: each cluster's own rollback target).
 or apply anything, nor read the clock; the engine passes progress, states and the time in and acts
 on the decision.
 
-Names are imported from their modules when first used, so that importing one module of the
-package (``syncer.rollout.waves``) does not load the others.
+Names are imported when first used (``syncer.lazy``), so that ``syncer.rollout.waves`` can be imported
+without the rest of the package.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from syncer.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from syncer.rollout.gate import ClusterProgress, Decision, GateVerdict, judge_wave
@@ -28,23 +29,15 @@ if TYPE_CHECKING:
     from syncer.rollout.waves import Wave, plan_waves, stable_rank
     from syncer.rollout.windows import WindowOverride, WindowVerdict, judge_cluster, judge_clusters
 
-_HOME = {
-    "ClusterProgress": "syncer.rollout.gate",
-    "Decision": "syncer.rollout.gate",
-    "GateVerdict": "syncer.rollout.gate",
-    "judge_wave": "syncer.rollout.gate",
-    "failed_apply": "syncer.rollout.revisions",
-    "is_done": "syncer.rollout.revisions",
-    "phase_after_rollback": "syncer.rollout.revisions",
-    "refusing": "syncer.rollout.revisions",
-    "Wave": "syncer.rollout.waves",
-    "plan_waves": "syncer.rollout.waves",
-    "stable_rank": "syncer.rollout.waves",
-    "WindowOverride": "syncer.rollout.windows",
-    "WindowVerdict": "syncer.rollout.windows",
-    "judge_cluster": "syncer.rollout.windows",
-    "judge_clusters": "syncer.rollout.windows",
-}
+__getattr__ = lazy_getattr(
+    __name__,
+    {
+        "gate": ("ClusterProgress", "Decision", "GateVerdict", "judge_wave"),
+        "revisions": ("failed_apply", "is_done", "phase_after_rollback", "refusing"),
+        "waves": ("Wave", "plan_waves", "stable_rank"),
+        "windows": ("WindowOverride", "WindowVerdict", "judge_cluster", "judge_clusters"),
+    },
+)
 
 __all__ = [
     "ClusterProgress",
@@ -63,12 +56,3 @@ __all__ = [
     "refusing",
     "stable_rank",
 ]
-
-
-def __getattr__(name: str) -> object:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
