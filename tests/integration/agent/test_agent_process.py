@@ -26,6 +26,7 @@ from syncer.kube import ClusterClient
 from syncer.status import StateStore
 from syncer.status.state_store import LoadedState
 from tests.integration.agent.procs import AgentProc, Agents
+from tests.integration.agent.runkit import run_args
 from tests.integration.conftest import FleetHandle
 from tests.integration.verify.kit import GitRepo, SshKey, bare_remote, write_policy
 from tests.support.waiting import eventually
@@ -116,25 +117,7 @@ class Rig:
 
     def args(self, policy: str, *extra: str) -> list[str]:
         """``syncer run`` arguments: this rig's config, a free HTTP port and short intervals."""
-        return [
-            "--config",
-            str(self.root / "agent.yaml"),
-            "--rollout-policy",
-            str(self.root / policy),
-            "--kubeconfig",
-            str(self.fleet.kubeconfig),
-            "--state-namespace",
-            self.state_namespace,
-            "--interval",
-            "2s",
-            "--jitter",
-            "0s",
-            "--drift-interval",
-            "10m",
-            "--http-port",
-            "0",
-            *extra,
-        ]
+        return run_args(self.root, policy, self.fleet.kubeconfig, self.state_namespace, *extra)
 
     def commit(self, message: str, version: str) -> str:
         docs = [

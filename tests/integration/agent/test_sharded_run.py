@@ -24,7 +24,6 @@ import yaml
 
 from devfleet import audit
 from devfleet import fleet as devfleet
-from devfleet.access import install_redis_crd
 from devfleet.standin import ReadyStatusStandIn
 from syncer.domain.sync_state import ClusterSyncState, SyncPhase
 from syncer.errors import NotFound
@@ -33,6 +32,8 @@ from syncer.leader.election import LEASE_API
 from syncer.leader.shards import OWNER_LEASE
 from syncer.status.state_store import StateStore
 from tests.integration.agent.procs import AgentProc, Agents
+from tests.integration.agent.runkit import run_args
+from tests.integration.engine.sharded_kit import light_fleet
 from tests.integration.verify.kit import GitRepo, SshKey, bare_remote, write_policy
 from tests.support.waiting import eventually
 
@@ -45,10 +46,6 @@ CUMULATIVE = [1, 3, 6]
 # Whole seconds (a Lease stores its duration as such); the margin (4 s) is above the request timeout.
 LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 8, 4, 1
 ROLLOUT_TIMEOUT = 600
-
-
-def _quiet(_: str) -> None:
-    pass
 
 
 def waves(canary_bake: str) -> dict[str, object]:
@@ -66,21 +63,8 @@ def waves(canary_bake: str) -> dict[str, object]:
 
 @pytest.fixture(scope="module")
 def light(tmp_path_factory: pytest.TempPathFactory) -> Iterator[devfleet.Fleet]:
-    root = tmp_path_factory.mktemp("sharded-run") / "state"
-    options = devfleet.UpOptions(
-        clusters=CLUSTERS, profile=devfleet.Profile.LIGHT, audit=True, timeout=1200.0
-    )
-    fleet = devfleet.up(root, options, _quiet)
-    try:
-        for name in CLUSTERS:
-            admin = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), name)
-            try:
-                install_redis_crd(admin, field_manager="syncer-tests")
-            finally:
-                admin.close()
+    with light_fleet(tmp_path_factory.mktemp("sharded-run") / "state", CLUSTERS) as fleet:
         yield fleet
-    finally:
-        assert devfleet.down(root, _quiet) == []
 
 
 class Group:
@@ -111,41 +95,34 @@ class Group:
         self.agents = Agents(root)
 
     def start(self, identity: str) -> AgentProc:
-        return self.agents.start(
+        sharding = [
+            "--shard-group",
+            self.group,
+            "--shard-identity",
             identity,
-            [
-                "--config",
-                str(self.root / "agent.yaml"),
-                "--rollout-policy",
-                str(self.root / "waves.yaml"),
-                "--kubeconfig",
-                str(self.fleet.kubeconfig),
-                "--state-namespace",
-                self.state_namespace,
-                "--interval",
-                "2s",
-                "--jitter",
-                "0s",
-                "--drift-interval",
-                "10m",
-                "--http-port",
-                "0",
-                "--shard-group",
-                self.group,
-                "--shard-identity",
-                identity,
-                "--lease-context",
-                HOME,
-                "--lease-namespace",
-                f"{self.namespace}-members",
-                "--lease-duration",
-                f"{LEASE_DURATION}s",
-                "--lease-renew-deadline",
-                f"{RENEW_DEADLINE}s",
-                "--lease-retry-period",
-                f"{RETRY_PERIOD}s",
-            ],
+            "--lease-context",
+            HOME,
+            "--lease-namespace",
+            f"{self.namespace}-members",
+            "--lease-duration",
+            f"{LEASE_DURATION}s",
+            "--lease-renew-deadline",
+            f"{RENEW_DEADLINE}s",
+            "--lease-retry-period",
+            f"{RETRY_PERIOD}s",
+        ]
+        args = run_args(self.root, "waves.yaml", self.fleet.kubeconfig, self.state_namespace, *sharding)
+        return self.agents.start(identity, args)
+
+    def start_sharing(self, *identities: str) -> dict[str, AgentProc]:
+        """A replica for each of ``identities``, once every one of them holds a share of the clusters."""
+        replicas = {i: self.start(i) for i in identities}
+        eventually(
+            "the replicas to hold a share of the clusters each",
+            lambda: set(self.owners().values()) == set(replicas),
+            120,
         )
+        return replicas
 
     def commit(self, message: str, version: str) -> str:
         docs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}] + [
@@ -244,12 +221,7 @@ def _status(group: Group) -> dict[str, dict[str, object]]:
 
 def test_two_run_replicas_split_the_fleet_and_roll_out_in_global_waves(group: Group) -> None:
     with group.agents.shown_on_failure():
-        replicas = {i: group.start(i) for i in ("replica-a", "replica-b")}
-        eventually(
-            "both replicas to hold a share of the clusters",
-            lambda: set(group.owners().values()) == set(replicas),
-            120,
-        )
+        replicas = group.start_sharing("replica-a", "replica-b")
         with ReadyStatusStandIn(group.fleet.kubeconfig, CLUSTERS):
             revision = group.commit("caches", "7.2.5")
             eventually("every cluster healthy", lambda: group.all_healthy(revision), ROLLOUT_TIMEOUT)
@@ -292,12 +264,7 @@ def test_a_replica_killed_mid_rollout_and_one_joining_move_clusters_within_a_lea
     group = Group(tmp_path, light, ops_key, canary_bake="20s")
     try:
         with group.agents.shown_on_failure():
-            replicas = {i: group.start(i) for i in ("replica-a", "replica-b")}
-            eventually(
-                "both replicas to hold a share of the clusters",
-                lambda: set(group.owners().values()) == set(replicas),
-                120,
-            )
+            replicas = group.start_sharing("replica-a", "replica-b")
             with ReadyStatusStandIn(group.fleet.kubeconfig, CLUSTERS):
                 revision = group.commit("caches", "7.2.5")
                 canary = eventually(

@@ -1,5 +1,6 @@
-"""Sharded replicas for tests: a ``FleetRollout`` whose writes go through a ``Shards`` fence, a thread
-renewing its Leases, and a process entry point so a test can SIGKILL a replica mid-wave:
+"""Sharded replicas for tests: the fleet of light clusters they run on (``light_fleet``), a
+``FleetRollout`` whose writes go through a ``Shards`` fence, a thread renewing its Leases, and a
+process entry point so a test can SIGKILL a replica mid-wave:
 ``python -m tests.integration.engine.sharded_kit KUBECONFIG IDENTITY GROUP REPO REVISION BAKE CLUSTER...``.
 """
 
@@ -8,11 +9,14 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
 
+from devfleet import fleet as devfleet
+from devfleet.access import install_redis_crd
 from syncer.config.rollout import RolloutPolicy, WaveGate, WavePolicy
 from syncer.engine.rollout import FleetRollout
 from syncer.engine.rollout_model import RolloutOptions, RolloutReport
@@ -24,6 +28,35 @@ from syncer.manifests import load_fleet
 NAMESPACE = "syncer-system"
 RETRY = 0.5
 DURATION, DEADLINE = 8.0, 4.0  # the margin (4 s) is above the request timeout (3 s)
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+@contextmanager
+def light_fleet(
+    root: Path, clusters: Sequence[str], namespaces: Sequence[str] = ()
+) -> Iterator[devfleet.Fleet]:
+    """Light clusters whose apiservers audit every write, each with the RedisCluster CRD and
+    ``namespaces``; stopped afterwards, failing if anything it started is left running. Many
+    apiservers start slowly on a busy machine: they are allowed 20 minutes."""
+    options = devfleet.UpOptions(
+        clusters=tuple(clusters), profile=devfleet.Profile.LIGHT, audit=True, timeout=1200.0
+    )
+    fleet = devfleet.up(root, options, _quiet)
+    try:
+        for name in clusters:
+            admin = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), name)
+            try:
+                install_redis_crd(admin, field_manager="syncer-tests")
+                for namespace in namespaces:
+                    admin.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+            finally:
+                admin.close()
+        yield fleet
+    finally:
+        assert devfleet.down(root, _quiet) == []
 
 
 def policy(canary_bake: float = 0.0) -> RolloutPolicy:

@@ -21,14 +21,21 @@ import pytest
 
 from devfleet import audit
 from devfleet import fleet as devfleet
-from devfleet.access import install_redis_crd
 from devfleet.standin import ReadyStatusStandIn
 from syncer.domain.sync_state import SyncPhase
 from syncer.engine.rollout_model import RolloutOutcome
 from syncer.kube import ClusterClient
 from syncer.rollout import plan_waves
 from syncer.status.state_store import StateStore
-from tests.integration.engine.sharded_kit import DURATION, NAMESPACE, RETRY, Replica, policy, write_repo
+from tests.integration.engine.sharded_kit import (
+    DURATION,
+    NAMESPACE,
+    RETRY,
+    Replica,
+    light_fleet,
+    policy,
+    write_repo,
+)
 
 # Starting many apiservers on a busy machine takes long: each test may take 40 minutes.
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
@@ -39,31 +46,14 @@ COUNT = int(os.environ.get("SYNCER_TEST_SHARDED_CLUSTERS", "6"))
 EXPECTED = {20: [1, 2, 10, 20], 6: [1, 3, 6]}
 CLUSTERS = devfleet.cluster_names(COUNT, "w")
 HOME = CLUSTERS[0]
-
-
-def _quiet(_: str) -> None:
-    pass
+# The clusters' sync states outlive a test (the fleet is the module's) and a revision they record as
+# healthy is not rolled out again: each test rolls out a revision of its own (rev-0, rev-1).
 
 
 @pytest.fixture(scope="module")
 def light(tmp_path_factory: pytest.TempPathFactory) -> Iterator[devfleet.Fleet]:
-    root = tmp_path_factory.mktemp("sharded") / "state"
-    # Twenty apiservers start slowly on a busy machine: allow them 20 minutes.
-    options = devfleet.UpOptions(
-        clusters=CLUSTERS, profile=devfleet.Profile.LIGHT, audit=True, timeout=1200.0
-    )
-    fleet = devfleet.up(root, options, _quiet)
-    try:
-        for name in CLUSTERS:
-            admin = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), name)
-            try:
-                install_redis_crd(admin, field_manager="syncer-tests")
-                admin.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-            finally:
-                admin.close()
+    with light_fleet(tmp_path_factory.mktemp("sharded") / "state", CLUSTERS, (NAMESPACE,)) as fleet:
         yield fleet
-    finally:
-        assert devfleet.down(root, _quiet) == []
 
 
 def _settled(replicas: list[Replica]) -> None:
@@ -90,7 +80,7 @@ def test_two_replicas_roll_out_in_global_waves_each_writing_only_its_own_cluster
         owners = dict(replicas[0].shards.view.assignment)
         assert set(owners.values()) == {"replica-a", "replica-b"}
         with ReadyStatusStandIn(light.kubeconfig, CLUSTERS):
-            threads = [r.sync(repo, "rev-1") for r in replicas]
+            threads = [r.sync(repo, "rev-0") for r in replicas]
             for thread in threads:
                 thread.join(timeout=600)
         reports = [r.report for r in replicas]
@@ -130,7 +120,7 @@ def test_two_replicas_roll_out_in_global_waves_each_writing_only_its_own_cluster
             state = StateStore(admin, NAMESPACE).load().state
         finally:
             admin.close()
-        assert state.revision == "rev-1"
+        assert state.revision == "rev-0"
         assert state.phase is SyncPhase.HEALTHY
 
 

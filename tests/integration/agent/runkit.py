@@ -1,0 +1,30 @@
+"""The arguments the integration tests start ``syncer run`` with."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def run_args(root: Path, policy: str, kubeconfig: Path, state_namespace: str, *extra: str) -> list[str]:
+    """``syncer run`` arguments: ``agent.yaml`` and the rollout policy file ``policy`` in ``root``, the
+    fleet's kubeconfig, a free HTTP port, a poll every 2 s without jitter and drift repair out of the
+    way (every 10 minutes); ``extra`` last."""
+    return [
+        "--config",
+        str(root / "agent.yaml"),
+        "--rollout-policy",
+        str(root / policy),
+        "--kubeconfig",
+        str(kubeconfig),
+        "--state-namespace",
+        state_namespace,
+        "--interval",
+        "2s",
+        "--jitter",
+        "0s",
+        "--drift-interval",
+        "10m",
+        "--http-port",
+        "0",
+        *extra,
+    ]
