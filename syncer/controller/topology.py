@@ -195,6 +195,7 @@ class Formation:
                 self.errors.append(str(err))
                 continue
             self.change(anchor, "CLUSTER", "MEET", host, node.port)
+        self._reintroduce(nodes, ids)
         if self.errors:
             return False
         missing = self._wait(self.options.meet_timeout, lambda: _unmet(self.observe(nodes), ids))
@@ -204,6 +205,24 @@ class Formation:
                 + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
             )
         return not missing
+
+    def _reintroduce(self, nodes: Sequence[RedisNode], ids: dict[RedisNode, str]) -> None:
+        """Two members that each flag the other ``noaddr`` (a pod came back on an address another
+        pod had: the node there answered with another id) never learn the address again: Redis takes
+        no gossip about a ``noaddr`` entry, and neither pings the other. A MEET from the node holding
+        such an entry ends it: the handshake finds the known id and takes its address."""
+        members = {node_id: node for node, node_id in ids.items()}
+        for view in self.observe(nodes):
+            for entry in view.entries:
+                peer = members.get(entry.node_id)
+                if peer is None or peer == view.node or "noaddr" not in entry.flags:
+                    continue
+                try:
+                    host = _ip_of(peer)
+                except TopologyError as err:
+                    self.errors.append(str(err))
+                    continue
+                self.change(view.node, "CLUSTER", "MEET", host, peer.port)
 
     def assign_slots(
         self, layout: Layout, masters: Sequence[RedisNode], views: dict[RedisNode, NodeView]

@@ -31,7 +31,7 @@ def _node(address: str) -> RedisNode:
 
 
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("persistence", [False], ids=["persistence-off"])
+@pytest.mark.parametrize("persistence", [True, False], ids=["persistence-on", "persistence-off"])
 def test_an_upgrade_fails_masters_over_first_and_keeps_every_key(
     loopback_fleet: devfleet.Fleet, tmp_path: Path, request: pytest.FixtureRequest, persistence: bool
 ) -> None:

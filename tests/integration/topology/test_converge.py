@@ -164,3 +164,44 @@ def test_a_node_back_empty_on_its_address_is_resynced_and_its_ghost_forgotten(
     me = next(e for e in parse_cluster_nodes(cluster_command(master, "NODES")) if e.is_myself)
     assert me.is_replica, "the empty node must follow the shard's master, never serve its slots"
     assert_kept(traffic.stop([shards[0][0]]))
+
+
+def test_two_nodes_back_on_each_others_addresses_are_introduced_again(servers: RedisServers) -> None:
+    """Pods with kept data directories come back on each other's former IPs: each node then meets,
+    at the other's recorded address, a node with another id and flags that entry ``noaddr``; Redis
+    never takes such an address from gossip, so without a MEET the two stay blind to each other."""
+    shards = formed(servers, 3, 1)
+    (m0, r0), (m1, r1), _ = shards
+    ids = {r0: cluster_command(r0, "MYID"), r1: cluster_command(r1, "MYID")}
+    servers.kill(r0)
+    servers.kill(r1)
+    for suffix in ("conf", "rdb"):
+        names = [
+            servers.root / f"{'nodes' if suffix == 'conf' else 'dump'}-{n.host}-{n.port}.{suffix}"
+            for n in (r0, r1)
+        ]
+        swap = names[0].with_suffix(".swap")
+        names[0].rename(swap)
+        names[1].rename(names[0])
+        swap.rename(names[1])
+    servers.restart(r0)
+    servers.restart(r1)
+    assert cluster_command(r0, "MYID") == ids[r1]
+
+    def noaddr() -> bool:
+        return any(
+            "noaddr" in e.flags for n in (r0, r1) for e in parse_cluster_nodes(cluster_command(n, "NODES"))
+        )
+
+    eventually("a noaddr entry", noaddr, 30.0)
+    layout = [[m0, r1], [m1, r0], shards[2]]
+
+    def healed() -> object | None:
+        result = converge(layout, (), OPTIONS)
+        return result if result.report.healthy else None
+
+    assert eventually("the two to know each other again", healed, 90.0) is not None
+    for node in (r0, r1):
+        entries = parse_cluster_nodes(cluster_command(node, "NODES"))
+        assert len(entries) == 6
+        assert not any(e.is_ghost for e in entries), [(e.name, e.flags) for e in entries]
