@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -9,9 +12,8 @@ from syncer.controller.model import API_VERSION, KIND, ControllerOptions
 from syncer.kube import ClusterClient
 from tests.integration.conftest import FleetHandle
 from tests.integration.controller.kit import RunningController, controller_running, install_crd
+from tests.integration.controller.rediskit import LOOPBACK_CLUSTER, Scene, SceneStarter, scene
 from tests.support.waiting import eventually
-
-LOOPBACK_CLUSTER = "topo"
 
 
 @pytest.fixture(scope="module")
@@ -67,3 +69,23 @@ def loopback_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[devflee
         # Another fleet on this machine may claim the freed range at once: only our claim must be gone.
         holder = claimed.lock.read_text().split()[:1] if claimed and claimed.lock.exists() else []
         assert claimed is None or holder != [str(claimed.owner)], "down did not release the pod range"
+
+
+@pytest.fixture
+def redis_scene(
+    loopback_fleet: devfleet.Fleet, tmp_path: Path, request: pytest.FixtureRequest
+) -> SceneStarter:
+    """Starts this test's RedisCluster on the loopback fleet (``rediskit.scene``):
+    ``with redis_scene(persistence=False, shards=3, replicasPerShard=1) as s`` applies that spec and
+    waits until it is Ready (with no spec nothing is applied; ``controller=False``: the test runs its own)."""
+
+    @contextmanager
+    def start(*, persistence: bool, controller: bool = True, **spec: Any) -> Iterator[Scene]:
+        test = request.node.name
+        with scene(loopback_fleet, tmp_path, test, persistence=persistence, controller=controller) as made:
+            if spec:
+                made.apply(**spec)
+                made.wait_ready()
+            yield made
+
+    return start

@@ -1,5 +1,6 @@
 """A RedisCluster on the loopback fleet with a real redis-server per pod and the controller watching
-it, for tests that change the cluster while a client keeps writing."""
+it, for tests that change the cluster while a client keeps writing (the ``redis_scene`` fixture of
+this folder's conftest starts one)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,6 @@ from devfleet import fleet as devfleet
 from syncer.controller.model import API_VERSION, KIND, ControllerOptions
 from syncer.controller.topology import RedisNode, parse_cluster_nodes
 from syncer.kube import ClusterClient, KubeObject
-from tests.integration.controller.conftest import LOOPBACK_CLUSTER
 from tests.integration.controller.kit import condition, controller_running, install_crd, is_ready
 from tests.integration.controller.podredis import PodRedis
 from tests.integration.topology.servers import client
@@ -28,6 +28,7 @@ from tests.integration.topology.traffic import Traffic, TrafficResult
 from tests.support.waiting import eventually
 
 NAME = "cache"
+LOOPBACK_CLUSTER = "topo"
 
 
 def controller_options(fleet: devfleet.Fleet, namespace: str) -> ControllerOptions:
@@ -124,6 +125,17 @@ class Scene:
     def traffic(self, **options: Any) -> Traffic:
         return Traffic(self.nodes(), **options).start()
 
+    def change_while_writing(
+        self, what: str, *, bulk: int, durable: bool = False, timeout: float = 600.0, **changes: Any
+    ) -> tuple[KubeObject, TrafficResult]:
+        """Apply ``changes`` to the spec while a client writes (``bulk`` keys preloaded; ``durable``:
+        acknowledged once a replica has them), wait until Ready, then stop the client and ``check``
+        that nothing was lost. The RedisCluster as it became Ready, and the client's figures."""
+        traffic = self.traffic(bulk=bulk, durable=durable)
+        self.apply(**changes)
+        obj = self.wait_ready(timeout)
+        return obj, check(traffic.stop(self.nodes()), what)
+
     def statefulsets(self) -> list[str]:
         items = self.kube.list("apps/v1", "StatefulSet", namespace=self.namespace).items
         return sorted(s["metadata"]["name"] for s in items)
@@ -131,6 +143,10 @@ class Scene:
     def events(self, reason: str) -> list[str]:
         items = self.kube.list("v1", "Event", namespace=self.namespace).items
         return [str(e.get("message")) for e in items if e.get("reason") == reason]
+
+
+SceneStarter = Callable[..., AbstractContextManager[Scene]]
+"""What the ``redis_scene`` fixture gives a test: ``with redis_scene(persistence=..., **spec) as s``."""
 
 
 def check(result: TrafficResult, what: str) -> TrafficResult:

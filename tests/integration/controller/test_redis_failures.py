@@ -8,14 +8,12 @@ asynchronously and a crashed master takes its last unreplicated writes with it."
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from devfleet import fleet as devfleet
 from syncer.controller.topology import RedisNode
-from tests.integration.controller.rediskit import Scene, check, scene
+from tests.integration.controller.rediskit import Scene, SceneStarter, check
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
@@ -33,21 +31,17 @@ def _node(address: str) -> RedisNode:
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("persistence", [True, False], ids=["persistence-on", "persistence-off"])
 def test_an_upgrade_fails_masters_over_first_and_keeps_every_key(
-    loopback_fleet: devfleet.Fleet, tmp_path: Path, request: pytest.FixtureRequest, persistence: bool
+    redis_scene: SceneStarter, persistence: bool
 ) -> None:
-    with scene(loopback_fleet, tmp_path, request.node.name, persistence=persistence) as s:
-        s.apply(shards=3, replicasPerShard=1)
-        s.wait_ready()
+    with redis_scene(persistence=persistence, shards=3, replicasPerShard=1) as s:
         before = master_pods(s)
         uids = {
             p["metadata"]["name"]: p["metadata"]["uid"]
             for p in s.kube.list("v1", "Pod", namespace=s.namespace).items
         }
 
-        traffic = s.traffic(bulk=10000, durable=True)
-        s.apply(version="7.2.4")
-        obj = s.wait_ready(900)
-        result = check(traffic.stop(s.nodes()), f"upgrade, persistence {'on' if persistence else 'off'}")
+        what = f"upgrade, persistence {'on' if persistence else 'off'}"
+        obj, result = s.change_while_writing(what, bulk=10000, durable=True, timeout=900, version="7.2.4")
         assert obj["status"]["currentVersion"] == "7.2.4"
         pods = s.kube.list("v1", "Pod", namespace=s.namespace).items
         assert all(uids[p["metadata"]["name"]] != p["metadata"]["uid"] for p in pods), "every pod restarted"
@@ -63,12 +57,8 @@ def test_an_upgrade_fails_masters_over_first_and_keeps_every_key(
 
 
 @pytest.mark.timeout(1200)
-def test_a_killed_master_and_a_hung_master_show_until_redis_is_healthy(
-    loopback_fleet: devfleet.Fleet, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    with scene(loopback_fleet, tmp_path, request.node.name, persistence=True) as s:
-        s.apply(shards=3, replicasPerShard=1)
-        s.wait_ready()
+def test_a_killed_master_and_a_hung_master_show_until_redis_is_healthy(redis_scene: SceneStarter) -> None:
+    with redis_scene(persistence=True, shards=3, replicasPerShard=1) as s:
 
         def not_ready() -> dict[str, Any] | None:
             ready = s.ready()
@@ -107,12 +97,8 @@ def healed(s: Scene) -> bool:
 
 
 @pytest.mark.timeout(1200)
-def test_pods_back_on_other_pods_former_ips_fool_nothing(
-    loopback_fleet: devfleet.Fleet, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    with scene(loopback_fleet, tmp_path, request.node.name, persistence=False) as s:
-        s.apply(shards=2, replicasPerShard=2)
-        s.wait_ready()
+def test_pods_back_on_other_pods_former_ips_fool_nothing(redis_scene: SceneStarter) -> None:
+    with redis_scene(persistence=False, shards=2, replicasPerShard=2) as s:
         traffic = s.traffic(bulk=5000, durable=True)
         replicas = [s.pods.pod_at(_node(e.name)) for e in s.cluster_nodes() if e.is_replica]
         # Several pods at once: the fleet hands the freed IPs out again, often to another pod.

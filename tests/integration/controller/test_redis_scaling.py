@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from devfleet import fleet as devfleet
-from tests.integration.controller.rediskit import NAME, check, controller_process, scene
+from tests.integration.controller.rediskit import NAME, SceneStarter, check, controller_process
 from tests.integration.topology.servers import client, cluster_command
 from tests.support.waiting import eventually
 
@@ -25,20 +25,13 @@ def balanced(counts: dict[str, int], masters: int) -> bool:
 
 
 @pytest.mark.timeout(1800)
-def test_shards_3_to_4_to_3_to_2_keep_every_key(
-    loopback_fleet: devfleet.Fleet, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    with scene(loopback_fleet, tmp_path, request.node.name, persistence=False) as s:
-        s.apply(shards=3, replicasPerShard=1)
-        s.wait_ready()
+def test_shards_3_to_4_to_3_to_2_keep_every_key(redis_scene: SceneStarter) -> None:
+    with redis_scene(persistence=False, shards=3, replicasPerShard=1) as s:
         assert balanced(s.masters(), 3)
 
         for shards, gone in ((4, ()), (3, ("cache-shard-3",)), (2, ("cache-shard-2", "cache-shard-3"))):
-            traffic = s.traffic(bulk=20000)
             before = {n.node_id for n in s.cluster_nodes()}
-            s.apply(shards=shards)
-            obj = s.wait_ready()
-            result = check(traffic.stop(s.nodes()), f"shards -> {shards}")
+            obj, result = s.change_while_writing(f"shards -> {shards}", bulk=20000, shards=shards)
             counts = s.masters()
             assert balanced(counts, shards), counts
             assert all(name not in s.statefulsets() for name in gone)
@@ -56,17 +49,9 @@ def test_shards_3_to_4_to_3_to_2_keep_every_key(
 
 
 @pytest.mark.timeout(1200)
-def test_replicas_1_to_2_to_1_never_removes_a_master(
-    loopback_fleet: devfleet.Fleet, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    with scene(loopback_fleet, tmp_path, request.node.name, persistence=False) as s:
-        s.apply(shards=2, replicasPerShard=1)
-        s.wait_ready()
-
-        traffic = s.traffic(bulk=5000)
-        s.apply(replicasPerShard=2)
-        s.wait_ready()
-        check(traffic.stop(s.nodes()), "replicas 1 -> 2")
+def test_replicas_1_to_2_to_1_never_removes_a_master(redis_scene: SceneStarter) -> None:
+    with redis_scene(persistence=False, shards=2, replicasPerShard=1) as s:
+        s.change_while_writing("replicas 1 -> 2", bulk=5000, replicasPerShard=2)
         assert len(s.cluster_nodes()) == 6
 
         # Make the pod that scaling down removes (ordinal 2 of shard 0) that shard's master.
@@ -75,10 +60,7 @@ def test_replicas_1_to_2_to_1_never_removes_a_master(
         eventually("manual failover", lambda: client(leaving).info("replication")["role"] == "master", 30)
         s.wait_ready()
 
-        traffic = s.traffic(bulk=5000)
-        s.apply(replicasPerShard=1)
-        s.wait_ready()
-        check(traffic.stop(s.nodes()), "replicas 2 -> 1")
+        s.change_while_writing("replicas 2 -> 1", bulk=5000, replicasPerShard=1)
         entries = s.cluster_nodes()
         assert len(entries) == 4
         assert str(leaving) not in {e.name for e in entries}
@@ -89,9 +71,9 @@ def test_replicas_1_to_2_to_1_never_removes_a_master(
 
 @pytest.mark.timeout(1200)
 def test_a_controller_killed_mid_migration_is_finished_by_the_next_one(
-    loopback_fleet: devfleet.Fleet, tmp_path: Path, request: pytest.FixtureRequest
+    loopback_fleet: devfleet.Fleet, tmp_path: Path, redis_scene: SceneStarter
 ) -> None:
-    with scene(loopback_fleet, tmp_path, request.node.name, persistence=False, controller=False) as s:
+    with redis_scene(persistence=False, controller=False) as s:
         log = tmp_path / "controller.log"
         with controller_process(loopback_fleet, s.namespace, log):
             s.apply(shards=3, replicasPerShard=0)
