@@ -267,6 +267,7 @@ class FleetPass:
             rollout.states.update(superseded.states)
             rollout.unsaved.update(superseded.unsaved)
         self._hold_back(rollout, current.revision)
+        rollout.save_unsaved()
         rollout.newer = self._newer
         report = rollout.roll_out(current.fleet, lambda revision: self._fleet_of(revision, current))
         return report, rollout
@@ -288,7 +289,8 @@ class FleetPass:
     def _remember(self, rollout: FleetRollout) -> None:
         """A state this replica decided but could not write stays decided: it is used instead of the
         older stored one (and written again) until a write succeeds, so a cluster whose state cannot
-        be written is not applied and rolled back again on every pass."""
+        be written is not applied and rolled back again on every pass (``_roll`` writes it again
+        first)."""
         for name, pending in self._pending.items():
             stored = rollout.states.get(name)
             if stored is not None and stored.updated_at <= pending.updated_at:

@@ -88,6 +88,15 @@ class RolloutStates:
                 self.listener(PassEvent(Step.STATE_REBUILT, cluster=name, reason=loaded.problem))
         return dict(self.states)
 
+    def save_unsaved(self) -> None:
+        """Write again each state that was decided but could not be written (``unsaved``) on the
+        clusters this replica may write to, so that what was decided is recorded by the first pass
+        that can write it, also when the pass has nothing else to write there (a halted revision)."""
+        for cluster in sorted(self.unsaved):
+            state = self.states.get(cluster)
+            if state is not None and self.owns(cluster):
+                self._save(cluster, state)
+
     def _save(self, cluster: str, state: ClusterSyncState) -> None:
         """Record ``state`` as the cluster's state and write it to the cluster.
 

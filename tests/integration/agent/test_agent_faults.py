@@ -18,99 +18,36 @@ from __future__ import annotations
 
 import signal
 import time
-from typing import Any
 
 import pytest
-import yaml
 
-from devfleet import access
 from syncer.domain.sync_state import SyncPhase
 from syncer.errors import NotFound
-from syncer.kube import ClusterClient
 from syncer.status.state_store import FENCING_TOKEN, STATE_CONFIGMAP
-from tests.integration.agent.procs import AgentProc, Agents, eventually
-from tests.integration.agent.test_agent_process import (
-    LABELS,
-    RC_API,
-    ROLLOUT_TIMEOUT,
-    Rig,
-    agents,
-    redis_cluster,
-    rig,
+from tests.integration.agent.drills import (
+    FAST,
+    HEALTH_TIMEOUT,
+    binding,
+    commit_per_cluster,
+    lease_flags,
+    live_version,
+    no_traceback,
+    own_identity,
+    remove,
+    write_policy,
 )
+from tests.integration.agent.procs import Agents, eventually
+from tests.integration.agent.test_agent_process import LABELS, RC_API, ROLLOUT_TIMEOUT, Rig, agents, rig
 from tests.integration.conftest import FleetHandle
 
 pytestmark = pytest.mark.integration
 __all__ = ["agents", "rig"]  # fixtures
 
 APISERVER = "kube-apiserver"
-HEALTH_TIMEOUT = 15
-FAST = {
-    "waves": [
-        {"name": "canary", "percent": 1, "selector": {"matchLabels": {"tier": "canary"}}},
-        {"name": "eu", "percent": 67, "selector": {"matchLabels": {"region": "eu"}}},
-        {"name": "us", "percent": 100, "selector": {"matchLabels": {"region": "us"}}},
-    ],
-    "defaults": {"maxConcurrent": 1, "healthTimeout": f"{HEALTH_TIMEOUT}s", "bake": "1s"},
-    "rollback": True,
-}
-LEASE = {"duration": 4, "deadline": 3, "retry": 1}
 
 
 def _quiet(_: str) -> None:
     return None
-
-
-def write_policy(rig: Rig, name: str, policy: dict[str, Any]) -> str:
-    (rig.root / name).write_text(yaml.safe_dump(policy))
-    return name
-
-
-def commit_per_cluster(rig: Rig, message: str, versions: dict[str, str], hold: tuple[str, ...] = ()) -> str:
-    """A signed commit giving each cluster its own RedisCluster version; clusters in ``hold`` get pods
-    that never become Ready."""
-    files = {
-        "base/objects.yaml": yaml.safe_dump(
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": rig.namespace}}
-        )
-    }
-    for name, version in versions.items():
-        rc = redis_cluster(rig.namespace, version)
-        if name in hold:
-            rc["spec"]["podMetadata"] = {"labels": {"kwok.syncer.dev/hold-not-ready": "true"}}
-        files[f"clusters/{name}/rc.yaml"] = yaml.safe_dump(rc)
-    sha = rig.work.commit(message, files, sign=rig.key)
-    rig.work.git("push", "-q", str(rig.remote), "main")
-    return sha
-
-
-def live_version(client: ClusterClient, namespace: str) -> str:
-    try:
-        return str(client.get(RC_API, "RedisCluster", "sessions", namespace)["spec"]["version"])
-    except NotFound:
-        return ""
-
-
-def lease_flags(rig: Rig, context: str) -> list[str]:
-    return [
-        "--leader-elect",
-        "--lease-namespace",
-        rig.lease_namespace,
-        "--lease-context",
-        context,
-        "--lease-duration",
-        f"{LEASE['duration']}s",
-        "--lease-renew-deadline",
-        f"{LEASE['deadline']}s",
-        "--lease-retry-period",
-        f"{LEASE['retry']}s",
-    ]
-
-
-def no_traceback(*procs: AgentProc) -> None:
-    for proc in procs:
-        text = proc.stderr_path.read_text(errors="replace")
-        assert "Traceback" not in text, proc.describe(200)
 
 
 def test_a_cluster_unhealthy_after_its_rollout_is_repaired_not_halted(rig: Rig, agents: Agents) -> None:
@@ -204,24 +141,13 @@ def test_a_failing_wave_resumed_after_a_restart_rolls_each_cluster_back_to_its_o
 
 
 def test_a_forbidden_cluster_is_reported_while_the_others_get_commits_and_repairs(
-    rig: Rig, agents: Agents, fleet: FleetHandle
+    rig: Rig, agents: Agents
 ) -> None:
     rig.start_controllers()
     policy = write_policy(
         rig, "fast.yaml", {**FAST, "waves": [FAST["waves"][0], {"name": "rest", "percent": 100}]}
     )
-    user = f"{rig.namespace}-agent"
-    muted = access.user_kubeconfig(fleet.state, "us-1", user, (), rig.root / "us-1.kubeconfig")
-    config = yaml.safe_load((rig.root / "agent.yaml").read_text())
-    config["clusters"]["us-1"] = {"context": "us-1", "kubeconfig": str(muted)}
-    (rig.root / "agent.yaml").write_text(yaml.safe_dump(config))
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": user},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
-    }
+    admin = binding(own_identity(rig, "us-1"), "cluster-admin")
     us = rig.clients["us-1"]
     with agents.shown_on_failure():
         revision = rig.commit("sessions cache", "7.2.4")
@@ -248,11 +174,11 @@ def test_a_forbidden_cluster_is_reported_while_the_others_get_commits_and_repair
         assert samples.get('syncer_cluster_reachable{cluster="us-1"}') == 0
         assert samples.get('syncer_cluster_reachable{cluster="eu-1"}') == 1
 
-        us.apply(binding)
+        us.apply(admin)
         try:
             eventually("us-1 catches up once allowed", lambda: rig.all_healthy(revision), 3 * ROLLOUT_TIMEOUT)
         finally:
-            us.delete("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", user)
+            remove(us, admin)
         assert proc.running()
         no_traceback(proc)
 

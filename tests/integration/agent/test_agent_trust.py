@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
+from tests.integration.agent.drills import event_notes
 from tests.integration.agent.procs import Agents
 from tests.integration.agent.test_agent_process import CLUSTERS, RC_API, ROLLOUT_TIMEOUT, Rig
 from tests.integration.conftest import FleetHandle
@@ -48,18 +48,8 @@ def trust_agents(tmp_path: Path, trust_rig: Rig) -> Iterator[Agents]:
         procs.close()
 
 
-def rejected_events(rig: Rig) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {}
-    for name, client in rig.clients.items():
-        events: list[dict[str, Any]] = client.list(
-            "events.k8s.io/v1", "Event", namespace=rig.state_namespace
-        ).items
-        found[name] = sorted(str(e.get("note", "")) for e in events if e.get("reason") == "RevisionRejected")
-    return found
-
-
 def events_saying(rig: Rig, text: str) -> dict[str, list[str]] | None:
-    found = rejected_events(rig)
+    found = event_notes(rig, "RevisionRejected")
     if all(any(text in note for note in notes) for notes in found.values()):
         return found
     return None

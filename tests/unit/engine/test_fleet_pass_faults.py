@@ -84,8 +84,18 @@ def test_a_failed_revision_on_a_cluster_whose_state_cannot_be_written_is_not_tri
         assert again.report.outcome is RolloutOutcome.HALTED, again.report
         assert rig.steps(Step.APPLYING, Step.ROLLING_BACK) == []
     assert rig.applies("RedisCluster", "sessions")["canary"] == applied
-    # Once the state can be written, what was decided is written, and a newer revision goes out.
+    assert rig.state("canary").revision == "rev-1", "the stored state is the last one written"
+    assert "rev-2" not in rig.state("canary").bad_revisions
+    # Once the state can be written, the next pass writes what was decided (and only that)...
     del rig.clusters["canary"].fail[("apply", "ConfigMap", STATE_CONFIGMAP)]
+    written = rig.run()
+    assert written.report is not None
+    assert (written.report.outcome, written.report.unsaved) == (RolloutOutcome.HALTED, ())
+    assert rig.applies("RedisCluster", "sessions")["canary"] == applied
+    state = rig.state("canary")
+    assert (state.revision, state.phase, state.last_good) == ("rev-1", SyncPhase.ROLLED_BACK, "rev-1")
+    assert "rev-2" in state.bad_revisions
+    # ...and a newer revision goes out.
     rig.revisions.push(fleet("rev-3"))
     newer = rig.run()
     assert newer.report is not None
