@@ -84,6 +84,9 @@ def converge(
             # Nothing changes while a node does not answer: the verdict says which.
             report = topology.judge(list(views.values()), len(layout))
             return ConvergeReport(report, False, problems=tuple(v.error for v in down))
+        if not _claims_agree(run, everyone):
+            report = topology.inspect(kept, len(layout), options)
+            return ConvergeReport(report, False, tuple(run.events), tuple(run.problems), run.keys_moved)
         _close_open_slots(run, views)
         _forget_ghosts(run, run.views(everyone), kept)
         if not _hand_over(run, run.views(everyone), layout, departing):
@@ -119,6 +122,33 @@ def _settled(run: _Pass, nodes: Sequence[RedisNode]) -> bool:
             return True
         if time.monotonic() >= deadline:
             run.problems.append(f"waiting for {waiting[0]} to say cluster_state ok before moving slots")
+            return False
+        time.sleep(run.options.poll_interval)
+
+
+def _claims_agree(run: _Pass, nodes: Sequence[RedisNode]) -> bool:
+    """Wait (up to ``ready_timeout``) until no slot is claimed by two nodes' own views: right after a
+    failover the old master still calls itself master of its slots until the new master's claim
+    reaches it, and a pass that read that moment would take the wrong node for the shard's master."""
+    deadline = time.monotonic() + run.options.ready_timeout
+    while True:
+        owners: dict[int, str] = {}
+        doubled = ""
+        for node, view in run.views(nodes).items():
+            me = view.myself
+            if me is None or not me.is_master:
+                continue
+            for r in me.slots:
+                for slot in range(r.start, r.end + 1):
+                    if owners.setdefault(slot, str(node)) != str(node):
+                        doubled = f"slot {slot} is claimed by {owners[slot]} and {node}"
+                        break
+                if doubled:
+                    break
+        if not doubled:
+            return True
+        if time.monotonic() >= deadline:
+            run.problems.append(f"the masters do not agree yet: {doubled}")
             return False
         time.sleep(run.options.poll_interval)
 
