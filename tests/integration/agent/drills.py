@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import uuid
 from typing import Any
 
 import yaml
@@ -16,6 +17,7 @@ from syncer.errors import NotFound
 from syncer.kube import ClusterClient
 from tests.integration.agent.procs import AgentProc
 from tests.integration.agent.test_agent_process import RC_API, Rig, redis_cluster
+from tests.support.waiting import eventually
 
 HEALTH_TIMEOUT = 15
 FAST: dict[str, Any] = {
@@ -160,3 +162,37 @@ def event_notes(rig: Rig, reason: str) -> dict[str, list[str]]:
         events = client.list("events.k8s.io/v1", "Event", namespace=rig.state_namespace).items
         found[name] = sorted(str(e.get("note", "")) for e in events if e.get("reason") == reason)
     return found
+
+
+def working_again(client: ClusterClient, namespace: str, timeout: float = 180.0) -> None:
+    """Until a cluster whose apiserver was restarted runs workloads again: its controller manager,
+    scheduler and kwok watch the apiserver with client-go's backoff (up to 30 s between tries), so a
+    RedisCluster applied right after the restart may sit longer than its step timeout. A throw-away
+    StatefulSet of one pod turning Ready shows that the whole chain reconnected."""
+    name = f"probe-{uuid.uuid4().hex[:6]}"
+    labels = {"app": name}
+    client.create(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {
+                "replicas": 1,
+                "serviceName": name,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"containers": [{"name": "probe", "image": "probe"}]},
+                },
+            },
+        }
+    )
+    try:
+
+        def ready() -> bool:
+            sts = client.get("apps/v1", "StatefulSet", name, namespace)
+            return int((sts.get("status") or {}).get("readyReplicas") or 0) == 1
+
+        eventually(f"a probe pod Ready on {client.cluster}", ready, timeout)
+    finally:
+        client.delete("apps/v1", "StatefulSet", name, namespace)

@@ -34,6 +34,7 @@ from tests.integration.agent.drills import (
     no_traceback,
     own_identity,
     remove,
+    working_again,
     write_policy,
 )
 from tests.integration.agent.procs import Agents, eventually
@@ -202,8 +203,9 @@ def test_a_replica_whose_lease_cluster_goes_away_stays_up_serving_and_resumes(
             assert proc.get("/healthz")[0] == 200
         finally:
             fleet.state.start_component(home, APISERVER, _quiet)
-        second = rig.commit("newer redis", "7.2.5")
         eventually("the replica to lead again", lambda: proc.get("/readyz")[1].startswith("leader"), 60)
+        working_again(rig.clients[home], rig.namespace)
+        second = rig.commit("newer redis", "7.2.5")
         eventually(
             "every cluster on the newer revision", lambda: rig.all_healthy(second), 3 * ROLLOUT_TIMEOUT
         )
