@@ -51,6 +51,13 @@ def _duration(_: click.Context, __: click.Parameter, value: str) -> float:
         raise click.BadParameter(str(err)) from err
 
 
+def _duration_option(flag: str, default: float, help: str) -> Callable[[F], F]:
+    """An option taking a duration (``30s``, ``5m``), shown with its default."""
+    return click.option(
+        flag, default=format_duration(default), show_default=True, callback=_duration, help=help
+    )
+
+
 def common(func: F) -> F:
     """Options shared by the agent commands."""
     options = [
@@ -138,27 +145,9 @@ def _http_settings(opts: dict[str, Any]) -> HttpSettings:
 
 @click.command()
 @common
-@click.option(
-    "--interval",
-    default=format_duration(POLL_INTERVAL),
-    show_default=True,
-    callback=_duration,
-    help="How often to poll git.",
-)
-@click.option(
-    "--jitter",
-    default=format_duration(POLL_JITTER),
-    show_default=True,
-    callback=_duration,
-    help="Random delay added to polls.",
-)
-@click.option(
-    "--drift-interval",
-    default=format_duration(DRIFT_INTERVAL),
-    show_default=True,
-    callback=_duration,
-    help="How often to repair drift.",
-)
+@_duration_option("--interval", POLL_INTERVAL, "How often to poll git.")
+@_duration_option("--jitter", POLL_JITTER, "Random delay added to polls.")
+@_duration_option("--drift-interval", DRIFT_INTERVAL, "How often to repair drift.")
 @click.option(
     "--http-port",
     type=click.IntRange(0, 65535),
@@ -179,12 +168,10 @@ def _http_settings(opts: dict[str, Any]) -> HttpSettings:
     show_default=True,
     help="Connections served at once; more are answered 503.",
 )
-@click.option(
+@_duration_option(
     "--http-request-timeout",
-    default=format_duration(HttpSettings.request_timeout),
-    show_default=True,
-    callback=_duration,
-    help="Time a client has to send a whole request (line, headers and body).",
+    HttpSettings.request_timeout,
+    "Time a client has to send a whole request (line, headers and body).",
 )
 @click.option(
     "--hook-secret-file",
@@ -199,26 +186,20 @@ def _http_settings(opts: dict[str, Any]) -> HttpSettings:
 @click.option(
     "--lease-context", default="", help="Context of the home cluster holding the Lease [default: current]."
 )
-@click.option(
+@_duration_option(
     "--lease-duration",
-    default=format_duration(LeaseSettings.duration),
-    show_default=True,
-    callback=_duration,
-    help="How long a Lease not renewed stays held: how soon another replica may take over.",
+    LeaseSettings.duration,
+    "How long a Lease not renewed stays held: how soon another replica may take over.",
 )
-@click.option(
+@_duration_option(
     "--lease-renew-deadline",
-    default=format_duration(LeaseSettings.renew_deadline),
-    show_default=True,
-    callback=_duration,
-    help="How long the leader keeps acting when it cannot renew the Lease (less than the duration).",
+    LeaseSettings.renew_deadline,
+    "How long the leader keeps acting when it cannot renew the Lease (less than the duration).",
 )
-@click.option(
+@_duration_option(
     "--lease-retry-period",
-    default=format_duration(LeaseSettings.retry_period),
-    show_default=True,
-    callback=_duration,
-    help="How often the Lease is renewed or, by a standby, tried (less than the renew deadline).",
+    LeaseSettings.retry_period,
+    "How often the Lease is renewed or, by a standby, tried (less than the renew deadline).",
 )
 @click.option(
     "--shard-group",
