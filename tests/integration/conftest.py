@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,18 @@ class FleetHandle:
             )
         return self._clients[cluster]
 
+    @contextmanager
+    def made_namespace(self, cluster: str, name: str) -> Iterator[str]:
+        """Namespace ``name`` in ``cluster`` for the block, deleted afterwards (if still there)."""
+        core = client.CoreV1Api(self.api(cluster))
+        core.create_namespace({"metadata": {"name": name}})
+        yield name
+        try:
+            core.delete_namespace(name)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+
     def close(self) -> None:
         for api_client in self._clients.values():
             api_client.close()
@@ -62,11 +75,8 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetHandle]:
 @pytest.fixture(scope="session")
 def ops_key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshKey]:
     """An SSH key, made with ssh-keygen, that tests sign fleet-repository commits with."""
-    keys = Keys(tmp_path_factory.mktemp("keys"))
-    try:
+    with Keys(tmp_path_factory.mktemp("keys")) as keys:
         yield keys.ssh("ops")
-    finally:
-        keys.close()
 
 
 @pytest.fixture(scope="session")
@@ -100,14 +110,8 @@ def namespace(fleet: FleetHandle, cluster: str, request: pytest.FixtureRequest) 
     digest = hashlib.sha1(f"{request.node.nodeid}{os.getpid()}".encode()).hexdigest()[:8]
     name = f"t-{request.node.name[:40].lower().replace('_', '-').strip('-')}-{digest}"
     name = "".join(ch if ch.isalnum() or ch == "-" else "-" for ch in name)
-    core = client.CoreV1Api(fleet.api(cluster))
-    core.create_namespace({"metadata": {"name": name}})
-    yield name
-    try:
-        core.delete_namespace(name)
-    except ApiException as err:
-        if err.status != 404:
-            raise
+    with fleet.made_namespace(cluster, name) as made:
+        yield made
 
 
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> None:

@@ -5,7 +5,6 @@ unsigned commit is applied nowhere; a canary that never becomes Ready is rolled 
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -26,12 +25,12 @@ from syncer.domain.progress import PassEvent
 from syncer.domain.sync_state import SyncPhase
 from syncer.engine.revision import Stage
 from syncer.engine.rollout_model import RolloutOutcome
-from syncer.errors import NotFound
 from syncer.kube import ClusterClient
 from syncer.status import StateStore
 from syncer.status.metrics import SyncerMetrics
 from tests.integration.conftest import FleetHandle
 from tests.integration.verify.kit import GitRepo, SshKey, bare_remote, write_policy
+from tests.support.namespaces import delete_namespaces
 
 pytestmark = pytest.mark.integration
 
@@ -166,9 +165,7 @@ def setup(
             thread.join(timeout=30)
         made.agent.close()
         for client in clients.values():
-            for ns in (prefix, f"{prefix}-state"):
-                with contextlib.suppress(NotFound):
-                    client.delete("v1", "Namespace", ns)
+            delete_namespaces([client], prefix, f"{prefix}-state")
             client.close()
 
 

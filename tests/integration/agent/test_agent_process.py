@@ -6,7 +6,6 @@ stops an agent at a safe point, leaving every cluster's state whole for the next
 
 from __future__ import annotations
 
-import contextlib
 import signal
 import subprocess
 import threading
@@ -29,6 +28,7 @@ from tests.integration.agent.procs import AgentProc, Agents
 from tests.integration.agent.runkit import run_args
 from tests.integration.conftest import FleetHandle
 from tests.integration.verify.kit import GitRepo, SshKey, bare_remote, write_policy
+from tests.support.namespaces import delete_namespaces
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
@@ -194,9 +194,7 @@ class Rig:
         for thread in self.controllers:
             thread.join(timeout=30)
         for client in self.clients.values():
-            for ns in (self.namespace, self.state_namespace, self.lease_namespace):
-                with contextlib.suppress(NotFound):
-                    client.delete("v1", "Namespace", ns)
+            delete_namespaces([client], self.namespace, self.state_namespace, self.lease_namespace)
             client.close()
 
 

@@ -19,10 +19,10 @@ import yaml
 from click.testing import CliRunner
 
 from syncer.cli import cli
-from syncer.errors import NotFound
 from syncer.kube import ClusterClient
 from tests.integration.conftest import FleetHandle
 from tests.integration.verify.kit import GitRepo, SshKey, bare_remote, write_policy
+from tests.support.namespaces import delete_namespaces
 
 pytestmark = pytest.mark.integration
 
@@ -123,9 +123,7 @@ def repo(tmp_path: Path, fleet: FleetHandle, ops_key: SshKey, namespace: str) ->
     for name in fleet.names:
         client = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), name)
         try:
-            for ns in (prefix, f"{prefix}-state"):
-                with contextlib.suppress(NotFound):
-                    client.delete("v1", "Namespace", ns)
+            delete_namespaces([client], prefix, f"{prefix}-state")
         finally:
             client.close()
 

@@ -10,7 +10,6 @@ generation. Who wrote what, and when, is read from the apiservers' audit logs, n
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import subprocess
@@ -35,6 +34,7 @@ from tests.integration.agent.procs import AgentProc, Agents
 from tests.integration.agent.runkit import run_args
 from tests.integration.engine.sharded_kit import light_fleet
 from tests.integration.verify.kit import GitRepo, SshKey, bare_remote, write_policy
+from tests.support.namespaces import delete_namespaces
 from tests.support.waiting import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
@@ -165,9 +165,7 @@ class Group:
     def close(self) -> None:
         self.agents.close()
         for client in self.clients.values():
-            for ns in (self.namespace, self.state_namespace, f"{self.namespace}-members"):
-                with contextlib.suppress(NotFound):
-                    client.delete("v1", "Namespace", ns)
+            delete_namespaces([client], self.namespace, self.state_namespace, f"{self.namespace}-members")
             client.close()
 
 

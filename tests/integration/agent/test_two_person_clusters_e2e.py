@@ -9,12 +9,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from syncer.engine.revision import Stage
-from syncer.engine.rollout_model import RolloutOutcome
-from tests.integration.agent.test_agent_e2e import Setup, redis_cluster, states
+from tests.integration.agent.test_agent_e2e import Setup, redis_cluster
 from tests.integration.agent.test_agent_e2e import setup as e2e_setup
+from tests.integration.agent.test_two_person_e2e import (
+    approved_over,
+    pushed_by_one,
+    sync_refuses,
+    sync_rolls_out,
+    with_two_person_rule,
+)
 from tests.integration.agent.test_two_person_e2e import approver as approver_key
-from tests.integration.agent.test_two_person_e2e import with_two_person_rule
 from tests.integration.verify.kit import SshKey
 
 pytestmark = pytest.mark.integration
@@ -55,10 +59,7 @@ def test_changes_reaching_prod_clusters_need_two_signers_wherever_they_are_made(
     namespace = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": guarded.namespace}}]
     guarded.work.commit("namespace", {"base/objects.yaml": yaml.safe_dump_all(namespace)}, sign=guarded.key)
     first = approved_push(guarded, approver, "sessions", {"base/objects.yaml": objects(guarded, "7.2.4")})
-    result = guarded.agent.sync_once()
-    assert result.advance.rejection is None, result.advance.rejection
-    assert result.report is not None
-    assert (result.report.outcome, result.report.revision) == (RolloutOutcome.APPLIED, first)
+    sync_rolls_out(guarded, first)
 
     # One signer, a change only the canary receives (its own folder): accepted.
     canary = guarded.work.commit(
@@ -67,44 +68,20 @@ def test_changes_reaching_prod_clusters_need_two_signers_wherever_they_are_made(
         sign=guarded.key,
     )
     guarded.work.git("push", "-q", str(guarded.remote), "main")
-    result = guarded.agent.sync_once()
-    assert result.advance.rejection is None, result.advance.rejection
-    assert result.report is not None
-    assert (result.report.outcome, result.report.revision) == (RolloutOutcome.APPLIED, canary)
-    before = states(guarded)
+    sync_rolls_out(guarded, canary)
 
     # One signer, a shared file that reaches eu-1 and us-1: refused before any cluster changes.
-    work = guarded.work
-    work.git("checkout", "-q", "-b", "change")
-    single = work.commit(
-        "everyone on 7.2.6", {"base/objects.yaml": objects(guarded, "7.2.6")}, sign=guarded.key
-    )
-    work.git("checkout", "-q", "main")
-    work.git("merge", "-q", "--ff-only", "change")
-    work.git("push", "-q", str(guarded.remote), "main")
-    result = guarded.agent.sync_once()
-    rejection = result.advance.rejection
-    assert rejection is not None
-    assert (rejection.stage, rejection.revision) == (Stage.VERIFY, single)
-    assert (
-        "not-approved: two-person rule prod: the revision changes clusters eu-1, us-1," in rejection.message
-    )
-    assert "found 1 (ops)" in rejection.message
-    assert {n: (s.revision, s.phase) for n, s in states(guarded).items()} == {
-        n: (s.revision, s.phase) for n, s in before.items()
-    }
+    single = pushed_by_one(guarded, "everyone on 7.2.6", {"base/objects.yaml": objects(guarded, "7.2.6")})
+    message = sync_refuses(guarded, single)
+    assert "not-approved: two-person rule prod: the revision changes clusters eu-1, us-1," in message
+    assert "found 1 (ops)" in message
     for name, client in guarded.agent.clients.items():
         live = client.get(*RC, "sessions", guarded.namespace)["spec"]["version"]
         assert live == ("7.2.5" if name == "canary" else "7.2.4"), name
 
     # The same change with the approver's signed merge over it rolls out.
-    work.git("reset", "-q", "--hard", canary)
-    approved = work.merge("change", "approve: everyone on 7.2.6", sign=approver)
-    work.git("push", "-q", str(guarded.remote), "main")
-    result = guarded.agent.sync_once()
-    assert result.advance.rejection is None, result.advance.rejection
-    assert result.report is not None
-    assert (result.report.outcome, result.report.revision) == (RolloutOutcome.APPLIED, approved)
+    approved = approved_over(guarded, approver, canary, "approve: everyone on 7.2.6")
+    sync_rolls_out(guarded, approved)
     for name, client in guarded.agent.clients.items():
         live = client.get(*RC, "sessions", guarded.namespace)["spec"]["version"]
         assert live == ("7.2.5" if name == "canary" else "7.2.6"), name

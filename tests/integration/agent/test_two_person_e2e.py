@@ -23,11 +23,8 @@ GUARDED = "base/prod/sessions.yaml"
 
 @pytest.fixture
 def approver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshKey]:
-    keys = Keys(tmp_path_factory.mktemp("approver-keys"))
-    try:
+    with Keys(tmp_path_factory.mktemp("approver-keys")) as keys:
         yield keys.ssh("approver")
-    finally:
-        keys.close()
 
 
 def with_two_person_rule(setup: Setup, approver: SshKey, root: Path, rule: dict[str, object]) -> Setup:
@@ -42,6 +39,48 @@ def with_two_person_rule(setup: Setup, approver: SshKey, root: Path, rule: dict[
     return setup
 
 
+def pushed_by_one(setup: Setup, message: str, files: dict[str, str]) -> str:
+    """``files`` committed by ops alone on a branch ``change``, fast-forwarded into main and pushed."""
+    work = setup.work
+    work.git("checkout", "-q", "-b", "change")
+    single = work.commit(message, files, sign=setup.key)
+    work.git("checkout", "-q", "main")
+    work.git("merge", "-q", "--ff-only", "change")
+    work.git("push", "-q", str(setup.remote), "main")
+    return single
+
+
+def approved_over(setup: Setup, approver: SshKey, base: str, message: str) -> str:
+    """Main reset to ``base``, the branch ``change`` merged over it by the approver's signed merge
+    commit, and pushed."""
+    setup.work.git("reset", "-q", "--hard", base)
+    approved = setup.work.merge("change", message, sign=approver)
+    setup.work.git("push", "-q", str(setup.remote), "main")
+    return approved
+
+
+def sync_rolls_out(setup: Setup, revision: str) -> None:
+    """One pass: ``revision`` passes verification and is applied."""
+    result = setup.agent.sync_once()
+    assert result.advance.rejection is None, result.advance.rejection
+    assert result.report is not None
+    assert (result.report.outcome, result.report.revision) == (RolloutOutcome.APPLIED, revision)
+
+
+def sync_refuses(setup: Setup, revision: str) -> str:
+    """One pass: ``revision`` is refused at verification and no cluster's sync state moves. The
+    refusal's message."""
+    before = states(setup)
+    result = setup.agent.sync_once()
+    rejection = result.advance.rejection
+    assert rejection is not None
+    assert (rejection.stage, rejection.revision) == (Stage.VERIFY, revision)
+    assert {n: (s.revision, s.phase) for n, s in states(setup).items()} == {
+        n: (s.revision, s.phase) for n, s in before.items()
+    }
+    return rejection.message
+
+
 @pytest.fixture
 def guarded(setup: Setup, approver: SshKey, tmp_path: Path) -> Setup:
     """The e2e setup with a trust policy of two signers and a two-person rule on ``base/prod/**``."""
@@ -54,45 +93,24 @@ setup = e2e_setup
 def test_one_signer_is_refused_before_any_cluster_changes_and_two_signers_roll_out(
     guarded: Setup, approver: SshKey
 ) -> None:
-    work = guarded.work
     start = guarded.commit("namespace", [])
     first = guarded.agent.sync_once()
     assert first.report is not None
     assert first.report.outcome is RolloutOutcome.APPLIED, first.report
-    before = states(guarded)
 
-    work.git("checkout", "-q", "-b", "change")
     body = yaml.safe_dump(redis_cluster(guarded.namespace, "7.2.4"))
-    single = work.commit("sessions for prod", {GUARDED: body}, sign=guarded.key)
-    work.git("checkout", "-q", "main")
-    work.git("merge", "-q", "--ff-only", "change")
-    work.git("push", "-q", str(guarded.remote), "main")
-
-    result = guarded.agent.sync_once()
-    rejection = result.advance.rejection
-    assert rejection is not None
-    assert (rejection.stage, rejection.revision) == (Stage.VERIFY, single)
-    assert (
-        "not-approved: two-person rule prod: the revision changes base/prod/sessions.yaml"
-        in rejection.message
-    )
-    assert "found 1 (ops)" in rejection.message
-    assert {n: (s.revision, s.phase) for n, s in states(guarded).items()} == {
-        n: (s.revision, s.phase) for n, s in before.items()
-    }
+    single = pushed_by_one(guarded, "sessions for prod", {GUARDED: body})
+    message = sync_refuses(guarded, single)
+    assert "not-approved: two-person rule prod: the revision changes base/prod/sessions.yaml" in message
+    assert "found 1 (ops)" in message
     for client in guarded.agent.clients.values():
         assert (
             client.list("redis.syncer.dev/v1alpha1", "RedisCluster", namespace=guarded.namespace).items == []
         )
 
     # A second person approves the same change with a signed merge commit.
-    work.git("reset", "-q", "--hard", start)
-    approved = work.merge("change", "approve sessions for prod", sign=approver)
-    work.git("push", "-q", str(guarded.remote), "main")
-    result = guarded.agent.sync_once()
-    assert result.advance.rejection is None, result.advance.rejection
-    assert result.report is not None
-    assert (result.report.outcome, result.report.revision) == (RolloutOutcome.APPLIED, approved)
+    approved = approved_over(guarded, approver, start, "approve sessions for prod")
+    sync_rolls_out(guarded, approved)
     for client in guarded.agent.clients.values():
         live = client.get("redis.syncer.dev/v1alpha1", "RedisCluster", "sessions", guarded.namespace)
         assert live["spec"]["version"] == "7.2.4"

@@ -57,11 +57,8 @@ REFUSED = re.compile(r"forbidden|(?<![\w.:-])403(?![\w.:-])", re.IGNORECASE)
 
 @pytest.fixture(scope="module")
 def key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshKey]:
-    keys = Keys(tmp_path_factory.mktemp("keys"))
-    try:
+    with Keys(tmp_path_factory.mktemp("keys")) as keys:
         yield keys.ssh("ops")
-    finally:
-        keys.close()
 
 
 @dataclass

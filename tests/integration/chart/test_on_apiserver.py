@@ -108,15 +108,8 @@ def install(
 @pytest.fixture
 def other_namespace(fleet: FleetHandle, cluster: str, namespace: str) -> Iterator[str]:
     """A second namespace for this test (the one the controller watches)."""
-    name = f"{namespace[:50]}-w"
-    core = client.CoreV1Api(fleet.api(cluster))
-    core.create_namespace({"metadata": {"name": name}})
-    yield name
-    try:
-        core.delete_namespace(name)
-    except ApiException as err:
-        if err.status != 404:
-            raise
+    with fleet.made_namespace(cluster, f"{namespace[:50]}-w") as name:
+        yield name
 
 
 def _can(api: client.ApiClient, row: Row) -> bool:

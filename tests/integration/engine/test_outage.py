@@ -19,7 +19,6 @@ for it. Once eu-1's apiserver is started again, a newer revision rolls out to al
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,13 +32,13 @@ from syncer.domain.progress import PassEvent
 from syncer.domain.sync_state import SyncPhase
 from syncer.engine.rollout import FleetRollout
 from syncer.engine.rollout_model import RolloutOptions, RolloutOutcome
-from syncer.errors import NotFound
 from syncer.kube import ClientOptions, ClusterClient
 from syncer.rollout import Decision
 from syncer.status import StateStore
 from syncer.status.state_store import STATE_CONFIGMAP
 from tests.integration.conftest import FleetHandle
 from tests.support.fleet_repo import FleetRepo, canary_then_rest
+from tests.support.namespaces import delete_namespaces
 
 pytestmark = pytest.mark.integration
 
@@ -78,10 +77,7 @@ def clients(fleet: FleetHandle) -> Iterator[dict[str, ClusterClient]]:
 def prefix(namespace: str, clients: dict[str, ClusterClient]) -> Iterator[str]:
     name = f"{namespace}-o"
     yield name
-    for client in clients.values():
-        for ns in (name, f"{name}-state"):
-            with contextlib.suppress(NotFound):
-                client.delete("v1", "Namespace", ns)
+    delete_namespaces(clients.values(), name, f"{name}-state")
 
 
 def sync_options(prefix: str) -> RolloutOptions:

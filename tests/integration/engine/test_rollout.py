@@ -7,7 +7,6 @@ must catch.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -27,6 +26,7 @@ from syncer.rollout import Decision
 from syncer.status import StateStore
 from tests.integration.conftest import FleetHandle
 from tests.support.fleet_repo import FleetRepo, canary_then_rest
+from tests.support.namespaces import delete_namespaces
 
 pytestmark = pytest.mark.integration
 
@@ -54,10 +54,7 @@ def clients(fleet: FleetHandle, crd_installed: None) -> Iterator[dict[str, Clust
 def prefix(namespace: str, clients: dict[str, ClusterClient]) -> Iterator[str]:
     name = f"{namespace}-r"
     yield name
-    for client in clients.values():
-        for ns in (name, f"{name}-state"):
-            with contextlib.suppress(NotFound):
-                client.delete("v1", "Namespace", ns)
+    delete_namespaces(clients.values(), name, f"{name}-state")
 
 
 def rollout(

@@ -121,6 +121,12 @@ class Keys:
         if shutil.which("gpgconf"):
             subprocess.run(["gpgconf", "--kill", "all"], env=self.env, capture_output=True, check=False)
 
+    def __enter__(self) -> Keys:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
 
 class GitRepo:
     """A working repository for tests, committing with a fixed identity and optional signatures."""
