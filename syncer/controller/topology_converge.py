@@ -18,7 +18,7 @@ the departing pods may now be deleted.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 
@@ -111,29 +111,39 @@ def converge(
         return ConvergeReport(report, departed, tuple(run.events), tuple(run.problems), run.keys_moved)
 
 
-def _settled(run: _Pass, nodes: Sequence[RedisNode]) -> bool:
-    """Wait (up to ``ready_timeout``) until every node says ``cluster_state:ok``: a node that just
-    joined answers CLUSTERDOWN to a MIGRATE until it has taken the slot map in."""
+def _wait_for(run: _Pass, problem: Callable[[], str]) -> bool:
+    """Call ``problem`` until it returns "" (True) or ``ready_timeout`` runs out (False, with the last
+    problem recorded): what gossip has not spread yet is waited for, not acted on."""
     deadline = time.monotonic() + run.options.ready_timeout
     while True:
-        views = run.views(nodes)
-        waiting = [str(n) for n, v in views.items() if v.info is None or v.info.state != "ok"]
-        if not waiting:
+        found = problem()
+        if not found:
             return True
         if time.monotonic() >= deadline:
-            run.problems.append(f"waiting for {waiting[0]} to say cluster_state ok before moving slots")
+            run.problems.append(found)
             return False
         time.sleep(run.options.poll_interval)
 
 
+def _settled(run: _Pass, nodes: Sequence[RedisNode]) -> bool:
+    """Until every node says ``cluster_state:ok``: a node that just joined answers CLUSTERDOWN to a
+    MIGRATE until it has taken the slot map in."""
+
+    def waiting() -> str:
+        views = run.views(nodes)
+        late = [str(n) for n, v in views.items() if v.info is None or v.info.state != "ok"]
+        return f"waiting for {late[0]} to say cluster_state ok before moving slots" if late else ""
+
+    return _wait_for(run, waiting)
+
+
 def _claims_agree(run: _Pass, nodes: Sequence[RedisNode]) -> bool:
-    """Wait (up to ``ready_timeout``) until no slot is claimed by two nodes' own views: right after a
-    failover the old master still calls itself master of its slots until the new master's claim
-    reaches it, and a pass that read that moment would take the wrong node for the shard's master."""
-    deadline = time.monotonic() + run.options.ready_timeout
-    while True:
+    """Until no slot is claimed by two nodes' own views: right after a failover the old master still
+    calls itself master of its slots until the new master's claim reaches it, and a pass that read
+    that moment would take the wrong node for the shard's master."""
+
+    def doubled() -> str:
         owners: dict[int, str] = {}
-        doubled = ""
         for node, view in run.views(nodes).items():
             me = view.myself
             if me is None or not me.is_master:
@@ -141,16 +151,11 @@ def _claims_agree(run: _Pass, nodes: Sequence[RedisNode]) -> bool:
             for r in me.slots:
                 for slot in range(r.start, r.end + 1):
                     if owners.setdefault(slot, str(node)) != str(node):
-                        doubled = f"slot {slot} is claimed by {owners[slot]} and {node}"
-                        break
-                if doubled:
-                    break
-        if not doubled:
-            return True
-        if time.monotonic() >= deadline:
-            run.problems.append(f"the masters do not agree yet: {doubled}")
-            return False
-        time.sleep(run.options.poll_interval)
+                        claimants = f"{owners[slot]} and {node}"
+                        return f"the masters do not agree yet: slot {slot} is claimed by {claimants}"
+        return ""
+
+    return _wait_for(run, doubled)
 
 
 def _reference(views: dict[RedisNode, NodeView]) -> NodeView:
@@ -261,24 +266,21 @@ def _hand_over(
 
 
 def _agreed(run: _Pass, nodes: Sequence[RedisNode], former: set[str]) -> bool:
-    """Wait (up to ``ready_timeout``) until every node sees the ``former`` masters as replicas and
-    each replica following a master: after a failover the old master and the other replicas of the
-    shard switch to the new master one by one, and gossip spreads each switch."""
-    deadline = time.monotonic() + run.options.ready_timeout
-    while True:
-        stray = [
+    """Until every node sees the ``former`` masters as replicas and each replica following a master:
+    after a failover the old master and the other replicas of the shard switch to the new master one
+    by one, and gossip spreads each switch."""
+
+    def stray() -> str:
+        found = [
             f"{view.node} sees {e.name} as {'master' if e.is_master else f'following {e.master_id}'}"
             for view in run.views(nodes).values()
             for masters in [{m.node_id for m in view.entries if m.is_master}]
             for e in view.entries
             if (e.node_id in former and e.is_master) or (e.is_replica and e.master_id not in masters)
         ]
-        if not stray:
-            return True
-        if time.monotonic() >= deadline:
-            run.problems.append(f"after the failover: {stray[0]}")
-            return False
-        time.sleep(run.options.poll_interval)
+        return f"after the failover: {found[0]}" if found else ""
+
+    return _wait_for(run, stray)
 
 
 def _rebalance(

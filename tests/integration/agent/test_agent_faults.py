@@ -23,6 +23,7 @@ import pytest
 
 from syncer.domain.sync_state import SyncPhase
 from syncer.errors import NotFound
+from syncer.kube import ClusterClient
 from syncer.status.state_store import FENCING_TOKEN, STATE_CONFIGMAP
 from tests.integration.agent.drills import (
     FAST,
@@ -43,6 +44,17 @@ from tests.integration.conftest import FleetHandle
 
 pytestmark = pytest.mark.integration
 __all__ = ["agents", "rig"]  # fixtures
+
+
+def _recreated_and_ready(client: ClusterClient, namespace: str, uid: str) -> bool:
+    """The RedisCluster ``sessions`` exists again under another uid than ``uid`` and is Ready."""
+    try:
+        rc = client.get(RC_API, "RedisCluster", "sessions", namespace)
+    except NotFound:
+        return False
+    ready = [c for c in (rc.get("status") or {}).get("conditions") or () if c.get("type") == "Ready"]
+    return rc["metadata"]["uid"] != uid and bool(ready) and ready[0].get("status") == "True"
+
 
 APISERVER = "kube-apiserver"
 
@@ -70,12 +82,7 @@ def test_a_cluster_unhealthy_after_its_rollout_is_repaired_not_halted(rig: Rig, 
         def recreated_and_ready() -> bool:
             for name, state in rig.states().items():
                 phases_seen.add((name, state.phase))
-            try:
-                rc = eu.get(RC_API, "RedisCluster", "sessions", rig.namespace)
-            except NotFound:
-                return False
-            ready = [c for c in (rc.get("status") or {}).get("conditions") or () if c.get("type") == "Ready"]
-            return rc["metadata"]["uid"] != uid and bool(ready) and ready[0].get("status") == "True"
+            return _recreated_and_ready(eu, rig.namespace, uid)
 
         eventually("eu-1's RedisCluster re-created and Ready", recreated_and_ready, 90, every=0.5)
         time.sleep(5)  # a few more passes over the repaired fleet
@@ -289,16 +296,11 @@ def test_an_agent_started_while_git_is_down_repairs_drift_from_what_the_clusters
         args[args.index("--drift-interval") + 1] = "3s"
         second = agents.start("second", args)
 
-        def recreated_and_ready() -> bool:
-            try:
-                rc = eu.get(RC_API, "RedisCluster", "sessions", rig.namespace)
-            except NotFound:
-                return False
-            ready = [c for c in (rc.get("status") or {}).get("conditions") or () if c.get("type") == "Ready"]
-            return rc["metadata"]["uid"] != uid and bool(ready) and ready[0].get("status") == "True"
-
         eventually(
-            "eu-1's RedisCluster re-created and Ready with git down", recreated_and_ready, 90, every=0.5
+            "eu-1's RedisCluster re-created and Ready with git down",
+            lambda: _recreated_and_ready(eu, rig.namespace, uid),
+            90,
+            every=0.5,
         )
         eventually(
             "eu-1 recorded healthy again",
