@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from devfleet import access, build, fleet
+from devfleet import cpu as fleet_cpu
 from devfleet import memory as fleet_memory
 
 
@@ -153,6 +154,27 @@ def memory(state_dir: Path | None) -> None:
         )
     total = sum(r.pss_kib for r in rows) / 1024
     click.echo(f"whole fleet with etcd: PSS {total:.1f} MiB")
+
+
+@cli.command()
+@_state_option
+@click.option(
+    "--window",
+    type=click.FloatRange(min=1),
+    default=30.0,
+    show_default=True,
+    help="Seconds to measure over.",
+)
+def cpu(state_dir: Path | None, window: float) -> None:
+    """CPU each cluster's processes use over a window, as a share of one core, with the mean per
+    cluster of each profile (an idle fleet shows what merely running it costs)."""
+    rows = fleet_cpu.per_cluster(_loaded(state_dir), window)
+    click.echo(f"{'cluster':<16} {'profile':<8} {'procs':>5} {'% of a core':>12}")
+    for row in rows:
+        click.echo(f"{row.cluster:<16} {row.profile:<8} {row.processes:>5} {row.core_share * 100:>12.2f}")
+    for profile, share in fleet_cpu.mean_by_profile(rows).items():
+        click.echo(f"{profile}: mean {share * 100:.2f} % of a core per cluster")
+    click.echo(f"whole fleet with etcd: {sum(r.core_share for r in rows) * 100:.2f} % of a core")
 
 
 def _why(err: Exception) -> str:
