@@ -1,15 +1,24 @@
 """One revision rolled out in canary waves to fleets of 10, 30 and 100 light clusters by 1 and 2
 sharded ``syncer run`` replicas: what each cluster costs, and whether that cost stays flat.
 
-Run: ``python bench/bench_fleet.py [--sizes 10,30,100] [--replicas 1,2] [--objects 10]``.
+Run: ``python bench/bench_fleet.py [--sizes 10,30,100] [--replicas 1,2] [--objects 10]
+[--profile light|full]``.
 
-For each size a light fleet (``syncer-fleet up --profile light``: one kube-apiserver per cluster on a
-shared etcd) is started; for each replica count, a fresh signed revision of ``--objects``
+For each size a fleet is started; for each replica count, a fresh signed revision of ``--objects``
 RedisClusters per cluster (and their Namespace) is pushed to a local bare repository and rolled out
 by that many ``syncer run --shard-group`` processes in waves of 1 / 10 / 50 / 100 % (bake 0, 8 clusters
-at a time). Light clusters run no controller: the **devfleet status stand-in** (a thread of this bench,
-not a controller) marks each RedisCluster Ready for its generation, so "healthy" below means "the
-stand-in saw the generation", not that Redis runs.
+at a time).
+
+* ``--profile light`` (the default; ``syncer-fleet up --profile light``: one kube-apiserver per
+  cluster on a shared etcd). Light clusters run no controller: the **devfleet status stand-in** (a
+  thread of this bench, not a controller) marks each RedisCluster Ready for its generation, so
+  "healthy" means "the stand-in saw the generation", not that Redis runs.
+* ``--profile full``: every cluster runs its controller manager, scheduler and kwok nodes, and the
+  bench runs one real ``syncer controller`` process per cluster, so a RedisCluster turns Ready when
+  the pods of its StatefulSets do (through kwok; no Redis runs, the controller's topology checks are
+  off as on every kwok cluster). Since the controller manager, scheduler, kwok and the controllers
+  also send requests, the agent's writes are counted from the apiservers' audit logs by the replicas'
+  user agent, and its reads are not counted (the apiserver's counters cannot tell clients apart).
 
 Measured per case:
 
@@ -45,15 +54,18 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from devfleet import audit
 from devfleet import fleet as devfleet
 from devfleet.access import install_redis_crd
 from devfleet.standin import ReadyStatusStandIn
+from syncer.agent.sharding import user_agent
 from syncer.domain.sync_state import SyncPhase
 from syncer.errors import KubeError
 from syncer.kube import ClusterClient
@@ -194,9 +206,10 @@ def snapshot(apis: Mapping[str, ClusterClient]) -> dict[str, Counts]:
 
 @dataclass(frozen=True)
 class Requests:
-    """Requests of a window, summed over clusters: reads and writes, Lease writes apart."""
+    """Requests of a window, summed over clusters: reads and writes, Lease writes apart. ``reads`` is
+    ``None`` where the agent's reads cannot be told from other clients' (full clusters)."""
 
-    reads: int
+    reads: int | None
     writes: int
     lease_writes: int
     written: tuple[tuple[str, int], ...] = ()
@@ -217,6 +230,29 @@ class Requests:
                 elif resource != "leases":
                     reads += count
         return Requests(reads, writes, leases, tuple(sorted(written.items())))
+
+    @staticmethod
+    def audited(fleet: devfleet.Fleet, clusters: Sequence[str], start: datetime, end: datetime) -> Requests:
+        """The replicas' writes between ``start`` and ``end`` as the apiservers audited them (only the
+        accepted ones: a fenced or refused request changed nothing)."""
+        prefix = user_agent("").rpartition("/")[0] + "/"
+        writes = leases = 0
+        written: Counter[str] = Counter()
+        for name in clusters:
+            for w in audit.writes(fleet, name):
+                if not (start <= w.at < end and w.user_agent.startswith(prefix) and w.code < 400):
+                    continue
+                if w.resource == "leases":
+                    leases += 1
+                    continue
+                writes += 1
+                verb = {"patch": "APPLY", "create": "POST", "update": "PUT"}.get(w.verb, w.verb.upper())
+                written[f"{verb} {w.resource}{'/' + w.subresource if w.subresource else ''}"] += 1
+        return Requests(None, writes, leases, tuple(sorted(written.items())))
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
 
 
 # -- replicas ---------------------------------------------------------------------------------------
@@ -284,6 +320,37 @@ class Replica:
                 self.popen.wait()
 
 
+class Controllers:
+    """One real ``syncer controller`` process per full cluster, for the fleet's lifetime."""
+
+    def __init__(self, fleet: devfleet.Fleet, clusters: Sequence[str], workdir: Path) -> None:
+        self.procs: list[subprocess.Popen[bytes]] = []
+        for name in clusters:
+            with (workdir / f"controller-{name}.stderr").open("wb") as err:
+                argv = [sys.executable, "-m", "syncer", "controller", "--kubeconfig", str(fleet.kubeconfig)]
+                argv += ["--context", name, "--no-leader-elect", "--metrics-port", "0"]
+                self.procs.append(
+                    subprocess.Popen(
+                        argv,
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.DEVNULL,
+                        stderr=err,
+                        start_new_session=True,
+                    )
+                )
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
 def wait_for(what: str, probe: Any, timeout: float, every: float = 0.5) -> None:
     deadline = time.monotonic() + timeout
     while not probe():
@@ -308,7 +375,13 @@ class Case:
 
 
 def run_case(
-    fleet: devfleet.Fleet, apis: Mapping[str, ClusterClient], replicas: int, objects: int, root: Path
+    fleet: devfleet.Fleet,
+    apis: Mapping[str, ClusterClient],
+    replicas: int,
+    objects: int,
+    root: Path,
+    *,
+    full: bool,
 ) -> Case:
     clusters = tuple(apis)
     tag = uuid.uuid4().hex[:6]
@@ -354,8 +427,10 @@ def run_case(
             return set(holders.values()) == {p.identity for p in procs}
 
         wait_for("every cluster owned, by every replica", settled, 600, every=2)
-        with ReadyStatusStandIn(fleet.kubeconfig, clusters):
-            before = snapshot(apis)
+        # On full clusters the controllers, running for the fleet's lifetime, make RedisClusters Ready.
+        ready = contextlib.nullcontext() if full else ReadyStatusStandIn(fleet.kubeconfig, clusters)
+        with ready:
+            before, pushed = snapshot(apis), now()
             started = time.monotonic()
             repo.push(fleet_files(clusters, namespace, objects), "caches")
             wait_for(
@@ -364,7 +439,7 @@ def run_case(
                 3600,
             )
             seconds = time.monotonic() - started
-            after = snapshot(apis)
+            after, finished = snapshot(apis), now()
             log(f"  counters read {time.monotonic() - started - seconds:.1f} s after the rollout ended")
             passes = [p.syncs()["unchanged"] for p in procs]
             wait_for(
@@ -372,7 +447,7 @@ def run_case(
                 lambda: all(p.syncs()["unchanged"] >= n + 2 for p, n in zip(procs, passes, strict=True)),
                 600,
             )
-            idle = snapshot(apis)
+            idle, ended = snapshot(apis), now()
             noop_passes = sum(p.syncs()["unchanged"] for p in procs) - sum(passes)
         usage = [p.usage() for p in procs]
     finally:
@@ -386,12 +461,17 @@ def run_case(
         for ns in (namespace, state_ns, f"{namespace}-members"):
             with contextlib.suppress(KubeError):  # the fleet is about to go anyway
                 api.delete("v1", "Namespace", ns)
+    if full:
+        rollout = Requests.audited(fleet, clusters, pushed, finished)
+        noop = Requests.audited(fleet, clusters, finished, ended)
+    else:
+        rollout, noop = Requests.between(before, after), Requests.between(after, idle)
     return Case(
         len(clusters),
         replicas,
         seconds,
-        Requests.between(before, after),
-        Requests.between(after, idle),
+        rollout,
+        noop,
         noop_passes,
         tuple(u[0] for u in usage),
         tuple(u[1] for u in usage),
@@ -410,14 +490,17 @@ def table(cases: Sequence[Case]) -> str:
     rows = [head, "|" + " --- |" * 12]
     for c in cases:
         n = c.clusters
-        reqs = c.rollout.reads + c.rollout.writes
-        noop_reads = c.noop.reads / n / max(c.noop_passes / c.replicas, 1)
+        if c.rollout.reads is None or c.noop.reads is None:
+            reqs, noop_reads = "writes only:", "not counted"
+        else:
+            reqs = f"{(c.rollout.reads + c.rollout.writes) / n:.1f}"
+            noop_reads = f"{c.noop.reads / n / max(c.noop_passes / c.replicas, 1):.1f}"
         rows.append(
-            f"| {n} | {c.replicas} | {c.seconds:.1f} s | {c.seconds / n:.2f} s | {reqs / n:.1f} "
+            f"| {n} | {c.replicas} | {c.seconds:.1f} s | {c.seconds / n:.2f} s | {reqs} "
             f"({c.rollout.writes / n:.1f}) | {c.rollout.lease_writes / n:.1f} | "
             f"{' / '.join(f'{r:.0f}' for r in c.peak_rss_mib)} MiB | "
             f"{' / '.join(f'{s:.1f}' for s in c.cpu_seconds)} | {sum(c.cpu_seconds) / n:.2f} | "
-            f"{c.noop_passes} | {c.noop.writes} | {noop_reads:.1f} |"
+            f"{c.noop_passes} | {c.noop.writes} | {noop_reads} |"
         )
     return "\n".join(rows)
 
@@ -430,7 +513,7 @@ def ratios(cases: Sequence[Case]) -> tuple[list[str], bool]:
             continue
         small, large = mine[0], mine[-1]
         time_ratio = (large.seconds / large.clusters) / (small.seconds / small.clusters)
-        req = [(c.rollout.reads + c.rollout.writes) / c.clusters for c in (small, large)]
+        req = [((c.rollout.reads or 0) + c.rollout.writes) / c.clusters for c in (small, large)]
         req_ratio = req[1] / req[0]
         rss = max(large.peak_rss_mib)
         met = time_ratio <= TIME_RATIO_GOAL and req_ratio <= REQUEST_RATIO_GOAL and rss <= RSS_GOAL_MIB
@@ -448,7 +531,10 @@ def main() -> int:
     parser.add_argument("--sizes", default="10,30,100")
     parser.add_argument("--replicas", default="1,2")
     parser.add_argument("--objects", type=int, default=10)
+    parser.add_argument("--profile", choices=["light", "full"], default="light")
     opts = parser.parse_args()
+    profile = devfleet.Profile(opts.profile)
+    full = profile is devfleet.Profile.FULL
     sizes = [int(s) for s in opts.sizes.split(",")]
     counts = [int(r) for r in opts.replicas.split(",")]
     log(f"load before: {os.getloadavg()}")
@@ -458,34 +544,41 @@ def main() -> int:
         for size in sizes:
             names = devfleet.cluster_names(size, "bf")
             state = root / f"fleet-{size}"
-            log(f"starting {size} light clusters ...")
+            log(f"starting {size} {profile} clusters ...")
             began = time.monotonic()
             fleet = devfleet.up(
                 state,
-                devfleet.UpOptions(
-                    clusters=names, profile=devfleet.Profile.LIGHT, timeout=300.0 + 30.0 * size
-                ),
+                devfleet.UpOptions(clusters=names, profile=profile, timeout=300.0 + 30.0 * size, audit=full),
                 log,
             )
-            log(f"{size} light clusters up in {time.monotonic() - began:.0f} s")
+            log(f"{size} {profile} clusters up in {time.monotonic() - began:.0f} s")
             apis = {n: ClusterClient.from_kubeconfig(str(fleet.kubeconfig), n) for n in names}
+            controllers = None
             try:
                 with ThreadPoolExecutor(max_workers=8) as pool:
                     list(pool.map(lambda a: install_redis_crd(a, field_manager="bench"), apis.values()))
+                if full:
+                    controllers = Controllers(fleet, names, root)
                 for replicas in counts:
                     log(f"{size} clusters, {replicas} replica(s) ...")
-                    case = run_case(fleet, apis, replicas, opts.objects, root)
+                    case = run_case(fleet, apis, replicas, opts.objects, root, full=full)
                     log(f"  {case}")
                     cases.append(case)
             finally:
+                if controllers:
+                    controllers.stop()
                 for api in apis.values():
                     api.close()
                 devfleet.down(state, log)
+    ready_by = (
+        "made Ready by a real syncer controller per cluster (pods Ready through kwok); requests: the "
+        "replicas' writes from the audit logs, reads not counted"
+        if full
+        else "marked Ready by the devfleet STATUS STAND-IN (no controller, no pods on light clusters)"
+    )
     print(
         f"One revision ({opts.objects} RedisClusters + 1 Namespace per cluster), "
-        "waves 1/10/50/100 %, bake 0, "
-        f"{INTERVAL} s poll; RedisClusters marked Ready by the devfleet STATUS STAND-IN (no controller, "
-        "no pods on light clusters)."
+        f"waves 1/10/50/100 %, bake 0, {INTERVAL} s poll, {profile} clusters; RedisClusters {ready_by}."
     )
     print(table(cases))
     lines, ok = ratios(cases)
