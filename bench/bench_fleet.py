@@ -61,9 +61,10 @@ from typing import Any
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from devfleet import audit
+from devfleet import audit, storage
 from devfleet import fleet as devfleet
 from devfleet.access import install_redis_crd
+from devfleet.nodes import admin_client
 from devfleet.standin import ReadyStatusStandIn
 from syncer.agent.sharding import user_agent
 from syncer.domain.sync_state import SyncPhase
@@ -320,6 +321,11 @@ class Replica:
                 self.popen.wait()
 
 
+def provision_volumes(fleet: devfleet.Fleet, cluster: str, volumes: int) -> None:
+    with admin_client(fleet.kubeconfig, cluster) as api_client:
+        storage.provision(api_client, volumes)
+
+
 class Controllers:
     """One real ``syncer controller`` process per full cluster, for the fleet's lifetime."""
 
@@ -526,6 +532,48 @@ def ratios(cases: Sequence[Case]) -> tuple[list[str], bool]:
     return lines, ok
 
 
+def run_size(
+    root: Path, size: int, profile: devfleet.Profile, counts: Sequence[int], objects: int
+) -> list[Case]:
+    """Start a fleet of ``size`` clusters, run one case per replica count on it, stop it."""
+    full = profile is devfleet.Profile.FULL
+    names = devfleet.cluster_names(size, "bf")
+    state = root / f"fleet-{size}"
+    log(f"starting {size} {profile} clusters ...")
+    began = time.monotonic()
+    fleet = devfleet.up(
+        state,
+        devfleet.UpOptions(clusters=names, profile=profile, timeout=300.0 + 30.0 * size, audit=full),
+        log,
+    )
+    log(f"{size} {profile} clusters up in {time.monotonic() - began:.0f} s")
+    apis = {n: ClusterClient.from_kubeconfig(str(fleet.kubeconfig), n) for n in names}
+    controllers = None
+    cases = []
+    try:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(lambda a: install_redis_crd(a, field_manager="bench"), apis.values()))
+        if full:
+            # Each RedisCluster's 6 pods claim a volume each, and a claimed volume is not reused:
+            # every case needs a pool of its own.
+            volumes = 6 * objects * len(counts) + 8
+            with ThreadPoolExecutor(max_workers=4) as pool:
+                list(pool.map(provision_volumes, [fleet] * len(names), names, [volumes] * len(names)))
+            controllers = Controllers(fleet, names, root)
+        for replicas in counts:
+            log(f"{size} clusters, {replicas} replica(s) ...")
+            case = run_case(fleet, apis, replicas, objects, root, full=full)
+            log(f"  {case}")
+            cases.append(case)
+    finally:
+        if controllers:
+            controllers.stop()
+        for api in apis.values():
+            api.close()
+        devfleet.down(state, log)
+    return cases
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10,30,100")
@@ -535,41 +583,14 @@ def main() -> int:
     opts = parser.parse_args()
     profile = devfleet.Profile(opts.profile)
     full = profile is devfleet.Profile.FULL
-    sizes = [int(s) for s in opts.sizes.split(",")]
     counts = [int(r) for r in opts.replicas.split(",")]
+    # A bench started in the background ignores SIGINT: let SIGTERM stop it through its clean-ups too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     log(f"load before: {os.getloadavg()}")
     cases: list[Case] = []
     with tempfile.TemporaryDirectory(prefix="bench-fleet-") as tmp:
-        root = Path(tmp)
-        for size in sizes:
-            names = devfleet.cluster_names(size, "bf")
-            state = root / f"fleet-{size}"
-            log(f"starting {size} {profile} clusters ...")
-            began = time.monotonic()
-            fleet = devfleet.up(
-                state,
-                devfleet.UpOptions(clusters=names, profile=profile, timeout=300.0 + 30.0 * size, audit=full),
-                log,
-            )
-            log(f"{size} {profile} clusters up in {time.monotonic() - began:.0f} s")
-            apis = {n: ClusterClient.from_kubeconfig(str(fleet.kubeconfig), n) for n in names}
-            controllers = None
-            try:
-                with ThreadPoolExecutor(max_workers=8) as pool:
-                    list(pool.map(lambda a: install_redis_crd(a, field_manager="bench"), apis.values()))
-                if full:
-                    controllers = Controllers(fleet, names, root)
-                for replicas in counts:
-                    log(f"{size} clusters, {replicas} replica(s) ...")
-                    case = run_case(fleet, apis, replicas, opts.objects, root, full=full)
-                    log(f"  {case}")
-                    cases.append(case)
-            finally:
-                if controllers:
-                    controllers.stop()
-                for api in apis.values():
-                    api.close()
-                devfleet.down(state, log)
+        for size in (int(s) for s in opts.sizes.split(",")):
+            cases += run_size(Path(tmp), size, profile, counts, opts.objects)
     ready_by = (
         "made Ready by a real syncer controller per cluster (pods Ready through kwok); requests: the "
         "replicas' writes from the audit logs, reads not counted"

@@ -26,8 +26,9 @@ def _create(call: Callable[[Any], object], body: Any) -> None:
             raise
 
 
-def provision(api_client: client.ApiClient) -> None:
-    """Create the StorageClasses and the volume pool (already existing objects are left as they are)."""
+def provision(api_client: client.ApiClient, volumes: int = VOLUMES_PER_CLASS) -> None:
+    """Create the StorageClasses and ``volumes`` volumes of each (already existing objects are left as
+    they are, so a larger pool can be asked for later)."""
     storage_api = client.StorageV1Api(api_client)
     core = client.CoreV1Api(api_client)
     for name in CLASSES:
@@ -41,7 +42,7 @@ def provision(api_client: client.ApiClient) -> None:
                 reclaim_policy="Delete",
             ),
         )
-        for index in range(VOLUMES_PER_CLASS):
+        for index in range(volumes):
             _create(
                 core.create_persistent_volume,
                 client.V1PersistentVolume(
