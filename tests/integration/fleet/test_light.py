@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from devfleet import access, audit, cpu, memory
 from devfleet import fleet as devfleet
+from devfleet.cli import cli
 from devfleet.standin import REASON, ReadyStatusStandIn
 from syncer.errors import Forbidden, NotFound
 from syncer.kube import ApplyOptions, ClientOptions, ClusterClient
@@ -95,6 +97,11 @@ def test_an_idle_light_cluster_costs_well_under_one_percent_of_a_core(
         rows = [r for r in cpu.per_cluster(fleet, 8.0) if r.profile == devfleet.Profile.LIGHT]
         assert len(rows) == 3
         assert all(r.core_share < 0.025 for r in rows), rows
+    shown = CliRunner().invoke(cli, ["cpu", "--state-dir", str(two_fleets[0].root), "--window", "1"])
+    assert shown.exit_code == 0, shown.output
+    lines = shown.output.splitlines()
+    assert sorted(line.split()[0] for line in lines if " light " in line) == ["c-01", "c-02", "c-03"]
+    assert any(line.startswith("light: mean ") and line.endswith("% of a core per cluster") for line in lines)
 
 
 def test_fleets_side_by_side_share_no_port_and_no_data(
