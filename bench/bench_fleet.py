@@ -64,6 +64,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from devfleet import audit, storage
 from devfleet import fleet as devfleet
 from devfleet.access import install_redis_crd
+from devfleet.cpu import cpu_seconds
+from devfleet.memory import status_kib
 from devfleet.nodes import admin_client
 from devfleet.standin import ReadyStatusStandIn
 from syncer.agent.sharding import user_agent
@@ -305,11 +307,7 @@ class Replica:
 
     def usage(self) -> tuple[float, float]:
         """Peak RSS (MiB) and CPU seconds so far."""
-        status = Path(f"/proc/{self.popen.pid}/status").read_text()
-        hwm = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
-        fields = Path(f"/proc/{self.popen.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        ticks = os.sysconf("SC_CLK_TCK")
-        return hwm / 1024, (int(fields[11]) + int(fields[12])) / ticks
+        return status_kib(self.popen.pid, "VmHWM") / 1024, cpu_seconds(self.popen.pid)
 
     def stop(self) -> None:
         if self.popen.poll() is None:

@@ -27,7 +27,8 @@ class ClusterCpu:
     core_share: float  # CPU seconds per second of the window: 1.0 is one core kept busy
 
 
-def _cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time a process has used so far."""
     # Fields after the command name (which may hold spaces) start at field 3; utime and stime are
     # fields 14 and 15.
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -38,7 +39,7 @@ def _sample(fleet: Fleet) -> dict[int, tuple[str, float]]:
     found = {}
     for proc in fleet.live():
         try:
-            found[proc.pid] = (fleet.cluster_of(proc), _cpu_seconds(proc.pid))
+            found[proc.pid] = (fleet.cluster_of(proc), cpu_seconds(proc.pid))
         except (FileNotFoundError, ProcessLookupError):
             continue
     return found

@@ -36,7 +36,8 @@ class ClusterMemory:
     pss_kib: int
 
 
-def _status_kib(pid: int, field: str) -> int:
+def status_kib(pid: int, field: str) -> int:
+    """A KiB field of ``/proc/<pid>/status`` (``VmRSS``, ``VmHWM``, ...); 0 when absent."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(f"{field}:"):
             return int(line.split()[1])
@@ -55,7 +56,7 @@ def processes(fleet: Fleet) -> list[ProcessMemory]:
     found = []
     for proc in fleet.live():
         try:
-            rss, pss = _status_kib(proc.pid, "VmRSS"), _pss_kib(proc.pid)
+            rss, pss = status_kib(proc.pid, "VmRSS"), _pss_kib(proc.pid)
         except (FileNotFoundError, ProcessLookupError):
             continue
         found.append(ProcessMemory(fleet.cluster_of(proc), proc.name, proc.pid, rss, pss))
