@@ -27,6 +27,8 @@ class AuditedWrite:
     user_agent: str
     code: int
     subresource: str = ""
+    dry_run: bool = False
+    """A server-side dry run (``dryRun=All``): checked and answered, never stored."""
 
 
 def _parse(line: str) -> AuditedWrite | None:
@@ -46,6 +48,7 @@ def _parse(line: str) -> AuditedWrite | None:
         user_agent=str(event.get("userAgent", "")),
         code=int((event.get("responseStatus") or {}).get("code", 0)),
         subresource=str(ref.get("subresource", "")),
+        dry_run="dryRun=All" in str(event.get("requestURI", "")),
     )
 
 

@@ -201,7 +201,8 @@ class AgentProcess:
                 # Writes go out only while the Lease is held for longer than the time the elector
                 # keeps leading without a renewal would leave: a frozen leader cannot write.
                 margin = self.settings.lease.duration - self.settings.lease.renew_deadline
-                self.agent.fence.use(elector.fence(margin))
+                fence = elector.fence(margin)
+                self.agent.fences.use(lambda _: fence)
                 while not self.stop.is_set():
                     # Losing the Lease, or its cluster, returns this replica to standby; it keeps
                     # serving HTTP and trying again, it never exits for it.

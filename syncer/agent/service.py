@@ -23,7 +23,7 @@ from syncer.engine.revision import PollOutcome, Stage
 from syncer.engine.rollout_model import RolloutOptions
 from syncer.errors import VerificationError
 from syncer.kube import KubeApi
-from syncer.leader.fence import LeaderFence
+from syncer.leader.fence import FleetFences
 from syncer.status.metrics import SyncerMetrics
 from syncer.status.report import EventReporter
 
@@ -52,9 +52,10 @@ class Agent:
         )
         self.gate = git_revisions(config.source, config.trust)
         self.connections = KubeconfigConnections(config.clusters, settings.kubeconfig)
-        # Every write to a cluster passes the fence first: open until a Lease is in use (loop.py).
-        self.fence = LeaderFence()
-        self.fleet_pass = FleetPass(self.gate, self.connections, options, fence=self.fence)
+        # Every write to a cluster passes its fence first: open until a Lease is in use (loop.py,
+        # sharding.py, once.py).
+        self.fences = FleetFences()
+        self.fleet_pass = FleetPass(self.gate, self.connections, options, fences=self.fences.of)
         # The gate judges a tip against the revisions the clusters record, read by the pass itself.
         self.fleet_pass.known_clusters = tuple(config.clusters)
         self.gate.recorded = self.fleet_pass.recorded_revisions

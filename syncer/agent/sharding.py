@@ -1,13 +1,13 @@
 """Sharded ``syncer run`` replicas: the replicas of one group split the clusters of the agent config
 between them through Leases (``syncer.leader.shards``) and each acts only on the clusters it owns.
 
-``ShardedReplica.attach`` wires one agent for it: every client the pass opens is a ``ShardKube`` (each
-write fenced on the cluster's owner Lease), the pass's rollout applies, checks and records only the
-clusters this replica owns (``FleetPass.owns``) and judges the others from the sync states their
-owners record, and Kubernetes Events are written only to owned clusters. ``run`` renews the Leases
-every ``retry_period`` until stopped, then gives every Lease up at once so the others take over
-without waiting. Clusters the config does not list are never written by a sharded replica: they have
-no owner Lease.
+``ShardedReplica.attach`` wires one agent for it: the fence of each cluster is its owner Lease (each
+write fenced on it, and the cluster's state records that Lease's token), the pass's rollout
+applies, checks and records only the clusters this replica owns (``FleetPass.owns``) and judges
+the others from the sync states their owners record, and Kubernetes Events are written only to
+owned clusters. ``run`` renews the Leases every ``retry_period`` until stopped, then gives every
+Lease up at once so the others take over without waiting. Clusters the config does not list are
+never written by a sharded replica: they have no owner Lease.
 
 Must not: decide anything about the rollout (that is the engine's) or talk to other replicas (all
 they share is in Leases).
@@ -30,7 +30,7 @@ from syncer.config.settings import AgentSettings
 from syncer.errors import Conflict, FencedOut, KubeError, NotFound
 from syncer.kube import ApplyOptions, ClusterClient, KubeApi, KubeObject
 from syncer.leader.fence import UNFENCED, FencedKube
-from syncer.leader.shards import ShardKube, ShardOptions, Shards, ShardView
+from syncer.leader.shards import ShardOptions, Shards, ShardView
 
 log = logging.getLogger("syncer.agent")
 
@@ -41,7 +41,8 @@ def replica_identity(configured: str) -> str:
 
 
 def user_agent(identity: str) -> str:
-    """The user agent of a sharded replica's requests: the apiserver's audit log names the replica."""
+    """The user agent of a writer's requests (a sharded replica, a ``sync --once`` pass): the
+    apiserver's audit log names the writer."""
     return f"syncer/{__version__} replica/{identity}"
 
 
@@ -132,17 +133,9 @@ class ShardedReplica:
     def attach(self) -> None:
         """Make the agent's passes act only on the clusters this replica owns, every write fenced."""
         fleet_pass = self.agent.fleet_pass
-
-        def connect(cluster: str) -> KubeApi:
-            # The pass has clients of its own (the Leases keep theirs): each checks the fence once
-            # more right before a write is sent, after waiting for the client's limits. A cluster
-            # missing from the config has no owner Lease: its writes are always refused.
-            inner = self.agent.connections(cluster)
-            if isinstance(inner, ClusterClient):
-                inner.check_writes(self.shards.fence(cluster).check)
-            return ShardKube(inner, self.shards)
-
-        fleet_pass.connect = connect
+        # The pass has clients of its own (the Leases keep theirs), each fenced on its cluster's owner
+        # Lease. A cluster missing from the config has no owner Lease: its writes are always refused.
+        self.agent.fences.use(self.shards.fence)
         fleet_pass.owns = self.shards.holds
         self.agent.reporter.clients = _Owned(fleet_pass.clients, self.shards.holds)
 

@@ -15,6 +15,7 @@ import click
 from rich.console import Console
 
 from syncer.agent.loop import AgentProcess, start_controllers
+from syncer.agent.once import one_pass
 from syncer.agent.service import Agent
 from syncer.cli.controller import admission_options, serve_admission, stop_admission
 from syncer.config import AgentConfig, load_agent_config
@@ -92,6 +93,42 @@ def common(func: F) -> F:
     return func
 
 
+def lease_options(func: F) -> F:
+    """The Lease options of the commands that write to the fleet (``run`` and ``sync --once``)."""
+    options = [
+        click.option(
+            "--leader-elect/--no-leader-elect",
+            default=True,
+            show_default=True,
+            help="Hold the fleet's Lease before writing (every write then carries its fencing token).",
+        ),
+        click.option("--lease-namespace", default=LeaseSettings.namespace, show_default=True),
+        click.option(
+            "--lease-context",
+            default="",
+            help="Context of the home cluster holding the Lease [default: current].",
+        ),
+        _duration_option(
+            "--lease-duration",
+            LeaseSettings.duration,
+            "How long a Lease not renewed stays held: how soon another replica may take over.",
+        ),
+        _duration_option(
+            "--lease-renew-deadline",
+            LeaseSettings.renew_deadline,
+            "How long the leader keeps acting when it cannot renew the Lease (less than the duration).",
+        ),
+        _duration_option(
+            "--lease-retry-period",
+            LeaseSettings.retry_period,
+            "How often the Lease is renewed or, by a standby, tried (less than the renew deadline).",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 class _ConfigProblem(click.ClickException):
     """A config or policy file that cannot be used: exit 2, like every other error."""
 
@@ -125,8 +162,13 @@ def _lease_settings(opts: dict[str, Any]) -> LeaseSettings:
         raise click.BadParameter(
             "must be above 0 and less than --lease-renew-deadline", param_hint="--lease-retry-period"
         )
+    wait = opts.get("lease_wait", LeaseSettings.acquire_wait)
     return LeaseSettings(
-        namespace=opts["lease_namespace"], duration=duration, renew_deadline=deadline, retry_period=retry
+        namespace=opts["lease_namespace"],
+        duration=duration,
+        renew_deadline=deadline,
+        retry_period=retry,
+        acquire_wait=wait,
     )
 
 
@@ -179,28 +221,7 @@ def _http_settings(opts: dict[str, Any]) -> HttpSettings:
     default=None,
     help="File with the git webhook's shared secret (no webhook without it).",
 )
-@click.option(
-    "--leader-elect/--no-leader-elect", default=True, show_default=True, help="Hold a Lease before acting."
-)
-@click.option("--lease-namespace", default=LeaseSettings.namespace, show_default=True)
-@click.option(
-    "--lease-context", default="", help="Context of the home cluster holding the Lease [default: current]."
-)
-@_duration_option(
-    "--lease-duration",
-    LeaseSettings.duration,
-    "How long a Lease not renewed stays held: how soon another replica may take over.",
-)
-@_duration_option(
-    "--lease-renew-deadline",
-    LeaseSettings.renew_deadline,
-    "How long the leader keeps acting when it cannot renew the Lease (less than the duration).",
-)
-@_duration_option(
-    "--lease-retry-period",
-    LeaseSettings.retry_period,
-    "How often the Lease is renewed or, by a standby, tried (less than the renew deadline).",
-)
+@lease_options
 @click.option(
     "--shard-group",
     default="",
@@ -304,26 +325,31 @@ def _printer(console: Console) -> Callable[[PassEvent], None]:
     is_flag=True,
     help="Run an embedded controller per cluster during the pass (local fleets without their own).",
 )
-def sync(
-    *,
-    config_path: Path,
-    rollout_policy: Path | None,
-    kubeconfig: str,
-    state_namespace: str,
-    once: bool,
-    controller_every_cluster: bool,
-) -> None:
+@lease_options
+@_duration_option(
+    "--lease-wait",
+    LeaseSettings.acquire_wait,
+    "How long to wait for the Lease while a running agent holds it, before giving up.",
+)
+def sync(**opts: Any) -> None:
     """Take the branch tip through verification and roll it out, showing each wave and cluster.
+
+    The pass holds the fleet's Lease, as a running agent's leader does: while one holds it, the pass
+    waits for it (--lease-wait) and then gives up, naming the holder.
 
     Exit codes: 0 synced (or nothing to do), 1 rejected, halted or rolled back, 2 error.
     """
     console = Console(stderr=True)
-    config = _load(config_path, rollout_policy)
+    lease = _lease_settings(opts)
+    config = _load(opts["config_path"], opts["rollout_policy"])
     settings = AgentSettings(
-        kubeconfig=kubeconfig,
-        state_namespace=state_namespace,
+        kubeconfig=opts["kubeconfig"],
+        state_namespace=opts["state_namespace"],
         health_poll=HEALTH_POLL_FOREGROUND,
-        controller=ControllerSettings(enabled=controller_every_cluster, every_cluster=True),
+        leader_elect=opts["leader_elect"],
+        lease=lease,
+        home=HomeCluster(context=opts["lease_context"]),
+        controller=ControllerSettings(enabled=opts["controller_every_cluster"], every_cluster=True),
     )
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -333,7 +359,7 @@ def sync(
         raise _ConfigProblem(str(err)) from err
     controllers = start_controllers(agent, settings, stop)
     try:
-        result = agent.sync_once()
+        result = one_pass(agent, settings)
     except SyncerError as err:
         console.print(f"[red]error:[/red] {err}", highlight=False)
         sys.exit(EXIT_ERROR)

@@ -55,6 +55,10 @@ class LeaseSettings:
     """Seconds between two renewals, or between two tries of a replica waiting for the Lease (less
     than ``renew_deadline``)."""
 
+    acquire_wait: float = 30.0
+    """Seconds ``syncer sync --once`` waits for the Lease while another agent holds it, before it
+    gives up and names the holder (a crashed holder's Lease is free after ``duration``)."""
+
 
 @dataclass(frozen=True)
 class ShardSettings:

@@ -39,6 +39,7 @@ class Step(StrEnum):
     NOT_OWNER = "not-owner"
     DRIFT_REPAIRED = "drift-repaired"
     DRIFT_REPAIR_FAILED = "drift-repair-failed"
+    DRIFT_REPAIR_WAITING = "drift-repair-waiting"  # drift found outside the cluster's window
     HEALTH_CHECKED = "health-checked"
     CLUSTER_DEGRADED = "cluster-degraded"
     CLUSTER_RECOVERED = "cluster-recovered"
@@ -148,6 +149,7 @@ TREATMENTS: Mapping[Step, Treatment] = MappingProxyType(
         Step.NOT_OWNER: Treatment(warning=True),
         Step.DRIFT_REPAIRED: Treatment("DriftRepaired", mark="✓"),
         Step.DRIFT_REPAIR_FAILED: Treatment(mark="✗"),
+        Step.DRIFT_REPAIR_WAITING: Treatment("DriftRepairWaiting", mark="⏸"),
         Step.HEALTH_CHECKED: Treatment(mark="", quiet=True),
         Step.CLUSTER_DEGRADED: Treatment("ClusterDegraded", warning=True, mark="!"),
         Step.CLUSTER_RECOVERED: Treatment("ClusterRecovered", mark="✓"),

@@ -38,7 +38,7 @@ from syncer.engine.rollout import FleetRollout
 from syncer.engine.rollout_model import RolloutOptions, RolloutOutcome, RolloutReport
 from syncer.errors import FencedOut, KubeError, SyncerError
 from syncer.kube import KubeApi
-from syncer.leader.fence import UNFENCED, Fence, FencedKube
+from syncer.leader.fence import UNFENCED, FencedKube, FenceOf
 from syncer.source import GitSource
 from syncer.status.state_store import LoadedState
 
@@ -107,13 +107,13 @@ class FleetPass:
         connect: Connect,
         options: RolloutOptions = RolloutOptions(),
         listener: Listener | None = None,
-        fence: Fence = UNFENCED,
+        fences: FenceOf = lambda _: UNFENCED,
     ) -> None:
         self.revisions = revisions
         self.connect = connect
         self.options = options
         self.listener = listener or (lambda _: None)
-        self.fence = fence
+        self.fences = fences
         self.clients: dict[str, KubeApi] = {}
         # Sharded replicas: whether this replica may write to a cluster now (None: every cluster).
         self.owns: Callable[[str], bool] | None = None
@@ -134,12 +134,12 @@ class FleetPass:
         the fence first."""
         with self._opening:
             if cluster not in self.clients:
-                self.clients[cluster] = FencedKube(self.connect(cluster), self.fence)
+                self.clients[cluster] = FencedKube(self.connect(cluster), self.fences(cluster))
             return self.clients[cluster]
 
     def _new_rollout(self, stop: threading.Event) -> FleetRollout:
         return FleetRollout(
-            self.clients, self.options, stop=stop, listener=self.listener, owns=self.owns, fence=self.fence
+            self.clients, self.options, stop=stop, listener=self.listener, owns=self.owns, fences=self.fences
         )
 
     def _rollout(self, stop: threading.Event, fleet: DesiredFleet) -> FleetRollout:

@@ -26,7 +26,6 @@ from syncer.engine.rollout_gate import WaveGate
 from syncer.engine.rollout_model import RolloutOutcome, RolloutReport, WaveReport
 from syncer.rollout import Decision, Wave, is_done, plan_waves, refusing
 from syncer.rollout.rollback import wave_passed
-from syncer.rollout.windows import WindowOverride, judge_cluster
 
 __all__ = ["FleetRollout"]
 
@@ -147,51 +146,20 @@ class FleetRollout(WaveGate):
         waiting = WaveReport(wave.name, wave.clusters, Decision.WAIT, reason, change_sets)
         return RolloutReport(fleet.revision, RolloutOutcome.WAITING, (*reports, waiting), reason)
 
-    def closed_windows(
-        self, clusters: tuple[str, ...], fleet: DesiredFleet, wave: str = "", *, pending_only: bool = True
-    ) -> list[str]:
-        """The clusters of ``clusters`` that are outside their maintenance window now (with why and
-        when they open), of those still to get ``fleet`` (all with ``pending_only=False``, for drift
-        repair); each judgement is told to the listener.
-        Every replica judges every cluster the same way, from its labels, the clock and the override
-        recorded in its state, so a wave waits as a whole whichever replica applies it."""
-        windows = self.options.rollout.windows
-        if not windows:
-            return []
-        closed = []
-        now = self.clock()
-        for name in sorted(clusters):
-            state = self.states.get(name)
-            if state is None or (pending_only and is_done(state, fleet.revision)):
-                continue
-            override = WindowOverride(state.window_override, state.window_override_until)
-            verdict = judge_cluster(name, fleet.clusters[name].labels, windows, now, override)
-            step = Step.WINDOW_OPEN if verdict.open else Step.WINDOW_CLOSED
-            step = Step.WINDOW_OVERRIDDEN if verdict.overridden else step
-            waiting = None if verdict.open else Waiting.WINDOW
-            self.listener(PassEvent(step, wave, name, fleet.revision, reason=verdict.reason, waiting=waiting))
-            if not verdict.open:
-                closed.append(f"{name}: {verdict.reason}")
-            if self.owns(name) and state.window != ("" if verdict.open else verdict.reason):
-                self._save(name, replace(state, window="" if verdict.open else verdict.reason))
-        return closed
-
     # -- drift repair -----------------------------------------------------------------------------
 
     def heal(self, fleet: DesiredFleet) -> tuple[ChangeSet, ...]:
-        """For every cluster that finished ``fleet``'s revision: plan it against live state and, when
-        something drifted (another manager changed a field syncer owns, an object was deleted), apply
-        the plan. Clusters still rolling out, and clusters whose state cannot be read, are left out.
+        """The drift job: every cluster that finished ``fleet``'s revision goes through
+        ``repair_drift`` (the one path of drift repair, which asks whether the cluster may be written
+        now). Clusters still rolling out, and clusters whose state cannot be read, are left out.
         Returns the change sets that wrote or failed."""
         states = self.read_states()
         repaired: list[ChangeSet] = []
-        for name, desired in fleet.clusters.items():
+        for name in fleet.clusters:
             state = states.get(name)
-            if state is None or not self.owns(name) or not is_done(state, fleet.revision):
+            if state is None or not is_done(state, fleet.revision):
                 continue
-            if self.closed_windows((name,), fleet, pending_only=False):
-                continue  # a repair is a change: it waits for the cluster's window like a rollout
-            result = self._repair(desired, state)
+            result = self.repair_drift(fleet, name)
             if result is not None:
                 repaired.append(result)
         return tuple(repaired)

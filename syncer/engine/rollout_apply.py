@@ -11,12 +11,13 @@ from dataclasses import replace
 from syncer.apply import ClusterApplier, with_retries
 from syncer.domain.changeset import ChangeSet, EntryOutcome
 from syncer.domain.objects import ClusterManifests, DesiredFleet
-from syncer.domain.progress import PassEvent, Step
-from syncer.domain.sync_state import ClusterSyncState, InventoryEntry, SyncPhase
+from syncer.domain.progress import PassEvent, Step, Waiting
+from syncer.domain.sync_state import InventoryEntry, SyncPhase
 from syncer.engine.diff import plan_live_cluster
 from syncer.engine.rollout_state import RolloutStates
 from syncer.errors import FencedOut, KubeError
 from syncer.rollout import Wave, is_done
+from syncer.rollout.windows import WindowOverride, judge_cluster
 
 
 def _inventory(desired: ClusterManifests, applied: ChangeSet) -> tuple[InventoryEntry, ...]:
@@ -35,39 +36,25 @@ class WaveApply(RolloutStates):
     def _apply_wave(
         self, wave: Wave, fleet: DesiredFleet, taking_over: bool = False
     ) -> tuple[ChangeSet, ...]:
-        """Apply the wave to the reachable clusters this replica owns that are not done (or drifted);
-        ``taking_over``: only those not done, for clusters gained while waiting at the gate."""
+        """Apply the wave to the reachable clusters this replica owns that are not done; those that
+        are done have their drift repaired (``repair_drift``) unless ``taking_over`` (clusters gained
+        while waiting at the gate: only those not done)."""
         reachable = [c for c in wave.clusters if c not in self.unreachable and self.owns(c)]
-        todo = [
-            c
-            for c in reachable
-            if not is_done(self.states[c], fleet.revision)
-            or (not taking_over and self._drifted(fleet.clusters[c]))
-        ]
+        todo = [c for c in reachable if not is_done(self.states[c], fleet.revision)]
+        repairs: list[ChangeSet] = []
         for name in reachable:
-            if name not in todo and not self.sharded:
+            if name in todo or taking_over:
+                continue
+            repaired = self.repair_drift(fleet, name, wave.name)
+            if repaired is not None:
+                repairs.append(repaired)
+            elif not self.sharded:
                 self.listener(PassEvent(Step.ALREADY_APPLIED, wave.name, name, fleet.revision))
         if not todo:
-            return ()
+            return tuple(repairs)
         with ThreadPoolExecutor(max_workers=max(1, wave.gate.max_concurrent)) as pool:
-            return tuple(
-                pool.map(lambda c: self._apply_cluster(wave, fleet.clusters[c], fleet.revision), todo)
-            )
-
-    def _drifted(self, desired: ClusterManifests) -> bool:
-        """Whether a cluster that already runs a revision no longer matches it (an object deleted or
-        changed out of band): then the sync applies the revision again, which repairs it. A cluster
-        that cannot be read now, or whose repair is blocked (a conflict under the report policy), is
-        left as it is recorded: this check must not fail a good revision."""
-        state = self.states[desired.cluster]
-        api = self.clients[desired.cluster]
-        try:
-            plan = plan_live_cluster(
-                api, desired, self.options.diff, state.applied_inventory(), self.options.apply.rules
-            )
-        except KubeError:
-            return False
-        return not plan.error and not plan.blocked and plan.has_changes
+            applied = pool.map(lambda c: self._apply_cluster(wave, fleet.clusters[c], fleet.revision), todo)
+            return (*repairs, *applied)
 
     def _apply_cluster(self, wave: Wave, desired: ClusterManifests, revision: str) -> ChangeSet:
         try:
@@ -124,26 +111,82 @@ class WaveApply(RolloutStates):
         self.listener(PassEvent(step, wave.name, name, revision, error=result.error, objects=result.writes))
         return result
 
+    # -- whether a cluster may be changed now --------------------------------------------------------
+
+    def closed_windows(
+        self, clusters: tuple[str, ...], fleet: DesiredFleet, wave: str = "", *, pending_only: bool = True
+    ) -> list[str]:
+        """The clusters of ``clusters`` that are outside their maintenance window now (with why and
+        when they open), of those still to get ``fleet`` (all with ``pending_only=False``, for drift
+        repair); each judgement is told to the listener.
+        Every replica judges every cluster the same way, from its labels, the clock and the override
+        recorded in its state, so a wave waits as a whole whichever replica applies it."""
+        windows = self.options.rollout.windows
+        if not windows:
+            return []
+        closed = []
+        now = self.clock()
+        for name in sorted(clusters):
+            state = self.states.get(name)
+            if state is None or (pending_only and is_done(state, fleet.revision)):
+                continue
+            override = WindowOverride(state.window_override, state.window_override_until)
+            verdict = judge_cluster(name, fleet.clusters[name].labels, windows, now, override)
+            step = Step.WINDOW_OPEN if verdict.open else Step.WINDOW_CLOSED
+            step = Step.WINDOW_OVERRIDDEN if verdict.overridden else step
+            waiting = None if verdict.open else Waiting.WINDOW
+            self.listener(PassEvent(step, wave, name, fleet.revision, reason=verdict.reason, waiting=waiting))
+            if not verdict.open:
+                closed.append(f"{name}: {verdict.reason}")
+            if self.owns(name) and state.window != ("" if verdict.open else verdict.reason):
+                self._save(name, replace(state, window="" if verdict.open else verdict.reason))
+        return closed
+
     # -- drift repair -----------------------------------------------------------------------------
 
-    def _repair(self, desired: ClusterManifests, state: ClusterSyncState) -> ChangeSet | None:
-        """Plan ``desired`` against the cluster and apply what drifted, as a repair of the revision it
-        runs (its phase and inventory stay); None when nothing drifted. Told to the listener."""
-        api = self.clients[state.cluster]
+    def repair_drift(self, fleet: DesiredFleet, name: str, wave: str = "") -> ChangeSet | None:
+        """The one path of drift repair, whoever asks (the watch over a passed wave, a wave whose
+        done clusters are looked at again, the drift job): ``name``, already on the revision it
+        records, is planned against its live state and what drifted (a field another manager
+        changed, an object deleted) is applied again, as a repair of that revision (its phase and
+        inventory stay). Nothing is written unless the cluster may be changed now: this replica may
+        write to it (it owns it; every write passes the fence) and it is inside its maintenance
+        window (a repair is a change like a rollout; found drift then waits, said as
+        ``drift-repair-waiting``). None when nothing drifted or it waits."""
+        state = self.states.get(name)
+        if state is None or name in self.unreachable or not self.owns(name):
+            return None
+        desired = fleet.clusters[name]
+        api = self.clients[name]
         try:
             plan = plan_live_cluster(
                 api, desired, self.options.diff, state.applied_inventory(), self.options.apply.rules
             )
         except KubeError as err:
-            result = ChangeSet(state.cluster, state.revision, error=f"drift check failed: {err}")
+            result = ChangeSet(name, state.revision, error=f"drift check failed: {err}")
         else:
             if not plan.error and not plan.has_changes:
                 return None
+            closed = self.closed_windows((name,), fleet, wave, pending_only=False)
+            if closed:
+                self.listener(
+                    PassEvent(
+                        Step.DRIFT_REPAIR_WAITING,
+                        wave,
+                        name,
+                        state.revision,
+                        reason="drift found; repaired once the cluster is inside its maintenance window: "
+                        + "; ".join(closed),
+                        waiting=Waiting.WINDOW,
+                    )
+                )
+                return None
             if plan.error:
-                result = ChangeSet(state.cluster, state.revision, error=plan.error)
-            else:
-                applier = ClusterApplier(api, self.options.apply, self.stop)
-                result = applier.apply(desired, plan, state.revision)
+                result = ChangeSet(name, state.revision, error=plan.error)
+            else:  # a blocked plan (a conflict under the report policy) comes back as a failed repair
+                result = ClusterApplier(api, self.options.apply, self.stop).apply(
+                    desired, plan, state.revision
+                )
         if result.error:
             step = Step.DRIFT_REPAIR_FAILED
         elif result.writes:
@@ -153,8 +196,9 @@ class WaveApply(RolloutStates):
         self.listener(
             PassEvent(
                 step,
-                cluster=state.cluster,
-                revision=state.revision,
+                wave,
+                name,
+                state.revision,
                 reason=f"{result.writes} object(s) re-applied" if result.writes else "",
                 error=result.error,
                 objects=result.writes,

@@ -53,9 +53,8 @@ class WaveGate(WaveApply):
         for name in wave.clusters:
             if name in self.unreachable or not self.owns(name):
                 continue
-            if self._drifted(fleet.clusters[name]):
-                repaired = self._repair(fleet.clusters[name], self.states[name])
-                repairs.extend([repaired] if repaired is not None else [])
+            repaired = self.repair_drift(fleet, name, wave.name)
+            repairs.extend([repaired] if repaired is not None else [])
             state = self.states[name]
             verdict, detail = self._health(name, fleet)
             if verdict is not Health.HEALTHY:

@@ -16,7 +16,7 @@ from syncer.domain.sync_state import ClusterSyncState
 from syncer.engine.rollout_model import RolloutOptions
 from syncer.errors import FencedOut, KubeError
 from syncer.kube import KubeApi
-from syncer.leader.fence import UNFENCED, Fence
+from syncer.leader.fence import UNFENCED, FenceOf
 from syncer.status.state_store import LoadedState, StateStore
 
 
@@ -32,7 +32,7 @@ class RolloutStates:
         clock: Callable[[], float] = time.time,
         listener: Listener | None = None,
         owns: Callable[[str], bool] | None = None,
-        fence: Fence = UNFENCED,
+        fences: FenceOf = lambda _: UNFENCED,
     ) -> None:
         self.clients = clients
         # Sharded replicas: ``owns(cluster)`` says whether this replica may write to a cluster now.
@@ -43,7 +43,9 @@ class RolloutStates:
         self.stop = stop or threading.Event()
         self.clock = clock
         self.listener = listener or (lambda _: None)
-        self.stores = {name: StateStore(api, options.state_namespace, fence) for name, api in clients.items()}
+        self.stores = {
+            name: StateStore(api, options.state_namespace, fences(name)) for name, api in clients.items()
+        }
         # One lock per cluster: a cluster whose apiserver hangs must not hold up the others' state writes.
         self._locks = {name: threading.Lock() for name in clients}
         self.states: dict[str, ClusterSyncState] = {}
@@ -82,6 +84,7 @@ class RolloutStates:
                 self.listener(PassEvent(Step.CLUSTER_UNREACHABLE, cluster=name, error=problem, cause=err))
                 continue
             self.states[name] = loaded.state
+            self.stores[name].seen(loaded)
             self.unreachable.pop(name, None)
             self.unsaved.pop(name, None)
             if loaded.problem:

@@ -6,6 +6,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 from urllib.parse import quote
 
@@ -50,7 +51,7 @@ class ClusterClient:
         self._limits = Limits(options.qps, options.burst, options.max_in_flight)
         self._discovered: dict[tuple[str, str], resources.ResourceType] = {}
         self._lock = threading.Lock()
-        self._write_check: Callable[[], None] | None = None
+        self._write_guard: Callable[[], AbstractContextManager[None]] = nullcontext
 
     @classmethod
     def from_kubeconfig(
@@ -78,11 +79,11 @@ class ClusterClient:
     def cluster(self) -> str:
         return self._cluster
 
-    def check_writes(self, check: Callable[[], None]) -> None:
-        """Call ``check`` right before each write goes out, after the client's own limits let it: a
-        fence (``syncer.leader.fence``) checked only before a write waits for a free slot could pass
-        seconds before the request is sent. ``check`` raises (``FencedOut``) to stop the write."""
-        self._write_check = check
+    def guard_writes(self, guard: Callable[[], AbstractContextManager[None]]) -> None:
+        """Enter ``guard()`` around each write right before it goes out, after the client's own limits
+        let it: a fence (``syncer.leader.fence``) checked only before a write waits for a free slot
+        could pass seconds before the request is sent. ``guard`` raises (``FencedOut``) to stop it."""
+        self._write_guard = guard
 
     def close(self) -> None:
         self._api.close()  # type: ignore[no-untyped-call]
@@ -127,9 +128,7 @@ class ClusterClient:
             auth_settings=["BearerToken"],
         )
         try:
-            with self._limits.slot():
-                if method != "GET" and self._write_check is not None:
-                    self._write_check()
+            with self._limits.slot(), self._write_guard() if method != "GET" else nullcontext():
                 response = self._api.call_api(*request, _request_timeout=timeout or self.options.timeout)
         except (urllib3.exceptions.HTTPError, OSError) as err:
             raise ServerError(

@@ -99,6 +99,11 @@ class LeaderElector:
         it (so never 0, and higher for every later holder)."""
         return self._token
 
+    @property
+    def lease_name(self) -> str:
+        """``namespace/name`` of the Lease this elector holds or waits for."""
+        return f"{self.lease.namespace}/{self.lease.name}"
+
     def held_for(self) -> float:
         """Seconds the Lease is surely still ours, by this process's monotonic clock counted from the
         start of its last successful acquire or renewal (no other candidate takes it over sooner);

@@ -1,24 +1,33 @@
-"""Fencing: proof, before each write to a cluster, that this replica still leads.
+"""Fencing: proof, before each write to a cluster, that this writer still holds the cluster's Lease.
 
-A ``Fence`` answers two things: ``check()`` raises ``FencedOut`` unless the Lease is held for at
-least ``margin`` more seconds as this process's own monotonic clock measures from the start of its
-last successful renewal (a process frozen with SIGSTOP past its lease finds it expired the moment
-it runs again), and ``token`` is one more than the Lease's transition count when this replica
-acquired it, which grows with every new holder: a cluster's state records the token of the leader
-that wrote it, and a write carrying an older token is refused (see ``syncer.status.state_store``).
+A ``Fence`` answers three things: ``writing()`` is entered around one write and raises ``FencedOut``
+unless the Lease is held for at least ``margin`` more seconds as this process's own monotonic clock
+measures from the start of its last successful renewal (a process frozen with SIGSTOP past its lease
+finds it expired the moment it runs again); ``token`` is one more than the Lease's transition count
+when this writer acquired it, which grows with every new holder; ``lease`` names the Lease the token
+counts. A cluster's state records the token and Lease of the writer that wrote it, and a write
+carrying an older token of the same Lease, or none at all, is refused (``syncer.status.state_store``).
 
-``FencedKube`` puts the check in front of every write through the ``KubeApi`` seam (apply, create,
-replace, delete); reads pass through. A replica without leader election uses ``UNFENCED``.
+``FencedKube`` is the one decorator that applies a fence: each write through the ``KubeApi`` seam
+(apply, create, replace, delete) passes the fence exactly once, right before the request leaves when
+the client can say when that is (``ClusterClient.guard_writes``: after waiting for its own limits),
+else before the call; reads pass through. ``FleetFences`` says which fence guards each cluster: none
+until the agent knows how it runs, then the leader Lease's for every cluster or, for a sharded
+replica, each cluster's owner Lease's (``syncer.leader.shards``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, Protocol
 
 from syncer.errors import FencedOut
 from syncer.kube import KubeApi
 from syncer.kube.api import ApplyOptions, KubeObject, ListResult, WatchEvent
+
+Guard = Callable[[], AbstractContextManager[None]]
+"""Entered around one write: raises ``FencedOut`` when the write must not go out."""
 
 
 class Fence(Protocol):
@@ -29,47 +38,91 @@ class Fence(Protocol):
         """The fencing token (0: not fenced)."""
         ...
 
+    @property
+    def lease(self) -> str:
+        """The Lease whose holders the token counts, as ``namespace/name`` ("" when not fenced)."""
+        ...
+
     def check(self) -> None:
         """Return when a write may go out now; raise ``FencedOut`` when it must not."""
         ...
 
+    def writing(self) -> AbstractContextManager[None]:
+        """Around one write: ``check`` first, and the Lease is not handed on while inside."""
+        ...
+
 
 class Unfenced:
-    """The fence of a replica that does not elect a leader: every write may go, token 0."""
+    """The fence of a writer that holds no Lease: every write may go, token 0. A cluster whose state
+    records a token refuses this writer's state writes (``syncer.status.state_store``)."""
 
     token = 0
+    lease = ""
 
     def check(self) -> None:
         return None
 
+    def writing(self) -> AbstractContextManager[None]:
+        return nullcontext()
+
 
 UNFENCED: Fence = Unfenced()
 
+FenceOf = Callable[[str], Fence]
+"""The fence that guards the writes to one cluster, by name."""
 
-class LeaderFence:
-    """A fence that can be pointed at another one later: ``UNFENCED`` until ``use`` gives it the
-    Lease's fence (the agent builds its connections before it knows whether it will elect)."""
+
+class FleetFences:
+    """Which fence guards each cluster's writes: ``UNFENCED`` until ``use`` says (the agent builds its
+    pass before it knows whether it leads, is one replica of a sharded group, or neither). A fence
+    given by ``of`` follows a later ``use``."""
 
     def __init__(self) -> None:
-        self._current: Fence = UNFENCED
+        self._of: FenceOf = lambda _: UNFENCED
 
-    def use(self, fence: Fence) -> None:
-        self._current = fence
+    def use(self, of: FenceOf) -> None:
+        self._of = of
+
+    def of(self, cluster: str) -> Fence:
+        return _FollowedFence(self, cluster)
+
+    def current(self, cluster: str) -> Fence:
+        return self._of(cluster)
+
+
+class _FollowedFence:
+    """One cluster's fence as ``FleetFences`` gives it at the time of each question."""
+
+    def __init__(self, fences: FleetFences, cluster: str) -> None:
+        self._fences = fences
+        self._cluster = cluster
 
     @property
     def token(self) -> int:
-        return self._current.token
+        return self._fences.current(self._cluster).token
+
+    @property
+    def lease(self) -> str:
+        return self._fences.current(self._cluster).lease
 
     def check(self) -> None:
-        self._current.check()
+        self._fences.current(self._cluster).check()
+
+    def writing(self) -> AbstractContextManager[None]:
+        return self._fences.current(self._cluster).writing()
 
 
 class FencedKube:
-    """A ``KubeApi`` whose writes each pass ``fence.check()`` first."""
+    """A ``KubeApi`` whose writes each pass ``fence`` once (see the module docstring)."""
 
     def __init__(self, inner: KubeApi, fence: Fence) -> None:
         self.inner = inner
         self.fence = fence
+        late: Callable[[Guard], None] | None = getattr(inner, "guard_writes", None)
+        self._guard: Guard = fence.writing
+        if late is not None:
+            late(fence.writing)  # the client enters it right before each write leaves
+            self._guard = nullcontext
 
     @property
     def cluster(self) -> str:
@@ -84,26 +137,26 @@ class FencedKube:
         return self.inner.get(api_version, kind, name, namespace)
 
     def apply(self, body: Mapping[str, Any], options: ApplyOptions = ApplyOptions()) -> KubeObject:
-        self.fence.check()
-        return self.inner.apply(body, options)
+        with self._guard():
+            return self.inner.apply(body, options)
 
     def apply_status(self, body: Mapping[str, Any], options: ApplyOptions = ApplyOptions()) -> KubeObject:
-        self.fence.check()
-        return self.inner.apply_status(body, options)
+        with self._guard():
+            return self.inner.apply_status(body, options)
 
     def create(self, body: Mapping[str, Any]) -> KubeObject:
-        self.fence.check()
-        return self.inner.create(body)
+        with self._guard():
+            return self.inner.create(body)
 
     def replace(self, body: Mapping[str, Any]) -> KubeObject:
-        self.fence.check()
-        return self.inner.replace(body)
+        with self._guard():
+            return self.inner.replace(body)
 
     def delete(
         self, api_version: str, kind: str, name: str, namespace: str = "", propagation: str = "Background"
     ) -> None:
-        self.fence.check()
-        self.inner.delete(api_version, kind, name, namespace, propagation)
+        with self._guard():
+            self.inner.delete(api_version, kind, name, namespace, propagation)
 
     def watch(
         self,
@@ -129,7 +182,7 @@ class FencedKube:
 
 
 class LeaseFence:
-    """The fence of a replica holding a Lease through ``elector``; see the module docstring."""
+    """The fence of a writer holding a Lease through ``elector``; see the module docstring."""
 
     def __init__(self, elector: HoldsLease, margin: float) -> None:
         self._elector = elector
@@ -139,6 +192,10 @@ class LeaseFence:
     def token(self) -> int:
         return self._elector.token
 
+    @property
+    def lease(self) -> str:
+        return self._elector.lease_name
+
     def check(self) -> None:
         left = self._elector.held_for()
         if left < self.margin:
@@ -147,11 +204,20 @@ class LeaseFence:
                 f"{self.margin:g}s ({'lost' if left <= 0 else f'{left:.1f}s left'})"
             )
 
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        self.check()
+        yield
+
 
 class HoldsLease(Protocol):
-    """What a LeaseFence asks the elector: the token and how long the Lease is surely still held."""
+    """What a LeaseFence asks the elector: the token, the Lease's name and how long the Lease is
+    surely still held."""
 
     @property
     def token(self) -> int: ...
+
+    @property
+    def lease_name(self) -> str: ...
 
     def held_for(self) -> float: ...

@@ -9,8 +9,9 @@
   in the cluster itself (the agent's namespace there). It takes the Lease when the assignment gives
   it the cluster and the Lease is free or expired, renews it every round, and releases it when the
   assignment moves the cluster elsewhere, after the writes in flight to it have ended.
-* **Fence.** ``Shards.writing(cluster)`` is entered around every write (``ShardKube`` does it for
-  every write through the ``KubeApi`` seam); it refuses (``FencedOut``) unless this replica renewed
+* **Fence.** ``Shards.writing(cluster)`` is entered around every write (``Shards.fence(cluster)``
+  is the cluster's ``Fence``; ``syncer.leader.fence.FencedKube`` enters it for every write through
+  the ``KubeApi`` seam); it refuses (``FencedOut``) unless this replica renewed
   the cluster's owner Lease and its own membership less than ``renew_deadline`` ago, and a release
   waits for the writes inside it. ``Shards.fence(cluster)`` is the same check as a
   ``syncer.leader.fence.Fence`` whose token (the owner Lease's transitions when taken, plus one)
@@ -29,15 +30,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
 from syncer.errors import Conflict, FencedOut, KubeError, NotFound
-from syncer.kube import ApplyOptions, KubeApi, KubeObject
+from syncer.kube import KubeApi
 from syncer.leader.assignment import DEFAULT_SLACK, assign
 from syncer.leader.election import LEASE_API, LeaseRecord, Verdict, _micro_time, judge
-from syncer.leader.fence import FencedKube
 
 log = logging.getLogger(__name__)
 
@@ -316,40 +316,17 @@ class ClusterFence:
         record = holder.record if holder is not None else None
         return record.transitions + 1 if record is not None else 0
 
+    @property
+    def lease(self) -> str:
+        """The owner Lease, kept in the cluster itself."""
+        return f"{self._shards.options.owner_namespace}/{OWNER_LEASE}"
+
+    def writing(self) -> AbstractContextManager[None]:
+        return self._shards.writing(self.cluster)
+
     def check(self) -> None:
         if not self._shards.holds(self.cluster):
             raise FencedOut(
                 f"not writing to {self.cluster}: {self._shards.options.identity} does not hold its "
                 "owner lease (another replica owns it, or this one could not renew in time)"
             )
-
-
-class ShardKube(FencedKube):
-    """A cluster's ``KubeApi`` whose writes each run inside ``Shards.writing``: refused before they are
-    sent when this replica does not own the cluster, and waited for before the cluster is released."""
-
-    def __init__(self, inner: KubeApi, shards: Shards) -> None:
-        super().__init__(inner, shards.fence(inner.cluster))
-        self._shards = shards
-
-    def apply(self, body: Mapping[str, Any], options: ApplyOptions = ApplyOptions()) -> KubeObject:
-        with self._shards.writing(self.cluster):
-            return self.inner.apply(body, options)
-
-    def apply_status(self, body: Mapping[str, Any], options: ApplyOptions = ApplyOptions()) -> KubeObject:
-        with self._shards.writing(self.cluster):
-            return self.inner.apply_status(body, options)
-
-    def create(self, body: Mapping[str, Any]) -> KubeObject:
-        with self._shards.writing(self.cluster):
-            return self.inner.create(body)
-
-    def replace(self, body: Mapping[str, Any]) -> KubeObject:
-        with self._shards.writing(self.cluster):
-            return self.inner.replace(body)
-
-    def delete(
-        self, api_version: str, kind: str, name: str, namespace: str = "", propagation: str = "Background"
-    ) -> None:
-        with self._shards.writing(self.cluster):
-            self.inner.delete(api_version, kind, name, namespace, propagation)

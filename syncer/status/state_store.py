@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from syncer.config.settings import AGENT_NAMESPACE
@@ -27,6 +27,7 @@ OVERRIDE_FIELD_MANAGER = "syncer-window-override"
 FORMAT_VERSION = 1
 STATE_FIELD_MANAGER = "syncer-state"
 FENCING_TOKEN = "syncer.dev/fencing-token"
+FENCING_LEASE = "syncer.dev/fencing-lease"
 
 
 class StateFormatError(ValueError):
@@ -136,16 +137,24 @@ def inventory_of(objects: Iterable[Mapping[str, Any]]) -> tuple[InventoryEntry, 
 
 @dataclass(frozen=True)
 class LoadedState:
-    """A cluster's state and, when it had to be rebuilt, why."""
+    """A cluster's state and, when it had to be rebuilt, why; ``configmap`` is the ConfigMap as it
+    was read (empty when there was none; None when not known), which a later write is tied to
+    (``StateStore.seen``)."""
 
     state: ClusterSyncState
     problem: str = ""
+    configmap: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
 
 def stored_token(configmap: Mapping[str, Any]) -> int:
-    """The fencing token of the leader that last wrote a state ConfigMap (0: none recorded)."""
-    raw = ((configmap.get("metadata") or {}).get("annotations") or {}).get(FENCING_TOKEN, "0")
-    return int(raw) if str(raw).isdigit() else 0
+    """The fencing token of the writer that last wrote a state ConfigMap (0: none recorded)."""
+    raw = str(((configmap.get("metadata") or {}).get("annotations") or {}).get(FENCING_TOKEN, "0"))
+    return int(raw) if raw.isdigit() and len(raw) <= 18 else 0
+
+
+def stored_lease(configmap: Mapping[str, Any]) -> str:
+    """The Lease whose token a state ConfigMap records ("" when none, or written before it was named)."""
+    return str(((configmap.get("metadata") or {}).get("annotations") or {}).get(FENCING_LEASE, ""))
 
 
 class StateStore:
@@ -162,6 +171,9 @@ class StateStore:
         self.namespace = namespace
         self.fence = fence
         self._namespace_ready = False
+        # The ConfigMap as last read or written here (None: not seen yet): a write is tied to it by
+        # its resourceVersion, so a write by anyone in between makes ours fail and be judged again.
+        self._seen: Mapping[str, Any] | None = None
 
     def load(self, managed_kinds: Iterable[tuple[str, str]] = ()) -> LoadedState:
         """The stored state; a missing one is a fresh state, a corrupt one is rebuilt from the objects
@@ -170,7 +182,19 @@ class StateStore:
         try:
             configmap = self.kube.get("v1", "ConfigMap", STATE_CONFIGMAP, self.namespace)
         except NotFound:
-            return LoadedState(ClusterSyncState(cluster, stored=False))
+            self._seen = {}
+            return LoadedState(ClusterSyncState(cluster, stored=False), configmap={})
+        self._seen = configmap
+        loaded = self._decoded(configmap, managed_kinds)
+        return replace(loaded, configmap=configmap)
+
+    def seen(self, loaded: LoadedState) -> None:
+        """Tie the next write to the ConfigMap ``loaded`` was read from (read by another store of the
+        same cluster earlier in the pass); one not known is read again before the write."""
+        self._seen = loaded.configmap
+
+    def _decoded(self, configmap: Mapping[str, Any], managed_kinds: Iterable[tuple[str, str]]) -> LoadedState:
+        cluster = self.kube.cluster
         text = (configmap.get("data") or {}).get(STATE_KEY, "")
         reason, until = _override(configmap)
         try:
@@ -212,32 +236,51 @@ class StateStore:
             },
             "data": {STATE_KEY: encode(stamped)},
         }
-        token = self.fence.token
-        if not token:
-            self.kube.apply(body, ApplyOptions(field_manager=STATE_FIELD_MANAGER, force=True))
-            return stamped
-        body["metadata"]["annotations"] = {FENCING_TOKEN: str(token)}
+        token, lease = self.fence.token, self.fence.lease
+        if token:
+            body["metadata"]["annotations"] = {FENCING_TOKEN: str(token), FENCING_LEASE: lease}
         for attempt in range(2):
-            try:
-                current = self.kube.get("v1", "ConfigMap", STATE_CONFIGMAP, self.namespace)
-            except NotFound:
-                current = {}
-            recorded = stored_token(current)
-            if recorded > token:
-                raise FencedOut(
-                    f"not writing the sync state of {self.kube.cluster}: a newer leader wrote it "
-                    f"(fencing token {recorded} > ours, {token})"
-                )
+            current = self._seen if self._seen is not None and not attempt else self._read()
+            self._refuse_stale(stored_token(current), stored_lease(current), token, lease)
             version = (current.get("metadata") or {}).get("resourceVersion")
+            body["metadata"].pop("resourceVersion", None)
             if version:
                 body["metadata"]["resourceVersion"] = version
             try:
-                self.kube.apply(body, ApplyOptions(field_manager=STATE_FIELD_MANAGER, force=True))
+                options = ApplyOptions(field_manager=STATE_FIELD_MANAGER, force=True)
+                self._seen = self.kube.apply(body, options)
                 return stamped
             except Conflict:
                 if attempt:
                     raise
         return stamped
+
+    def _read(self) -> Mapping[str, Any]:
+        try:
+            self._seen = self.kube.get("v1", "ConfigMap", STATE_CONFIGMAP, self.namespace)
+        except NotFound:
+            self._seen = {}
+        return self._seen
+
+    def _refuse_stale(self, recorded: int, recorded_lease: str, token: int, lease: str) -> None:
+        """FencedOut when a write with ``token`` of ``lease`` must not replace what the state records:
+        a writer holding no Lease may never replace (nor drop) a recorded token, and a holder of the
+        same Lease with an older token was deposed. A token of another Lease (the fleet moved from one
+        leader to sharded replicas, or back) is not comparable: the newer writer takes over."""
+        if not recorded:
+            return
+        cluster = self.kube.cluster
+        if not token:
+            raise FencedOut(
+                f"not writing the sync state of {cluster}: it is written under the Lease "
+                f"{recorded_lease or 'of a leader'} (fencing token {recorded}), and this writer holds no "
+                "Lease; run it with leader election (the default) so that it takes the Lease first"
+            )
+        if recorded > token and recorded_lease in {"", lease}:
+            raise FencedOut(
+                f"not writing the sync state of {cluster}: a newer holder of the Lease "
+                f"{lease} wrote it (fencing token {recorded} > ours, {token})"
+            )
 
     def record_window_override(self, reason: str, until: float) -> None:
         """Let the cluster change outside its maintenance windows until ``until`` (epoch seconds),

@@ -57,9 +57,10 @@ class FleetHandle:
 
 @pytest.fixture(scope="session")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetHandle]:
-    """A session-wide fleet of three clusters: canary, eu-1, us-1."""
+    """A session-wide fleet of three clusters: canary, eu-1, us-1, whose apiservers audit every write
+    (``devfleet.audit``: who wrote what, as the cluster saw it)."""
     root = tmp_path_factory.mktemp("fleet") / "state"
-    state = devfleet.up(root, devfleet.UpOptions(), say=lambda msg: print(msg, flush=True))
+    state = devfleet.up(root, devfleet.UpOptions(audit=True), say=lambda msg: print(msg, flush=True))
     handle = FleetHandle(state)
     try:
         yield handle

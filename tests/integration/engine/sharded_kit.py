@@ -22,7 +22,8 @@ from syncer.engine.rollout import FleetRollout
 from syncer.engine.rollout_model import RolloutOptions, RolloutReport
 from syncer.kube import ClientOptions, ClusterClient
 from syncer.leader.assignment import owned_by
-from syncer.leader.shards import ShardKube, ShardOptions, Shards
+from syncer.leader.fence import FencedKube
+from syncer.leader.shards import ShardOptions, Shards
 from syncer.manifests import load_fleet
 
 NAMESPACE = "syncer-system"
@@ -107,9 +108,11 @@ class Replica:
         self.stop = threading.Event()
         self._renewing = threading.Thread(target=self._renew, daemon=True)
         self._renewing.start()
-        clients = {n: ShardKube(api, self.shards) for n, api in self.raw.items()}
+        clients = {n: FencedKube(api, self.shards.fence(n)) for n, api in self.raw.items()}
         rollout_options = RolloutOptions(rollout=policy(canary_bake), health_poll=0.5)
-        self.rollout = FleetRollout(clients, rollout_options, stop=self.stop, owns=self.shards.holds)
+        self.rollout = FleetRollout(
+            clients, rollout_options, stop=self.stop, owns=self.shards.holds, fences=self.shards.fence
+        )
         self.report: RolloutReport | None = None
 
     def _renew(self) -> None:

@@ -8,6 +8,7 @@ clusters; writes refused by the fence are looked for in the apiservers' audit lo
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -18,7 +19,8 @@ from devfleet import audit
 from devfleet import fleet as devfleet
 from syncer.errors import FencedOut
 from syncer.kube import ClientOptions, ClusterClient
-from syncer.leader.shards import OWNER_LEASE, ShardKube, ShardOptions, Shards
+from syncer.leader.fence import FencedKube
+from syncer.leader.shards import OWNER_LEASE, ShardOptions, Shards
 
 pytestmark = pytest.mark.integration
 
@@ -64,8 +66,8 @@ class Replica:
         )
         self.shards = Shards(self.clients[HOME], self.clients, shard_options)
 
-    def fenced(self, cluster: str) -> ShardKube:
-        return ShardKube(self.clients[cluster], self.shards)
+    def fenced(self, cluster: str) -> FencedKube:
+        return FencedKube(self.clients[cluster], self.shards.fence(cluster))
 
     def close(self) -> None:
         for client in self.clients.values():
@@ -214,11 +216,13 @@ def test_a_client_checks_the_fence_again_right_before_a_write_leaves_and_never_f
     )
     closed = {"now": False}
 
-    def check() -> None:
+    @contextlib.contextmanager
+    def guarded() -> Iterator[None]:
         if closed["now"]:
             raise FencedOut("the fence closed while the write waited")
+        yield
 
-    client.check_writes(check)
+    client.guard_writes(guarded)
     name = f"late-{uuid.uuid4().hex[:6]}"
     body = {
         "apiVersion": "v1",

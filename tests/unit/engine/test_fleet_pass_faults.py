@@ -5,6 +5,9 @@ takes over at a wave boundary; a pass that loses the Lease writes nothing more."
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from syncer.domain.progress import PassEvent, Step
 from syncer.domain.sync_state import ClusterSyncState, SyncPhase
 from syncer.engine.fleet_pass import FleetPass
@@ -187,9 +190,15 @@ class TripFence:
     """A fence that lets ``writes`` writes out and then refuses every other (the Lease was lost)."""
 
     token = 0
+    lease = ""
 
     def __init__(self, writes: int) -> None:
         self.left = writes
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        self.check()
+        yield
 
     def check(self) -> None:
         self.left -= 1
@@ -204,7 +213,7 @@ def test_a_pass_that_loses_the_lease_mid_rollout_ends_without_writing_more(rig: 
         rig.clusters.__getitem__,
         options(),
         rig.events.append,
-        fence=fence,
+        fences=lambda _: fence,
     )
     rig.revisions.push(fleet("rev-1"))
     result = rig.run()

@@ -114,3 +114,24 @@ def test_a_window_that_is_not_active_lets_every_wave_through() -> None:
     assert result.synced, result.report
     assert rig.steps(Step.WINDOW_CLOSED) == []
     assert {e.cluster for e in rig.events if e.step is Step.WINDOW_OPEN} == {"canary", "eu-1", "us-1"}
+
+
+def test_every_drift_repair_path_of_a_pass_waits_for_the_window() -> None:
+    """The pass's own watch of passed waves and its look at a wave's done clusters go through the
+    same repair path as the drift job: outside the window, found drift waits and is said to wait."""
+    rig = WindowRig(NEW_YEAR)
+    rig.revisions.push(fleet("rev-1"))
+    assert rig.run().synced
+    for cluster in rig.clusters.values():
+        cluster.delete("v1", "Namespace", "app")
+    rig.window = ALWAYS
+    rig.fleet_pass = rig.new_pass()
+    rig.events.clear()
+    result = rig.run()
+    assert result.report is not None
+    repaired = {e.cluster for e in rig.events if e.step is Step.DRIFT_REPAIRED}
+    assert repaired == {"canary"}, "only the cluster outside every window is repaired"
+    waiting = sorted(e.cluster for e in rig.events if e.step is Step.DRIFT_REPAIR_WAITING)
+    assert waiting == ["eu-1", "us-1"]
+    assert all(e.waiting is Waiting.WINDOW for e in rig.events if e.step is Step.DRIFT_REPAIR_WAITING)
+    assert rig.applies() == {"canary": 2, "eu-1": 1, "us-1": 1}, "eu-1 and us-1 were written in a window"

@@ -1,0 +1,116 @@
+"""``syncer sync --once``: one pass of the agent as one more writer of the fleet, never a second one.
+
+A cluster has one writer at a time, provably: the pass takes the fleet's leader Lease (the one a
+``syncer run`` replica holds while it leads), so that every write carries that Lease's fencing token
+and the clusters' states refuse a deposed or Lease-less writer. While a running agent holds the Lease
+the pass waits for it, up to ``LeaseSettings.acquire_wait``, and then gives up with the holder's
+name: the running agent does the passes. A fleet run by sharded replicas is left to them: a cluster
+whose owner Lease a replica holds is never written by this command. Without leader election
+(``leader_elect`` off) the pass holds nothing, and a cluster whose state records a token refuses it.
+
+Must not: decide anything about the rollout, or act on any cluster before the Lease is held.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+import uuid
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from syncer.agent.loop import ensure_lease_namespace
+from syncer.agent.service import Agent, PassResult
+from syncer.agent.sharding import user_agent
+from syncer.config.settings import AgentSettings
+from syncer.errors import FencedOut, KubeError, SyncerError
+from syncer.kube import ClusterClient, KubeApi
+from syncer.leader.election import LEASE_API, LeaderElector, LeaseRecord
+from syncer.leader.shards import OWNER_LEASE
+
+log = logging.getLogger("syncer.agent")
+
+
+def one_pass(agent: Agent, settings: AgentSettings) -> PassResult:
+    """One pass of ``agent`` holding the fleet's leader Lease (see the module docstring). FencedOut
+    when the Lease stays held by another agent, or a sharded replica owns a cluster."""
+    identity = f"sync-once-{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+    # The apiservers' audit logs name this pass's requests apart from a running agent's.
+    agent.connections.options = replace(agent.connections.options, user_agent=user_agent(identity))
+    if not settings.leader_elect:
+        return agent.sync_once()
+    home = settings.home
+    client = ClusterClient.from_kubeconfig(home.kubeconfig or settings.kubeconfig, home.context)
+    try:
+        _refuse_sharded(agent, settings)
+        elector = LeaderElector(client, settings.lease, identity)
+        ensure_lease_namespace(client, settings.lease.namespace)
+        _acquire(elector, client, settings, agent.stop)
+        fence = elector.fence(settings.lease.duration - settings.lease.renew_deadline)
+        agent.fences.use(lambda _: fence)
+        results: list[PassResult] = []
+
+        def lead(stop_leading: threading.Event) -> None:
+            agent.stop = stop_leading
+            results.append(agent.sync_once())
+
+        elector.run(agent.stop, lead)
+        if not results:
+            raise FencedOut("stopped before the pass began")
+        return results[0]
+    finally:
+        client.close()
+
+
+def _acquire(elector: LeaderElector, client: KubeApi, settings: AgentSettings, stop: threading.Event) -> None:
+    """Take the Lease, waiting up to ``acquire_wait`` while another agent holds it."""
+    lease = settings.lease
+    deadline = time.monotonic() + lease.acquire_wait
+    said = False
+    while not elector.try_acquire_or_renew():
+        holder = _holder(client, settings)
+        if time.monotonic() >= deadline or stop.is_set():
+            raise FencedOut(
+                f"the Lease {elector.lease_name} is held by {holder or 'another agent'}: a running agent "
+                "leads this fleet and runs its passes (trigger one through its webhook), or wait "
+                "longer for it with --lease-wait"
+            )
+        if not said:
+            log.info("waiting for the Lease %s, held by %s", elector.lease_name, holder)
+            said = True
+        stop.wait(lease.retry_period)
+
+
+def _holder(client: KubeApi, settings: AgentSettings) -> str:
+    try:
+        lease = client.get(LEASE_API, "Lease", settings.lease.name, settings.lease.namespace)
+    except KubeError:
+        return ""
+    return LeaseRecord.from_lease(lease).holder
+
+
+def _refuse_sharded(agent: Agent, settings: AgentSettings) -> None:
+    """FencedOut when a replica of a sharded group holds a cluster's owner Lease: its renewal, by the
+    Lease's own renewTime, is more recent than the Lease's duration (plus one for clock skew)."""
+    for cluster in sorted(agent.config.clusters):
+        try:
+            api = agent.connections(cluster)
+            lease = api.get(LEASE_API, "Lease", OWNER_LEASE, settings.state_namespace)
+        except SyncerError:
+            continue  # no owner Lease, or the cluster cannot be reached (the pass says why)
+        record = LeaseRecord.from_lease(lease)
+        if record.holder and _renewed_within(record, record.duration * 2):
+            raise FencedOut(
+                f"{cluster} is owned by {record.holder}, a replica of a sharded group: its replicas run "
+                "the passes of the clusters they own (trigger one through a replica's webhook)"
+            )
+
+
+def _renewed_within(record: LeaseRecord, seconds: float) -> bool:
+    try:
+        renewed = datetime.fromisoformat(record.renew_time.replace("Z", "+00:00"))
+    except ValueError:
+        return True  # unreadable: taken as held, never as free
+    return (datetime.now(UTC) - renewed).total_seconds() < seconds
