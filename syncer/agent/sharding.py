@@ -27,10 +27,12 @@ from typing import Any
 from syncer import __version__
 from syncer.agent.service import Agent
 from syncer.config.settings import AgentSettings
+from syncer.engine.in_force import POLICY_NOTE, InForce, policy_fingerprint
 from syncer.errors import Conflict, FencedOut, KubeError, NotFound
 from syncer.kube import ApplyOptions, ClusterClient, KubeApi, KubeObject
 from syncer.leader.fence import UNFENCED, FencedKube
 from syncer.leader.shards import ShardOptions, Shards, ShardView
+from syncer.status.revision_record import RevisionRecord
 
 log = logging.getLogger("syncer.agent")
 
@@ -123,6 +125,7 @@ class ShardedReplica:
             lease_duration=lease.duration,
             renew_deadline=lease.renew_deadline,
             retry_period=lease.retry_period,
+            notes={POLICY_NOTE: policy_fingerprint(agent.config.rollout)},
         )
         self.shards = Shards(self.home, self.raw, options)
         self.agent = agent
@@ -137,7 +140,14 @@ class ShardedReplica:
         # Lease. A cluster missing from the config has no owner Lease: its writes are always refused.
         self.agent.fences.use(self.shards.fence)
         fleet_pass.owns = self.shards.holds
+        # The replicas roll out one revision in force, recorded beside their Leases in the home cluster.
+        record = RevisionRecord(self.home, self.settings.lease.namespace, self.identity)
+        fleet_pass.in_force = InForce(record, policy_fingerprint(self.agent.config.rollout), self._policies)
         self.agent.reporter.clients = _Owned(fleet_pass.clients, self.shards.holds)
+
+    def _policies(self) -> dict[str, str]:
+        """The rollout policy fingerprint each live replica publishes, by identity."""
+        return {member: notes.get(POLICY_NOTE, "") for member, notes in self.shards.view.notes.items()}
 
     # -- rounds -----------------------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ class Step(StrEnum):
     DRIFT_REPAIRED = "drift-repaired"
     DRIFT_REPAIR_FAILED = "drift-repair-failed"
     DRIFT_REPAIR_WAITING = "drift-repair-waiting"  # drift found outside the cluster's window
+    IN_FORCE_WAIT = "in-force-wait"  # sharded replicas do not agree yet on the revision in force
     HEALTH_CHECKED = "health-checked"
     CLUSTER_DEGRADED = "cluster-degraded"
     CLUSTER_RECOVERED = "cluster-recovered"
@@ -150,6 +151,7 @@ TREATMENTS: Mapping[Step, Treatment] = MappingProxyType(
         Step.DRIFT_REPAIRED: Treatment("DriftRepaired", mark="✓"),
         Step.DRIFT_REPAIR_FAILED: Treatment(mark="✗"),
         Step.DRIFT_REPAIR_WAITING: Treatment("DriftRepairWaiting", mark="⏸"),
+        Step.IN_FORCE_WAIT: Treatment(warning=True, mark="⏸", names_revision=True),
         Step.HEALTH_CHECKED: Treatment(mark="", quiet=True),
         Step.CLUSTER_DEGRADED: Treatment("ClusterDegraded", warning=True, mark="!"),
         Step.CLUSTER_RECOVERED: Treatment("ClusterRecovered", mark="✓"),

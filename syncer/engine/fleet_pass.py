@@ -25,6 +25,7 @@ from syncer.domain.plans import ClusterPlan
 from syncer.domain.progress import Listener, PassEvent, Step
 from syncer.domain.sync_state import ClusterSyncState
 from syncer.engine.diff import plan_live_cluster
+from syncer.engine.in_force import InForce
 from syncer.engine.revision import (
     Advance,
     PollOutcome,
@@ -63,6 +64,10 @@ class Revisions(Protocol):
     def admits(self, revision: str, recorded: str) -> bool:
         """Whether ``revision`` may go to a cluster that records ``recorded`` (it descends from it,
         or the trust policy allows history rewrites)."""
+        ...
+
+    def descends(self, revision: str, ancestor: str) -> bool:
+        """Whether ``revision`` is a later commit on ``ancestor``'s line of history."""
         ...
 
 
@@ -115,8 +120,10 @@ class FleetPass:
         self.listener = listener or (lambda _: None)
         self.fences = fences
         self.clients: dict[str, KubeApi] = {}
-        # Sharded replicas: whether this replica may write to a cluster now (None: every cluster).
+        # Sharded replicas: whether this replica may write to a cluster now (None: every cluster),
+        # and how the replicas settle the one revision in force (None: this replica alone decides).
         self.owns: Callable[[str], bool] | None = None
+        self.in_force: InForce | None = None
         self.known_clusters: tuple[str, ...] = ()
         self._seen_rejection: Rejection | None = None
         self._stop = threading.Event()
@@ -200,7 +207,8 @@ class FleetPass:
         it: the known clusters and those of the revision in force. The states read here are the ones
         the pass rolls out from: each is read once per pass. A cluster whose record cannot be read
         is left out of this answer and out of the pass (its wave waits); once it answers again, the
-        revision in force goes to it only if it descends from what it records (``_hold_back``)."""
+        revision in force goes to it only if it descends from what it records
+        (``RolloutStates.hold_back``)."""
         current = self.revisions.current.fleet.clusters if self.revisions.current else {}
         found: dict[str, list[str]] = {}
         for name in sorted(set(self.known_clusters) | set(current)):
@@ -236,6 +244,12 @@ class FleetPass:
         current = advance.current
         if current is None:
             return PassResult(advance, new_rejection=new_rejection)
+        if self.in_force is not None:
+            current, why = self.in_force.settle(current, self.revisions.descends, self._take_newer)
+            if why:
+                self.listener(PassEvent(Step.IN_FORCE_WAIT, revision=current.revision, reason=why))
+                waiting = RolloutReport(current.revision, RolloutOutcome.WAITING, message=why)
+                return PassResult(advance, waiting, new_rejection)
         try:
             report, rollout = self._roll(current, stop)
             for _ in range(MAX_SUPERSEDED):
@@ -266,7 +280,8 @@ class FleetPass:
         else:
             rollout.states.update(superseded.states)
             rollout.unsaved.update(superseded.unsaved)
-        self._hold_back(rollout, current.revision)
+        rollout.admits = self.revisions.admits
+        rollout.hold_back(current.revision)
         rollout.save_unsaved()
         rollout.newer = self._newer
         report = rollout.roll_out(current.fleet, lambda revision: self._fleet_of(revision, current))
@@ -277,6 +292,11 @@ class FleetPass:
         is written; the replica that holds the Lease carries on from the clusters' states."""
         self.listener(PassEvent(Step.FENCED_OUT, revision=revision, error=str(err), cause=err))
         return RolloutReport(revision, RolloutOutcome.FENCED_OUT, message=str(err))
+
+    def _take_newer(self) -> PreparedRevision | None:
+        """Poll git again (the fleet's revision in force is newer than this replica's)."""
+        self._newer()
+        return self.revisions.current
 
     def _newer(self) -> bool:
         """Poll git between waves: True when a newer tip passed verification and is now in force."""
@@ -296,21 +316,6 @@ class FleetPass:
             if stored is not None and stored.updated_at <= pending.updated_at:
                 rollout.states[name] = pending
                 rollout.unsaved[name] = "not written yet"
-
-    def _hold_back(self, rollout: FleetRollout, revision: str) -> None:
-        """A cluster whose record was not part of the judgment of ``revision`` (it could not be read
-        then) gets it only if ``revision`` descends from what it records; otherwise it waits, with
-        the reason, as a cluster that cannot be used."""
-        for name, state in list(rollout.states.items()):
-            for recorded in dict.fromkeys((state.revision, state.last_good)):
-                if recorded and not self.revisions.admits(revision, recorded):
-                    del rollout.states[name]
-                    rollout.unreachable[name] = problem = (
-                        f"it records {recorded[:12]}, which {revision[:12]} does not descend from; "
-                        "not applied there (allowHistoryRewrite is off)"
-                    )
-                    self.listener(PassEvent(Step.CLUSTER_UNREACHABLE, cluster=name, error=problem))
-                    break
 
     def _fleet_of(self, revision: str, current: PreparedRevision) -> DesiredFleet | None:
         """The desired fleet of ``revision`` (rebuilt from git unless it is the one in force); None

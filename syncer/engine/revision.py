@@ -205,6 +205,16 @@ class RevisionGate:
                 return False  # asked again next time
         return self._descends[key]
 
+    def descends(self, revision: str, ancestor: str) -> bool:
+        """Whether ``revision`` is a later commit on ``ancestor``'s line of history (whatever the trust
+        policy says of rewrites); False when either is not in this cache."""
+        if revision == ancestor:
+            return False
+        try:
+            return self.source.is_ancestor(ancestor, revision)
+        except SyncerError:
+            return False
+
     def rebuild(self, revision: str) -> DesiredFleet:
         """The desired fleet of an earlier revision (the last good one), verified on its own.
 

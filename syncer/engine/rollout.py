@@ -22,7 +22,7 @@ from syncer.domain.changeset import ChangeSet
 from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import PassEvent, Step, Waiting
 from syncer.engine.rollback import FleetsOf, roll_back_wave
-from syncer.engine.rollout_gate import WaveGate
+from syncer.engine.rollout_gate import Superseded, WaveGate
 from syncer.engine.rollout_model import RolloutOutcome, RolloutReport, WaveReport
 from syncer.rollout import Decision, Wave, is_done, plan_waves, refusing
 from syncer.rollout.rollback import wave_passed
@@ -109,14 +109,19 @@ class FleetRollout(WaveGate):
             touched = touched or any(cs.writes for cs in change_sets)
             if len(reachable) < len(wave.clusters):
                 return self._wait_for(wave, fleet, fleets, (tuple(reports), change_sets))
-            verdict = self._gate(wave, fleet)
+            try:
+                verdict = self._gate(wave, fleet, rolling_out=True)
+            except Superseded:
+                message = "a newer verified revision takes over while the wave waits"
+                return RolloutReport(fleet.revision, RolloutOutcome.SUPERSEDED, tuple(reports), message)
             reports.append(
                 WaveReport(wave.name, wave.clusters, verdict.decision, verdict.reason, change_sets)
             )
             if verdict.decision is Decision.WAIT:
-                return RolloutReport(
-                    fleet.revision, RolloutOutcome.INTERRUPTED, tuple(reports), "stopped while waiting"
-                )
+                if self.stop.is_set():
+                    message = "stopped while waiting"
+                    return RolloutReport(fleet.revision, RolloutOutcome.INTERRUPTED, tuple(reports), message)
+                return RolloutReport(fleet.revision, RolloutOutcome.WAITING, tuple(reports), verdict.reason)
             if verdict.decision is not Decision.PROCEED:
                 return roll_back_wave(self, wave, fleet, fleets, (verdict.decision, tuple(reports)))
         outcome = RolloutOutcome.APPLIED if touched else RolloutOutcome.UNCHANGED

@@ -5,6 +5,7 @@ cluster already on a revision (re-planned, re-applied where something drifted, i
 
 from __future__ import annotations
 
+import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
@@ -41,6 +42,14 @@ class WaveApply(RolloutStates):
         while waiting at the gate: only those not done)."""
         reachable = [c for c in wave.clusters if c not in self.unreachable and self.owns(c)]
         todo = [c for c in reachable if not is_done(self.states[c], fleet.revision)]
+        if taking_over and todo:
+            # Gained from another replica: what it recorded last is read again, and a cluster it put
+            # on a revision this one does not descend from is left as it is (``hold_back``).
+            for name in todo:
+                with contextlib.suppress(KubeError):
+                    self.states[name] = self.load_state(name).state
+            self.hold_back(fleet.revision, todo)
+            todo = [c for c in todo if c in self.states and not is_done(self.states[c], fleet.revision)]
         repairs: list[ChangeSet] = []
         for name in reachable:
             if name in todo or taking_over:

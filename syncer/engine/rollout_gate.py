@@ -24,6 +24,11 @@ from syncer.errors import KubeError
 from syncer.rollout import ClusterProgress, Decision, GateVerdict, Wave, failed_apply, judge_wave
 from syncer.rollout.recorded import recorded_progress
 
+
+class Superseded(Exception):
+    """A newer verified revision takes over while a wave waits (a sharded replica's gate)."""
+
+
 _GATE_STEPS = {
     Decision.WAIT: Step.GATE_WAIT,
     Decision.PROCEED: Step.GATE_PROCEED,
@@ -77,6 +82,9 @@ class WaveGate(WaveApply):
     def _progress(self, wave: Wave, fleet: DesiredFleet, revision: str) -> dict[str, ClusterProgress]:
         progress = {}
         for name in wave.clusters:
+            if name in self.unreachable:
+                progress[name] = ClusterProgress(name)  # left out meanwhile: waited for, with why
+                continue
             if not self.owns(name):
                 progress[name] = self._recorded(name, revision)
                 continue
@@ -94,14 +102,34 @@ class WaveGate(WaveApply):
             )
         return progress
 
-    def _gate(self, wave: Wave, fleet: DesiredFleet, rollback: bool | None = None) -> GateVerdict:
-        """Check the wave's health until the gate decides (or the agent is asked to stop)."""
+    def _gate(
+        self, wave: Wave, fleet: DesiredFleet, rollback: bool | None = None, *, rolling_out: bool = False
+    ) -> GateVerdict:
+        """Check the wave's health until the gate decides (or the agent is asked to stop).
+
+        A sharded replica also waits for clusters other replicas own; while it waits it applies the
+        clusters it gains, and (``rolling_out``) a newer verified revision takes over at once
+        (``Superseded``); a cluster its owner does not put on the revision within the wave's health
+        timeout ends the wait with the reason (the next pass looks again)."""
         allowed = self.options.rollout.rollback if rollback is None else rollback
+        entered = self.clock()
         while True:
             if self.sharded:
                 self._apply_wave(wave, fleet, taking_over=True)  # clusters gained meanwhile
+                if rolling_out and self.newer():
+                    raise Superseded
             progress = self._progress(wave, fleet, fleet.revision)
             verdict = judge_wave(wave, progress, self.clock(), rollback=allowed)
+            elsewhere = self._elsewhere(wave, fleet.revision)
+            if verdict.decision is Decision.WAIT and elsewhere:
+                late = self.clock() - entered >= wave.gate.health_timeout
+                reason = "waiting for " + "; ".join(elsewhere)
+                verdict = replace(verdict, reason=reason, decision=Decision.WAIT)
+                if late:
+                    self.listener(
+                        PassEvent(Step.GATE_WAIT, wave.name, revision=fleet.revision, reason=reason)
+                    )
+                    return replace(verdict, reason=f"{reason} (for {wave.gate.health_timeout:g}s)")
             step = _GATE_STEPS[verdict.decision]
             if step is Step.GATE_PROCEED and self._still_healthy(wave, fleet.revision):
                 step = Step.GATE_STILL_HEALTHY
@@ -123,6 +151,21 @@ class WaveGate(WaveApply):
                 min(verdict.wait, self.options.health_poll)
             ):
                 return verdict
+
+    def _elsewhere(self, wave: Wave, revision: str) -> list[str]:
+        """The clusters of ``wave`` another replica owns that do not record ``revision``, with what
+        they record instead, and those left out meanwhile, with why."""
+        found = []
+        for name in wave.clusters:
+            state = self.states.get(name)
+            if name in self.unreachable:
+                found.append(f"{name}: {self.unreachable[name]}")
+                continue
+            if self.owns(name) or state is None or state.revision == revision:
+                continue
+            recorded = state.revision[:12] or "nothing yet"
+            found.append(f"{name}: its owner has not put it on {revision[:12]} (it records {recorded})")
+        return found
 
     def _still_healthy(self, wave: Wave, revision: str) -> bool:
         """Every cluster of ``wave`` was already recorded healthy on ``revision`` (a pass that found

@@ -56,6 +56,9 @@ class RolloutStates:
         self.unreachable: dict[str, str] = {}
         # Asked between waves once something was applied: True when a newer revision should take over.
         self.newer: Callable[[], bool] = lambda: False
+        # Whether a revision may replace what a cluster records (it descends from it, or the trust
+        # policy allows history rewrites): no cluster moves to an older revision but by a rollback.
+        self.admits: Callable[[str, str], bool] = lambda revision, recorded: True
 
     def load_state(self, cluster: str) -> LoadedState:
         """One read of ``cluster``'s stored state (retried while the apiserver is busy); KubeError when
@@ -90,6 +93,25 @@ class RolloutStates:
             if loaded.problem:
                 self.listener(PassEvent(Step.STATE_REBUILT, cluster=name, reason=loaded.problem))
         return dict(self.states)
+
+    def hold_back(self, revision: str, clusters: list[str] | None = None) -> None:
+        """Leave out (as clusters that cannot be used, with the reason) each cluster of ``clusters``
+        (default: every one read) that records a revision or last good revision ``revision`` may not
+        replace: it does not descend from it, and history rewrites are not allowed. Only a rollback
+        decision puts a cluster on an older revision."""
+        for name in list(clusters if clusters is not None else self.states):
+            state = self.states.get(name)
+            if state is None:
+                continue
+            for recorded in dict.fromkeys((state.revision, state.last_good)):
+                if recorded and not self.admits(revision, recorded):
+                    del self.states[name]
+                    self.unreachable[name] = problem = (
+                        f"it records {recorded[:12]}, which {revision[:12]} does not descend from; "
+                        "not applied there (allowHistoryRewrite is off)"
+                    )
+                    self.listener(PassEvent(Step.CLUSTER_UNREACHABLE, cluster=name, error=problem))
+                    break
 
     def save_unsaved(self) -> None:
         """Write again each state that was decided but could not be written (``unsaved``) on the

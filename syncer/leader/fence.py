@@ -113,7 +113,9 @@ class _FollowedFence:
 
 
 class FencedKube:
-    """A ``KubeApi`` whose writes each pass ``fence`` once (see the module docstring)."""
+    """A ``KubeApi`` whose writes each pass ``fence`` once (see the module docstring). It takes
+    ``inner`` over: every write through ``inner`` passes the fence from then on, so a client that
+    must write regardless (the Leases' own) is never given to it."""
 
     def __init__(self, inner: KubeApi, fence: Fence) -> None:
         self.inner = inner

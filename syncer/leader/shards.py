@@ -61,6 +61,9 @@ class ShardOptions:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     slack: float = DEFAULT_SLACK
+    notes: Mapping[str, str] = field(default_factory=dict)
+    """Annotations this replica publishes on its member Lease, which every replica reads of the live
+    ones (``ShardView.notes``): what replicas must agree on, e.g. the rollout policy they run."""
 
 
 class _Holder:
@@ -76,6 +79,7 @@ class _Holder:
         self.clock = clock
         self.record: LeaseRecord | None = None
         self.renewed_at: float | None = None
+        self.annotations: Mapping[str, str] = {}
         self._seen: tuple[str, str, str] | None = None
         self._seen_at = 0.0
 
@@ -104,6 +108,8 @@ class _Holder:
             + (1 if record and holder and not keep else 0),
         }
         meta: dict[str, Any] = {"name": self.name, "namespace": self.namespace, "labels": dict(labels or {})}
+        if self.annotations and holder:
+            meta["annotations"] = dict(self.annotations)
         if record is not None:
             meta["resourceVersion"] = record.resource_version
         return {"apiVersion": LEASE_API, "kind": "Lease", "metadata": meta, "spec": spec}
@@ -162,6 +168,8 @@ class ShardView:
     members: tuple[str, ...]
     assignment: Mapping[str, str]
     held: frozenset[str]
+    notes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """Each live member's published annotations (``ShardOptions.notes``), by identity."""
 
 
 class Shards:
@@ -179,6 +187,8 @@ class Shards:
         self.clock = clock
         member_name = f"{options.group}-{options.identity}"
         self.member = _Holder(home, member_name, options.namespace, options, clock)
+        self.member.annotations = dict(options.notes)
+        self._notes: dict[str, Mapping[str, str]] = {}
         self._home = home
         self.owners = {
             name: _Holder(api, OWNER_LEASE, options.owner_namespace, options, clock)
@@ -202,11 +212,13 @@ class Shards:
         ).items
         now = self.clock()
         alive = set()
+        notes: dict[str, Mapping[str, str]] = {}
         for lease in listed:
             record = LeaseRecord.from_lease(lease)
             name = str((lease.get("metadata") or {}).get("name", ""))
             if not record.holder:
                 continue
+            notes[record.holder] = dict((lease.get("metadata") or {}).get("annotations") or {})
             stamp = f"{record.renew_time}/{record.resource_version}"
             seen = self._seen.get(name)
             if seen is None or seen[0] != stamp:
@@ -215,6 +227,8 @@ class Shards:
                 alive.add(record.holder)
         if self.member.valid(self.options.renew_deadline):
             alive.add(self.options.identity)
+            notes[self.options.identity] = dict(self.options.notes)
+        self._notes = {m: notes.get(m, {}) for m in alive}
         return tuple(sorted(alive))
 
     # -- one round -------------------------------------------------------------------------------
@@ -248,7 +262,8 @@ class Shards:
 
         with ThreadPoolExecutor(max_workers=ROUND_WORKERS) as pool:
             held = {c for c, ok in zip(self.owners, pool.map(one, self.owners), strict=True) if ok}
-        self.view = ShardView(members, assignment, frozenset(c for c in held if self.holds(c)))
+        held_now = frozenset(c for c in held if self.holds(c))
+        self.view = ShardView(members, assignment, held_now, dict(self._notes))
         return self.view
 
     def _give_up(self, cluster: str) -> None:

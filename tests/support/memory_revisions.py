@@ -94,3 +94,10 @@ class MemoryRevisions:
     def admits(self, revision: str, recorded: str) -> bool:
         """Revisions descend from every earlier one pushed, unless the test rewrote it away."""
         return recorded not in self.rewritten_away
+
+    def descends(self, revision: str, ancestor: str) -> bool:
+        """``revision`` was pushed after ``ancestor`` (and ``ancestor`` was not rewritten away)."""
+        order = list(self.fleets)
+        if revision not in order or ancestor not in order or ancestor in self.rewritten_away:
+            return False
+        return order.index(ancestor) < order.index(revision)

@@ -29,7 +29,8 @@ from syncer.errors import NotFound
 from syncer.kube import ClusterClient
 from syncer.leader.election import LEASE_API
 from syncer.leader.shards import OWNER_LEASE
-from syncer.status.state_store import StateStore
+from syncer.status.revision_record import RevisionInForce, RevisionRecord
+from syncer.status.state_store import FENCING_LEASE, FENCING_TOKEN, STATE_CONFIGMAP, StateStore
 from tests.integration.agent.procs import AgentProc, Agents
 from tests.integration.agent.runkit import run_args
 from tests.integration.engine.sharded_kit import light_fleet
@@ -94,7 +95,7 @@ class Group:
         self.clients = {n: ClusterClient.from_kubeconfig(str(fleet.kubeconfig), n) for n in CLUSTERS}
         self.agents = Agents(root)
 
-    def start(self, identity: str) -> AgentProc:
+    def start(self, identity: str, config: str = "agent.yaml") -> AgentProc:
         sharding = [
             "--shard-group",
             self.group,
@@ -112,7 +113,24 @@ class Group:
             f"{RETRY_PERIOD}s",
         ]
         args = run_args(self.root, "waves.yaml", self.fleet.kubeconfig, self.state_namespace, *sharding)
+        args[args.index("--config") + 1] = str(self.root / config)
         return self.agents.start(identity, args)
+
+    def mirror(self, name: str) -> Path:
+        """A second remote with what the first holds, and an agent config ``name`` that polls it (as a
+        replica behind a slow mirror would); returns the remote."""
+        remote = bare_remote(self.root / f"{name}.git")
+        config = yaml.safe_load((self.root / "agent.yaml").read_text())
+        config["source"] = {
+            **config["source"],
+            "url": str(remote),
+            "cacheDir": str(self.root / f"{name}-cache"),
+        }
+        (self.root / name).write_text(yaml.safe_dump(config))
+        return remote
+
+    def push(self, remote: Path) -> None:
+        self.work.git("push", "-q", str(remote), "main")
 
     def start_sharing(self, *identities: str) -> dict[str, AgentProc]:
         """A replica for each of ``identities``, once every one of them holds a share of the clusters."""
@@ -124,7 +142,7 @@ class Group:
         )
         return replicas
 
-    def commit(self, message: str, version: str) -> str:
+    def commit(self, message: str, version: str, remote: Path | None = None) -> str:
         docs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}] + [
             {
                 "apiVersion": "redis.syncer.dev/v1alpha1",
@@ -135,7 +153,7 @@ class Group:
             for i in range(3)
         ]
         sha = self.work.commit(message, {"base/objects.yaml": yaml.safe_dump_all(docs)}, sign=self.key)
-        self.work.git("push", "-q", str(self.remote), "main")
+        self.push(remote or self.remote)
         return sha
 
     def owners(self) -> dict[str, str]:
@@ -319,3 +337,50 @@ def test_a_replica_killed_mid_rollout_and_one_joining_move_clusters_within_a_lea
         assert group.states()[canary].revision == revision
     finally:
         group.close()
+
+
+def test_replicas_that_took_two_revisions_settle_on_one_in_force_and_no_cluster_moves_back(
+    group: Group,
+) -> None:
+    """One replica polls a mirror that has only the first of two pushes, the other the remote that
+    has both: each starts rolling out its own revision, waits at a wave for clusters the other owns,
+    and once the mirror has the second push every cluster ends on it, recorded once in force."""
+    mirror = group.mirror("agent-mirror.yaml")
+    with group.agents.shown_on_failure():
+        group.start("replica-a", "agent-mirror.yaml")
+        group.start("replica-b")
+        eventually(
+            "both replicas to hold a share", lambda: len(set(group.owners().values()) - {""}) == 2, 120
+        )
+        with ReadyStatusStandIn(group.fleet.kubeconfig, CLUSTERS):
+            first = group.commit("caches", "7.2.5", remote=mirror)
+            group.push(group.remote)
+            second = group.commit("caches 7.2.6", "7.2.6")
+            # replica-a knows only the first push for a while; then the mirror catches up.
+            eventually(
+                "the second push recorded in force",
+                lambda: (record := _in_force(group)) is not None and record.revision == second,
+                120,
+            )
+            group.push(mirror)
+            eventually("every cluster healthy on the second push", lambda: group.all_healthy(second), 180)
+        record = _in_force(group)
+        assert record is not None
+        assert record.revision == second
+        for name, client in group.clients.items():
+            for i in range(3):
+                rc = client.get("redis.syncer.dev/v1alpha1", "RedisCluster", f"cache-{i}", group.namespace)
+                assert rc["spec"]["version"] == "7.2.6", (name, i)
+                # One change per revision at most, in push order: a move back would be a third.
+                assert rc["metadata"]["generation"] <= 2, (name, i, rc["metadata"]["generation"])
+            # Each state records its owner Lease's fencing token (not a leader's, not none).
+            configmap = client.get("v1", "ConfigMap", STATE_CONFIGMAP, group.state_namespace)
+            annotations = configmap["metadata"]["annotations"]
+            assert annotations[FENCING_LEASE] == f"{group.state_namespace}/{OWNER_LEASE}", name
+            assert int(annotations[FENCING_TOKEN]) >= 1, name
+        assert first != second
+    assert_single_writer(group)
+
+
+def _in_force(group: Group) -> RevisionInForce | None:
+    return RevisionRecord(group.clients[HOME], f"{group.namespace}-members", "test").read()

@@ -108,7 +108,11 @@ class Replica:
         self.stop = threading.Event()
         self._renewing = threading.Thread(target=self._renew, daemon=True)
         self._renewing.start()
-        clients = {n: FencedKube(api, self.shards.fence(n)) for n, api in self.raw.items()}
+        # The rollout's writers have clients of their own (the Leases keep theirs).
+        self.writers = {
+            n: ClusterClient.from_kubeconfig(str(kubeconfig), n, options=options) for n in clusters
+        }
+        clients = {n: FencedKube(api, self.shards.fence(n)) for n, api in self.writers.items()}
         rollout_options = RolloutOptions(rollout=policy(canary_bake), health_poll=0.5)
         self.rollout = FleetRollout(
             clients, rollout_options, stop=self.stop, owns=self.shards.holds, fences=self.shards.fence
@@ -131,7 +135,7 @@ class Replica:
         self.stop.set()
         self._renewing.join()
         self.shards.leave()
-        for api in self.raw.values():
+        for api in [*self.raw.values(), *self.writers.values()]:
             api.close()
 
 

@@ -65,12 +65,18 @@ class Replica:
             retry_period=RETRY,
         )
         self.shards = Shards(self.clients[HOME], self.clients, shard_options)
+        self._fleet, self._options = fleet, options
+        self._writers: list[ClusterClient] = []
 
     def fenced(self, cluster: str) -> FencedKube:
-        return FencedKube(self.clients[cluster], self.shards.fence(cluster))
+        """A writer to ``cluster`` fenced on its owner Lease, with a client of its own (the Leases
+        keep theirs: their own writes must never wait for the fence)."""
+        client = ClusterClient.from_kubeconfig(str(self._fleet.kubeconfig), cluster, options=self._options)
+        self._writers.append(client)
+        return FencedKube(client, self.shards.fence(cluster))
 
     def close(self) -> None:
-        for client in self.clients.values():
+        for client in [*self.clients.values(), *self._writers]:
             client.close()
 
 
