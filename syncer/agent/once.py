@@ -25,7 +25,7 @@ from syncer.agent.loop import ensure_lease_namespace
 from syncer.agent.service import Agent, PassResult
 from syncer.agent.sharding import user_agent
 from syncer.config.settings import AgentSettings
-from syncer.errors import FencedOut, KubeError, SyncerError
+from syncer.errors import ConfigError, FencedOut, KubeError, SyncerError
 from syncer.kube import ClusterClient, KubeApi
 from syncer.leader.election import LEASE_API, LeaderElector, LeaseRecord
 from syncer.leader.shards import OWNER_LEASE
@@ -42,7 +42,13 @@ def one_pass(agent: Agent, settings: AgentSettings) -> PassResult:
     if not settings.leader_elect:
         return agent.sync_once()
     home = settings.home
-    client = ClusterClient.from_kubeconfig(home.kubeconfig or settings.kubeconfig, home.context)
+    try:
+        client = ClusterClient.from_kubeconfig(home.kubeconfig or settings.kubeconfig, home.context)
+    except ConfigError as err:
+        raise ConfigError(
+            f"the pass holds the fleet's Lease in the home cluster (--kubeconfig, --lease-context), which "
+            f"cannot be reached: {err}; or run it with --no-leader-elect where no agent writes the fleet"
+        ) from err
     try:
         _refuse_sharded(agent, settings)
         elector = LeaderElector(client, settings.lease, identity)

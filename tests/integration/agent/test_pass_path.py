@@ -123,13 +123,13 @@ def repo(tmp_path: Path, fleet: FleetHandle, ops_key: SshKey, namespace: str) ->
     for name in fleet.names:
         client = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), name)
         try:
-            delete_namespaces([client], prefix, f"{prefix}-state")
+            delete_namespaces([client], prefix, f"{prefix}-state", f"{prefix}-lease")
         finally:
             client.close()
 
 
 def test_sync_once_enters_the_agent_once_and_the_engine_carries_the_revision_to_the_apply(
-    repo: Path, namespace: str
+    repo: Path, namespace: str, fleet: FleetHandle
 ) -> None:
     tracer = Tracer(f"{namespace}-path")
     args = [
@@ -141,6 +141,13 @@ def test_sync_once_enters_the_agent_once_and_the_engine_carries_the_revision_to_
         str(repo / "rollout.yaml"),
         "--state-namespace",
         f"{namespace}-path-state",
+        # The pass holds the fleet's Lease, in the canary cluster here.
+        "--kubeconfig",
+        str(fleet.kubeconfig),
+        "--lease-context",
+        "canary",
+        "--lease-namespace",
+        f"{namespace}-path-lease",
     ]
     with tracer.tracing():
         result = CliRunner().invoke(cli, args)

@@ -173,11 +173,14 @@ class Group:
         return all((s.revision, s.phase) == (revision, SyncPhase.HEALTHY) for s in self.states().values())
 
     def writes(self, name: str) -> list[audit.AuditedWrite]:
-        """The replicas' writes to ``name``: everything but member Leases (in the home cluster)."""
+        """The replicas' writes to ``name``: everything but what the group keeps in the home cluster
+        (member Leases and the revision in force, in the members' namespace)."""
         return [
             w
             for w in audit.writes(self.fleet, name)
-            if "replica/" in w.user_agent and (w.resource != "leases" or w.name == OWNER_LEASE)
+            if "replica/" in w.user_agent
+            and (w.resource != "leases" or w.name == OWNER_LEASE)
+            and w.namespace != f"{self.namespace}-members"
         ]
 
     def close(self) -> None:
