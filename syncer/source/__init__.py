@@ -9,7 +9,7 @@ or errors). Must not: judge signatures, parse manifests or talk to clusters.
 """
 
 from syncer.source.git_source import GitSource
-from syncer.source.gitenv import redact
 from syncer.source.model import PollResult, Snapshot, SourceOptions
+from syncer.source.runner import redact
 
 __all__ = ["GitSource", "PollResult", "Snapshot", "SourceOptions", "redact"]
