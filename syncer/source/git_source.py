@@ -53,6 +53,7 @@ KEEP_CHECKOUTS = 4
 log = logging.getLogger("syncer.source")
 
 
+_HEADS = "refs/heads/"
 _REMOTE_URL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://|[^/\s]+@[^/\s]+:)")
 _BAD_BRANCH = re.compile(r"(?:^[-/.]|\.\.|[\x00-\x20\x7f~^:?*\[\\]|@\{|/$|\.lock$|\.$|//)")
 
@@ -70,8 +71,24 @@ def check_branch(branch: str) -> str:
     return branch
 
 
+def branch_name(branch: str) -> str:
+    """The branch ``branch`` names: a short name (``main``), or a full ref name ``refs/heads/main``
+    meaning the same branch. Any other ``refs/...`` name, ``HEAD``, or ``refs/heads/refs/...`` is
+    refused: it names no branch, and looking it up under ``refs/heads/`` would follow a ref any
+    pusher can create (``refs/heads/refs/heads/main``)."""
+    name = branch.removeprefix(_HEADS)
+    if name.startswith("refs/") or name == "HEAD":
+        raise SourceError(
+            f"{branch!r} is not a branch name: give the branch (main), or its full ref name (refs/heads/main)"
+        )
+    return check_branch(name)
+
+
 class GitSource:
-    """A remote branch mirrored into ``options.cache_dir``; not safe for concurrent use of one cache."""
+    """A remote branch mirrored into ``options.cache_dir``; not safe for concurrent use of one cache.
+
+    The branch is the options' (a full ref name ``refs/heads/X`` means branch X), or, when they give
+    none, the branch the remote's ``HEAD`` names, as ``git clone`` follows it (asked once)."""
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
@@ -79,7 +96,7 @@ class GitSource:
         self.checkouts_dir = options.cache_dir / "checkouts"
         self.fetch_count = 0
         check_argument(options.url, "repository URL or path")
-        check_branch(options.branch)
+        self._branch = branch_name(options.branch) if options.branch else ""
         self.local = is_local(options.url)
         self._git = GitRunner(options.credentials, timeout=options.timeout, url=options.url, local=self.local)
         cache = CacheOptions(wait=options.timeout, stale_after=options.timeout, keep_checkouts=KEEP_CHECKOUTS)
@@ -128,7 +145,7 @@ class GitSource:
         base, origin = next(((b, o) for b, o in bases.items() if not self._descends(tip, b)), ("", ""))
         if base and not self.options.allow_history_rewrite:
             raise HistoryRewritten(
-                f"history of branch {self.options.branch!r} on {self._git.safe_url} was rewritten: the new "
+                f"history of branch {self.branch!r} on {self._git.safe_url} was rewritten: the new "
                 f"tip {tip} does not descend from {origin} {base}; refusing it (allowHistoryRewrite is off)",
                 revision=tip,
                 base=base,
@@ -145,15 +162,34 @@ class GitSource:
             fork_point=self.fork_point(base, tip) if base else "",
         )
 
+    @property
+    def branch(self) -> str:
+        """The branch followed (its short name)."""
+        if not self._branch:
+            self._branch = self._head_branch()
+        return self._branch
+
+    def _head_branch(self) -> str:
+        """The branch the remote's ``HEAD`` names (``git ls-remote --symref``)."""
+        out = self._git.run(
+            ["ls-remote", "--symref", "--", self.options.url, "HEAD"], cwd=None, action="ls-remote"
+        )
+        for line in out.splitlines():
+            target, tab, name = line.partition("\t")
+            if tab and name.strip() == "HEAD" and target.startswith(f"ref: {_HEADS}"):
+                return branch_name(target.removeprefix("ref: ").strip())
+        raise SourceError(f"the HEAD of {self._git.safe_url} names no branch; give the branch to follow")
+
     def remote_tip(self) -> str:
-        """The commit the remote branch points at now, by ``git ls-remote`` (no objects are fetched)."""
-        ref = f"refs/heads/{self.options.branch}"
+        """The commit the remote branch points at now, by ``git ls-remote`` (no objects are fetched).
+        Only the exact ref ``refs/heads/<branch>`` counts, never a longer name ending like it."""
+        ref = f"{_HEADS}{self.branch}"
         out = self._git.run(["ls-remote", "--", self.options.url, ref], cwd=None, action="ls-remote")
         for line in out.splitlines():
             sha, _, name = line.partition("\t")
             if name.strip() == ref and _FULL_SHA.match(sha.strip()):
                 return sha.strip()
-        raise SourceError(f"branch {self.options.branch!r} does not exist on {self._git.safe_url}")
+        raise SourceError(f"branch {self.branch!r} does not exist on {self._git.safe_url}")
 
     def contains(self, revision: str) -> bool:
         """Whether the clone holds the commit ``revision`` (a full id)."""
@@ -249,7 +285,7 @@ class GitSource:
                 )
                 _make_read_only(target)
                 self._prune_checkouts(sha)
-        return Snapshot(revision=sha, tree_path=target, git_dir=self.git_dir, branch=self.options.branch)
+        return Snapshot(revision=sha, tree_path=target, git_dir=self.git_dir, branch=self.branch)
 
     def remove_checkout(self, revision: str) -> None:
         with self._guard.held():
@@ -274,7 +310,7 @@ class GitSource:
     def _clone(self) -> None:
         self.options.cache_dir.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".clone-", dir=self.options.cache_dir))
-        args = ["clone", "--bare", "--no-tags", "--single-branch", "--branch", self.options.branch]
+        args = ["clone", "--bare", "--no-tags", "--single-branch", "--branch", self.branch]
         if self.local:
             args += ["--no-local", "--no-hardlinks"]
         elif self.options.clone_filter:
@@ -287,11 +323,11 @@ class GitSource:
             os.replace(staging / "repo.git", self.git_dir)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-        self._update_ref(_FETCHED, f"refs/heads/{self.options.branch}")
+        self._update_ref(_FETCHED, f"{_HEADS}{self.branch}")
 
     def _fetch(self) -> None:
         self.fetch_count += 1
-        refspec = f"+refs/heads/{self.options.branch}:{_FETCHED}"
+        refspec = f"+{_HEADS}{self.branch}:{_FETCHED}"
         if self._origin_url() != self.options.url:
             self._git.run(
                 ["remote", "set-url", "--", "origin", self.options.url], cwd=self.git_dir, action="set-url"
