@@ -47,6 +47,18 @@ class HistoryRewritten(VerificationError):
         super().__init__(message, verdict="history-rewritten")
 
 
+class RefusedObjects(VerificationError):
+    """A revision holds objects git's own checks (``fsck`` on clone and fetch) refuse: a tree with a
+    ``.git`` entry or a bad mode, a malformed commit. The content's fault, not an outage: the tip is
+    rejected like an untrusted one and not fetched again while it stays the tip.
+
+    ``revision`` is the refused tip (``""`` until the source names it)."""
+
+    def __init__(self, message: str, *, revision: str = "") -> None:
+        self.revision = revision
+        super().__init__(message, verdict="refused-objects")
+
+
 @dataclass(frozen=True)
 class Location:
     """A place in a file of the fleet repository; line and column count from 1, 0 when unknown."""

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 import yaml
 
-from syncer.errors import ManifestError, Problem, SourceError
+from syncer.errors import ManifestError, Problem, SyncerError
 
 if TYPE_CHECKING:
     from syncer.domain.objects import ClusterManifests
@@ -102,7 +102,7 @@ def render(
     except ManifestError as e:
         print_problems(e.problems)
         ctx.exit(EXIT_INVALID)
-    except SourceError as e:
+    except SyncerError as e:
         click.secho(f"error: {e}", fg="red", err=True)
         ctx.exit(EXIT_INVALID)
     fleet = desired.fleet

@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING
 from syncer.config import TrustPolicy, VerifyMode
 from syncer.config.settings import GIT_TIMEOUT
 from syncer.domain import DesiredFleet
-from syncer.errors import GuardRejected, HistoryRewritten, ManifestError, SyncerError, VerificationError
+from syncer.errors import (
+    GuardRejected,
+    HistoryRewritten,
+    ManifestError,
+    RefusedObjects,
+    SyncerError,
+    VerificationError,
+)
 from syncer.manifests import LoadOptions, load_fleet
 
 if TYPE_CHECKING:  # git and the verifier load only when a revision is fetched (not for a folder)
@@ -142,7 +149,7 @@ class RevisionGate:
         try:
             recorded = dict(self.recorded()) if self.recorded else {}
             poll = self.source.poll(recorded)
-        except HistoryRewritten as err:
+        except (HistoryRewritten, RefusedObjects) as err:
             return self._reject(err.revision, err)
         except SyncerError as err:
             rejected = self._reject("", err)

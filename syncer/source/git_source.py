@@ -32,7 +32,7 @@ from pathlib import Path
 from git.refs.symbolic import SymbolicReference
 from git.repo import Repo
 
-from syncer.errors import HistoryRewritten, SourceError
+from syncer.errors import HistoryRewritten, RefusedObjects, SourceError
 from syncer.source.cache import (
     CacheGuard,
     CacheOptions,
@@ -97,6 +97,7 @@ class GitSource:
         self.fetch_count = 0
         check_argument(options.url, "repository URL or path")
         self._branch = branch_name(options.branch) if options.branch else ""
+        self._refused: dict[str, RefusedObjects] = {}
         self.local = is_local(options.url)
         self._git = GitRunner(options.credentials, timeout=options.timeout, url=options.url, local=self.local)
         cache = CacheOptions(wait=options.timeout, stale_after=options.timeout, keep_checkouts=KEEP_CHECKOUTS)
@@ -128,13 +129,8 @@ class GitSource:
 
     def _poll(self, recorded: Mapping[str, str]) -> PollResult:
         tip = self.remote_tip()
-        fetched = False
-        if not self._cloned():
-            self._clone()
-            fetched = True
-        if self._ref(_FETCHED) != tip:
-            self._fetch()
-            fetched = True
+        fetched = self._receive(tip)
+        if fetched:
             tip = self._ref(_FETCHED)
         previous = self._ref(_ACCEPTED)
         bases = dict(recorded)
@@ -179,6 +175,28 @@ class GitSource:
             if tab and name.strip() == "HEAD" and target.startswith(f"ref: {_HEADS}"):
                 return branch_name(target.removeprefix("ref: ").strip())
         raise SourceError(f"the HEAD of {self._git.safe_url} names no branch; give the branch to follow")
+
+    def _receive(self, tip: str) -> bool:
+        """Clone or fetch so that the cache holds ``tip``; whether anything was fetched. A tip whose
+        objects git's fsck checks refused is refused again, without fetching, while it is the tip."""
+        if tip in self._refused:
+            raise self._refused[tip]
+        try:
+            cloned = not self._cloned()
+            if cloned:
+                self._clone()
+            if self._ref(_FETCHED) != tip:
+                self._fetch()
+                return True
+            return cloned
+        except RefusedObjects as err:
+            refused = RefusedObjects(
+                f"the tip {tip} of branch {self.branch!r} on {self._git.safe_url} holds objects git's "
+                f"checks refuse ({err}); refusing it until the branch moves",
+                revision=tip,
+            )
+            self._refused = {tip: refused}
+            raise refused from None
 
     def remote_tip(self) -> str:
         """The commit the remote branch points at now, by ``git ls-remote`` (no objects are fetched).

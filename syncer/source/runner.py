@@ -19,7 +19,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from syncer.config import GitCredentials
-from syncer.errors import SourceError
+from syncer.errors import RefusedObjects, SourceError
 from syncer.gitenv import GitEnvOptions, PrivateGit
 
 _URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#]*@")
@@ -29,6 +29,10 @@ _TOKENS = re.compile(
     r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{16,})"
 )
 _STDERR_LINES = 6
+# What git says when its fsck checks of received objects (transfer.fsckObjects) refuse one:
+# "error: object <id>: <msg-id>: <message>", then "fatal: fsck error in packed object".
+_FSCK_OBJECT = re.compile(r"^error: object ([0-9a-f]{40,64}): (\w+): (.*)$", re.MULTILINE)
+_FSCK_FAILED = re.compile(r"fsck error in pack(?:ed)? objects?")
 
 
 def redact(text: str, secrets: Sequence[str] = ()) -> str:
@@ -112,6 +116,7 @@ class GitRunner:
         with PrivateGit() as private:
             done = private.run(["git", *args], options=options, repo=cwd, timeout=self._timeout, action=what)
         if done.returncode not in accept:
+            _refuse_objects(done.stderr.decode(errors="replace"))
             detail = redact(_tail(done.stderr), secrets)
             raise SourceError(redact(f"{action} ({self._url}) failed: {detail}", secrets)) from None
         return done.returncode, done.stdout.decode(errors="surrogateescape")
@@ -142,6 +147,14 @@ class GitRunner:
             variables=(("GIT_SSH_COMMAND", shlex.join(ssh)),),
         )
         return options, secrets
+
+
+def _refuse_objects(stderr: str) -> None:
+    """A ``RefusedObjects`` when git failed because its fsck checks refused received objects."""
+    if not _FSCK_FAILED.search(stderr):
+        return
+    found = [f"object {m[1]}: {m[2]}: {m[3].strip()}" for m in _FSCK_OBJECT.finditer(stderr)]
+    raise RefusedObjects("; ".join(found[:_STDERR_LINES]) or "git's fsck checks refused a received object")
 
 
 def _read_token(path: Path) -> str:
