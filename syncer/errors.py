@@ -23,6 +23,16 @@ class SourceError(SyncerError):
     """The git source could not produce a revision (remote unreachable, branch gone, history rewritten)."""
 
 
+class CacheUnusable(SourceError):
+    """The source's cache folder cannot be used (read-only, full, not a folder): ``path`` is what
+    failed and ``reason`` the system's answer. A fault of this machine, not of git or the revision."""
+
+    def __init__(self, cache_dir: str, *, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"the source cache {cache_dir} cannot be used: {path}: {reason}")
+
+
 class VerificationError(SyncerError):
     """A revision is not trusted: a missing, unknown, expired or out-of-scope signature.
 

@@ -18,6 +18,7 @@ from syncer.config import TrustPolicy, VerifyMode
 from syncer.config.settings import GIT_TIMEOUT
 from syncer.domain import DesiredFleet
 from syncer.errors import (
+    CacheUnusable,
     GuardRejected,
     HistoryRewritten,
     ManifestError,
@@ -157,6 +158,8 @@ class RevisionGate:
                 return Advance(PollOutcome.REJECTED, self.current, rejected.rejection)
             return rejected
         tip = poll.tip
+        if self.last_rejection is not None and not self.last_rejection.revision:
+            self.last_rejection = None  # git and the cache answer again: the source failure is over
         if self.current is not None and tip == self.current.revision:
             return Advance(PollOutcome.UNCHANGED, self.current)
         if self.last_rejection is not None and tip == self.last_rejection.revision:
@@ -224,7 +227,17 @@ class RevisionGate:
 
     def _reject(self, revision: str, error: SyncerError) -> Advance:
         last = self.last_rejection
-        if last is not None and revision and last.revision == revision and str(last.error) == str(error):
+        if last is not None and _same_rejection(last, revision, error):
             return Advance(PollOutcome.REJECTED, self.current, last)
         self.last_rejection = Rejection(revision, _stage_of(error), error)
         return Advance(PollOutcome.REJECTED, self.current, self.last_rejection)
+
+
+def _same_rejection(last: Rejection, revision: str, error: SyncerError) -> bool:
+    """Whether ``error`` about ``revision`` is the rejection already told: the same tip refused for
+    the same reason, or the same part of the cache unusable for the same reason (told once until it
+    changes or the cache works again; each poll still counts as a failed poll)."""
+    if isinstance(error, CacheUnusable):
+        told = last.error
+        return isinstance(told, CacheUnusable) and (told.path, told.reason) == (error.path, error.reason)
+    return bool(revision) and last.revision == revision and str(last.error) == str(error)

@@ -20,19 +20,20 @@ grafts, alternates or promisor remote) takes part in what the clone holds.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from git.refs.symbolic import SymbolicReference
 from git.repo import Repo
 
-from syncer.errors import HistoryRewritten, RefusedObjects, SourceError
+from syncer.errors import CacheUnusable, HistoryRewritten, RefusedObjects, SourceError
 from syncer.source.cache import (
     CacheGuard,
     CacheOptions,
@@ -112,9 +113,21 @@ class GitSource:
         the tip must descend from each of them as well as from this cache's base, even when it did
         not move since the last poll.
         """
-        with self._guard.held():
+        with self._using_cache():
             self._recover()
             return self._poll(recorded or {})
+
+    @contextlib.contextmanager
+    def _using_cache(self) -> Iterator[None]:
+        """The cache held for this process (``CacheGuard``); a folder or file of it that cannot be
+        made, written or removed is a ``CacheUnusable`` naming it, never an unhandled ``OSError``."""
+        try:
+            with self._guard.held():
+                yield
+        except OSError as exc:
+            path = str(exc.filename or self.options.cache_dir)
+            reason = exc.strerror or type(exc).__name__
+            raise CacheUnusable(str(self.options.cache_dir), path=path, reason=reason) from None
 
     def _recover(self) -> None:
         """Remove what git processes killed mid-way left behind (see ``syncer.source.cache``)."""
@@ -267,7 +280,7 @@ class GitSource:
 
     def mark_synced(self, revision: str) -> None:
         """Record that ``revision`` went through the pipeline; later tips must descend from it."""
-        with self._guard.held():
+        with self._using_cache():
             self._recover()
             self._update_ref(_SYNCED, self.resolve(revision))
 
@@ -287,7 +300,7 @@ class GitSource:
         Only the most recently used checkouts are kept; older ones are removed."""
         sha = revision if _FULL_SHA.match(revision) else self.resolve(revision)
         target = self.checkouts_dir / sha
-        with self._guard.held():
+        with self._using_cache():
             if (target / ".git").exists():
                 touch(target)
             else:
@@ -306,7 +319,7 @@ class GitSource:
         return Snapshot(revision=sha, tree_path=target, git_dir=self.git_dir, branch=self.branch)
 
     def remove_checkout(self, revision: str) -> None:
-        with self._guard.held():
+        with self._using_cache():
             target = self.checkouts_dir / revision
             if target.exists():
                 remove_tree(target)
