@@ -5,7 +5,6 @@ next poll clones as usual."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,7 +31,6 @@ def agents(tmp_path: Path) -> Iterator[Agents]:
         procs.close()
 
 
-@pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) is not installed")
 def test_a_read_only_cache_is_a_failed_poll_told_once_without_a_traceback(
     tmp_path: Path, agents: Agents
 ) -> None:
