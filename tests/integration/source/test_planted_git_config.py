@@ -3,8 +3,8 @@
 Real ``syncer verify``, ``render``, ``diff`` and ``sync --once`` processes run from a folder that is a
 repository whose ``.git/config`` rewrites the fleet repository's URL and names programs for git to
 start (a proxy for ``git://``, an fsmonitor, an ssh command, a pack-objects hook, a credential
-helper), with the same planted in ``$HOME/.gitconfig``, ``$XDG_CONFIG_HOME/git/config``, a system
-file named by ``GIT_CONFIG_SYSTEM`` and in ``GIT_CONFIG_PARAMETERS`` and ``GIT_CONFIG_COUNT``. Every
+helper, aliases), with the same planted in ``$HOME/.gitconfig``, ``$XDG_CONFIG_HOME/git/config``, a
+system file named by ``GIT_CONFIG_SYSTEM`` and in ``GIT_CONFIG_PARAMETERS`` and ``GIT_CONFIG_COUNT``. Every
 planted program writes a marker file; none may appear, and each command must judge, render or apply
 the real repository's tip, not the one a rewritten URL leads to.
 """
@@ -94,6 +94,7 @@ def _config(program: Path, rewrite_to: str, remote: Path) -> str:
         f"[core]\n\tgitProxy = {program}\n\tfsmonitor = {program}\n\tsshCommand = {program}\n"
         f"[uploadpack]\n\tpackObjectsHook = {program}\n"
         f"[credential]\n\thelper = !{program}\n"
+        f"[alias]\n\tclone = !{program}\n\tls-remote = !{program}\n\tfetch = !{program}\n"
         f'[url "{rewrite_to}"]\n\tinsteadOf = {remote}\n'
     )
 
