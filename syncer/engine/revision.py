@@ -150,10 +150,12 @@ class RevisionGate:
         try:
             recorded = dict(self.recorded()) if self.recorded else {}
             poll = self.source.poll(recorded)
-        except (HistoryRewritten, RefusedObjects) as err:
+        except HistoryRewritten as err:
             return self._reject(err.revision, err)
         except SyncerError as err:
-            rejected = self._reject("", err)
+            # A tip git refuses is rejected like any bad tip; like an outage, it leaves nothing new to
+            # take, so a replica with no revision in force resumes what the clusters record.
+            rejected = self._reject(err.revision if isinstance(err, RefusedObjects) else "", err)
             if self.current is None and self._resume(recorded):
                 return Advance(PollOutcome.REJECTED, self.current, rejected.rejection)
             return rejected

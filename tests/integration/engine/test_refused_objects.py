@@ -8,8 +8,9 @@ import pytest
 from click.testing import CliRunner
 
 from syncer.cli import cli
-from syncer.engine.revision import PollOutcome, Stage
+from syncer.engine.revision import PollOutcome, RevisionGate, RevisionOptions, Stage
 from syncer.errors import RefusedObjects
+from syncer.source import GitSource
 from tests.integration.engine.test_revision_gate import Fixture
 from tests.integration.verify.kit import SshKey, run
 
@@ -57,6 +58,19 @@ def test_a_tip_git_refuses_is_rejected_once_and_not_fetched_again(repo: Fixture)
         assert again.outcome is PollOutcome.REJECTED
         assert again.rejection == result.rejection
     assert repo.source.fetch_count == fetches, "a refused tip is not fetched again"
+
+    # A restarted replica over the same cache takes what the clusters record as the revision in force.
+    restarted = RevisionGate(
+        GitSource(repo.source.options),
+        repo.policy,
+        RevisionOptions(timeout=30),
+        recorded=lambda: {good.revision: "cluster canary"},
+    )
+    resumed = restarted.advance()
+    assert resumed.rejection is not None
+    assert (resumed.rejection.revision, resumed.rejection.stage) == (bad, Stage.VERIFY)
+    assert resumed.current is not None
+    assert resumed.current.revision == good.revision
 
     fixed = repo.push("signed fix on top of the last good tip", force=True)
     after = repo.gate.advance()
