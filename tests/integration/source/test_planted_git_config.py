@@ -99,6 +99,25 @@ def _config(program: Path, rewrite_to: str, remote: Path) -> str:
     )
 
 
+def _prove_the_plant_is_live(planted: Planted) -> None:
+    """Git run as a user would, from that folder, starts the planted proxy (the folder's own config
+    alone) or is led to the hostile repository (everything planted): what syncer must not do."""
+
+    def ls_remote(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        argv = ["git", "ls-remote", str(planted.remote)]
+        return subprocess.run(argv, cwd=planted.caller, env=env, capture_output=True, text=True, check=False)
+
+    only_folder = {k: v for k, v in planted.env.items() if not k.startswith("GIT_")}
+    only_folder.update({"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"})
+    done = ls_remote(only_folder)
+    assert done.returncode != 0
+    assert [line.split(":")[0] for line in planted.fired()] == ["cwd"]
+    done = ls_remote(planted.env)
+    assert done.returncode == 0, done.stderr
+    assert planted.tip not in done.stdout
+    planted.clear()
+
+
 @pytest.fixture(scope="module")
 def planted(
     tmp_path_factory: pytest.TempPathFactory, fleet: FleetHandle, ops_key: SshKey
@@ -140,7 +159,9 @@ def planted(
             "GIT_CONFIG_VALUE_1": str(programs["count"]),
         }
     )
-    yield Planted(remote, tip, f"{prefix}-real", f"{prefix}-hostile", caller, env, markers, root)
+    made = Planted(remote, tip, f"{prefix}-real", f"{prefix}-hostile", caller, env, markers, root)
+    _prove_the_plant_is_live(made)
+    yield made
     for name in fleet.names:
         api = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), name)
         try:
@@ -154,24 +175,6 @@ def _no_markers_yet(planted: Planted) -> Iterator[None]:
     planted.clear()
     yield
     planted.clear()
-
-
-def test_the_planted_configuration_works_on_plain_git(planted: Planted) -> None:
-    """The plant is live: git run as a user would, from that folder, starts the planted proxy (the
-    folder's own config alone) or is led to the hostile repository (everything planted)."""
-
-    def ls_remote(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-        argv = ["git", "ls-remote", str(planted.remote)]
-        return subprocess.run(argv, cwd=planted.caller, env=env, capture_output=True, text=True, check=False)
-
-    only_folder = {k: v for k, v in planted.env.items() if not k.startswith("GIT_")}
-    only_folder.update({"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"})
-    done = ls_remote(only_folder)
-    assert done.returncode != 0
-    assert [line.split(":")[0] for line in planted.fired()] == ["cwd"]
-    done = ls_remote(planted.env)
-    assert done.returncode == 0, done.stderr
-    assert planted.tip not in done.stdout
 
 
 def test_verify_judges_the_real_tip_and_runs_nothing_planted(planted: Planted, ops_key: SshKey) -> None:
