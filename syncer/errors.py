@@ -23,6 +23,16 @@ class SourceError(SyncerError):
     """The git source could not produce a revision (remote unreachable, branch gone, history rewritten)."""
 
 
+class CacheUnusable(SourceError):
+    """The source's cache folder cannot be used (read-only, full, not a folder): ``path`` is what
+    failed and ``reason`` the system's answer. A fault of this machine, not of git or the revision."""
+
+    def __init__(self, cache_dir: str, *, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"the source cache {cache_dir} cannot be used: {path}: {reason}")
+
+
 class VerificationError(SyncerError):
     """A revision is not trusted: a missing, unknown, expired or out-of-scope signature.
 
@@ -45,6 +55,18 @@ class HistoryRewritten(VerificationError):
         self.revision = revision
         self.base = base
         super().__init__(message, verdict="history-rewritten")
+
+
+class RefusedObjects(VerificationError):
+    """A revision holds objects git's own checks (``fsck`` on clone and fetch) refuse: a tree with a
+    ``.git`` entry or a bad mode, a malformed commit. The content's fault, not an outage: the tip is
+    rejected like an untrusted one and not fetched again while it stays the tip.
+
+    ``revision`` is the refused tip (``""`` until the source names it)."""
+
+    def __init__(self, message: str, *, revision: str = "") -> None:
+        self.revision = revision
+        super().__init__(message, verdict="refused-objects")
 
 
 @dataclass(frozen=True)

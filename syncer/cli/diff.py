@@ -72,7 +72,11 @@ def _emit(plan: FleetPlan, output: str, guards: Verdicts) -> None:
 @click.command()
 @click.option("--repo", required=True, help="A fleet repository folder, or a URL (with --rev: any git repo).")
 @click.option("--rev", default="", help="Revision to diff [default: the folder as it is, or the branch tip].")
-@click.option("--branch", default="main", show_default=True, help="Branch to fetch when --repo is a URL.")
+@click.option(
+    "--branch",
+    default="",
+    help="Branch to fetch for a repository [default: the one its HEAD names, as git clone].",
+)
 @click.option("--cluster", "clusters", multiple=True, metavar="NAME", help="Only this cluster (repeatable).")
 @click.option("--kubeconfig", default="", help="Kubeconfig file [default: $KUBECONFIG or ~/.kube/config].")
 @click.option(
@@ -136,7 +140,10 @@ def diff(
 
     try:
         with tempfile.TemporaryDirectory(prefix="syncer-diff-") as cache:
-            fleet = load_desired(RenderRequest(repo=repo, rev=rev, branch=branch), Path(cache))
+            desired = load_desired(RenderRequest(repo=repo, rev=rev, branch=branch), Path(cache))
+        fleet = desired.fleet
+        if desired.origin:
+            click.echo(f"diffing {desired.origin}", err=True)
         unknown = [name for name in clusters if name not in fleet.clusters]
         if unknown:
             raise SyncerError(

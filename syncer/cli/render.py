@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 import yaml
 
-from syncer.errors import ManifestError, Problem, SourceError
+from syncer.errors import ManifestError, Problem, SyncerError
 
 if TYPE_CHECKING:
     from syncer.domain.objects import ClusterManifests
@@ -61,7 +61,11 @@ def print_problems(problems: Iterable[Problem]) -> None:
     help="A fleet repository: a folder (rendered as it is), or a git URL.",
 )
 @click.option("--rev", default="", help="Render this revision (commit, tag or branch) of the repository.")
-@click.option("--branch", default="main", show_default=True, help="Branch to clone when --repo is a URL.")
+@click.option(
+    "--branch",
+    default="",
+    help="Branch to clone for a repository [default: the one its HEAD names, as git clone].",
+)
 @click.option(
     "--cluster",
     "clusters",
@@ -94,13 +98,16 @@ def render(
 
     try:
         with tempfile.TemporaryDirectory(prefix="syncer-render-") as cache:
-            fleet = load_desired(RenderRequest(repo=repo, rev=rev, branch=branch), Path(cache))
+            desired = load_desired(RenderRequest(repo=repo, rev=rev, branch=branch), Path(cache))
     except ManifestError as e:
         print_problems(e.problems)
         ctx.exit(EXIT_INVALID)
-    except SourceError as e:
+    except SyncerError as e:
         click.secho(f"error: {e}", fg="red", err=True)
         ctx.exit(EXIT_INVALID)
+    fleet = desired.fleet
+    if desired.origin:
+        click.echo(f"rendering {desired.origin}", err=True)
     unknown = [name for name in clusters if name not in fleet.clusters]
     if unknown:
         known = ", ".join(fleet.clusters)

@@ -44,7 +44,11 @@ _STYLE = {Verdict.TRUSTED: "green"}
     default=None,
     help="Override the policy's mode.",
 )
-@click.option("--branch", default="main", show_default=True, help="Branch to clone and verify.")
+@click.option(
+    "--branch",
+    default="",
+    help="Branch to clone and verify [default: the one the repository's HEAD names, as git clone].",
+)
 def verify(*, repo: str, rev: str, since: str, policy: Path, mode: str | None, branch: str) -> None:
     """Verify who signed a revision of a fleet repository, commit by commit."""
     out, err = Console(width=_width()), Console(stderr=True, width=_width())
@@ -53,13 +57,15 @@ def verify(*, repo: str, rev: str, since: str, policy: Path, mode: str | None, b
     )
     try:
         trust = load_trust_policy(policy)
-        result = verify_repository(repo, branch, trust, options)
+        verified = verify_repository(repo, branch, trust, options)
     except (ConfigError, SourceError) as exc:
         err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
         raise SystemExit(EXIT_ERROR) from None
     except VerificationError as exc:
         err.print(f"[red]not trusted:[/red] {exc}", markup=True, highlight=False)
         raise SystemExit(EXIT_UNTRUSTED) from None
+    result = verified.result
+    out.print(f"branch {verified.branch!r}, revision {result.revision}", highlight=False)
     out.print(_table(result))
     if result.trusted:
         out.print(f"[green]trusted[/green]: {result.revision} ({result.mode} mode)", highlight=False)

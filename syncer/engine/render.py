@@ -25,16 +25,30 @@ def looks_like_url(repo: str) -> bool:
 @dataclass(frozen=True)
 class RenderRequest:
     """Which desired fleet to render: a folder as it is (no ``rev``), or one revision of a repository
-    (a URL, or a local repository with ``rev``), checked out through a temporary source cache."""
+    (a URL, or a local repository with ``rev``), checked out through a temporary source cache.
+    ``branch`` is the branch to clone; ``""`` follows the repository's ``HEAD``, as ``git clone``."""
 
     repo: str
     rev: str = ""
-    branch: str = "main"
+    branch: str = ""
     load: LoadOptions = field(default_factory=LoadOptions)
     timeout: float = GIT_TIMEOUT
 
 
-def load_desired(request: RenderRequest, cache_dir: Path) -> DesiredFleet:
+@dataclass(frozen=True)
+class Desired:
+    """A desired fleet and where it came from: the branch cloned (``""`` for a folder as it is)."""
+
+    fleet: DesiredFleet
+    branch: str = ""
+
+    @property
+    def origin(self) -> str:
+        """Which revision of which branch was taken, for people; ``""`` for a folder as it is."""
+        return f"revision {self.fleet.revision} of branch {self.branch!r}" if self.branch else ""
+
+
+def load_desired(request: RenderRequest, cache_dir: Path) -> Desired:
     """The desired fleet of ``request`` without signature checks (``syncer verify`` does those).
 
     A folder is rendered as it is, unless a revision is asked for or it is a bare repository.
@@ -48,7 +62,7 @@ def load_desired(request: RenderRequest, cache_dir: Path) -> DesiredFleet:
     local = Path(request.repo)
     bare = (local / "HEAD").is_file() and (local / "objects").is_dir()
     if not request.rev and local.is_dir() and not bare and not looks_like_url(request.repo):
-        return load_fleet(local, LOCAL_REVISION, request.load)
+        return Desired(load_fleet(local, LOCAL_REVISION, request.load))
     url = str(local.resolve()) if local.is_dir() else request.repo
     from syncer.source import GitSource, SourceOptions  # git loads only when a revision is fetched
 
@@ -57,4 +71,4 @@ def load_desired(request: RenderRequest, cache_dir: Path) -> DesiredFleet:
     )
     tip = source.poll().tip
     snapshot = source.checkout(source.resolve(request.rev) if request.rev else tip)
-    return load_fleet(snapshot.tree_path, snapshot.revision, request.load)
+    return Desired(load_fleet(snapshot.tree_path, snapshot.revision, request.load), source.branch)

@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING
 from syncer.config import TrustPolicy, VerifyMode
 from syncer.config.settings import GIT_TIMEOUT
 from syncer.domain import DesiredFleet
-from syncer.errors import GuardRejected, HistoryRewritten, ManifestError, SyncerError, VerificationError
+from syncer.errors import (
+    CacheUnusable,
+    GuardRejected,
+    HistoryRewritten,
+    ManifestError,
+    RefusedObjects,
+    SyncerError,
+    VerificationError,
+)
 from syncer.manifests import LoadOptions, load_fleet
 
 if TYPE_CHECKING:  # git and the verifier load only when a revision is fetched (not for a folder)
@@ -145,11 +153,15 @@ class RevisionGate:
         except HistoryRewritten as err:
             return self._reject(err.revision, err)
         except SyncerError as err:
-            rejected = self._reject("", err)
+            # A tip git refuses is rejected like any bad tip; like an outage, it leaves nothing new to
+            # take, so a replica with no revision in force resumes what the clusters record.
+            rejected = self._reject(err.revision if isinstance(err, RefusedObjects) else "", err)
             if self.current is None and self._resume(recorded):
                 return Advance(PollOutcome.REJECTED, self.current, rejected.rejection)
             return rejected
         tip = poll.tip
+        if self.last_rejection is not None and not self.last_rejection.revision:
+            self.last_rejection = None  # git and the cache answer again: the source failure is over
         if self.current is not None and tip == self.current.revision:
             return Advance(PollOutcome.UNCHANGED, self.current)
         if self.last_rejection is not None and tip == self.last_rejection.revision:
@@ -227,7 +239,17 @@ class RevisionGate:
 
     def _reject(self, revision: str, error: SyncerError) -> Advance:
         last = self.last_rejection
-        if last is not None and revision and last.revision == revision and str(last.error) == str(error):
+        if last is not None and _same_rejection(last, revision, error):
             return Advance(PollOutcome.REJECTED, self.current, last)
         self.last_rejection = Rejection(revision, _stage_of(error), error)
         return Advance(PollOutcome.REJECTED, self.current, self.last_rejection)
+
+
+def _same_rejection(last: Rejection, revision: str, error: SyncerError) -> bool:
+    """Whether ``error`` about ``revision`` is the rejection already told: the same tip refused for
+    the same reason, or the same part of the cache unusable for the same reason (told once until it
+    changes or the cache works again; each poll still counts as a failed poll)."""
+    if isinstance(error, CacheUnusable):
+        told = last.error
+        return isinstance(told, CacheUnusable) and (told.path, told.reason) == (error.path, error.reason)
+    return bool(revision) and last.revision == revision and str(last.error) == str(error)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from syncer.config import SourceOptions, TrustPolicy
@@ -13,11 +14,20 @@ from syncer.source import GitSource
 from syncer.verify import VerificationResult, VerifyOptions, verify_revision
 
 
+@dataclass(frozen=True)
+class RepositoryVerification:
+    """The verdicts on a revision of a repository, and the branch that was cloned to judge it."""
+
+    branch: str
+    result: VerificationResult
+
+
 def verify_repository(
     repo: str, branch: str, trust: TrustPolicy, options: VerifyOptions
-) -> VerificationResult:
+) -> RepositoryVerification:
     """Verify a clone syncer makes of ``repo`` (a URL, or a repository on this machine, which git is
-    never run inside of: its config, hooks, replace refs and info files take no part)."""
+    never run inside of: its config, hooks, replace refs and info files take no part). ``branch``
+    ``""`` follows the repository's ``HEAD`` branch, as ``git clone`` does."""
     if repo.startswith("-"):
         raise SourceError(f"the repository {repo!r} starts with '-': refusing it (it would be an option)")
     if not looks_like_url(repo):
@@ -31,6 +41,5 @@ def verify_repository(
         )
         tip = source.poll().tip
         revision = options.revision or tip
-        return verify_revision(
-            source.git_dir, trust, VerifyOptions(revision, options.since, options.mode, options.timeout)
-        )
+        verify = VerifyOptions(revision, options.since, options.mode, options.timeout)
+        return RepositoryVerification(source.branch, verify_revision(source.git_dir, trust, verify))

@@ -3,13 +3,13 @@
 Owns: one clone per cache folder (partial for a network remote, whole for a repository on this
 machine, which git is never run inside of), ``git ls-remote`` polls that fetch nothing when the tip
 did not move, incremental fetches, the history-rewrite check against the last synced revision and the
-revisions the fleet records, read-only checkouts of exact revisions, the environment every git process
-gets (nothing of the caller's ``GIT_*``), and credentials read from files (never in argv, logs, traces
-or errors). Must not: judge signatures, parse manifests or talk to clusters.
+revisions the fleet records, read-only checkouts of exact revisions (every git process in the one
+environment of ``syncer.gitenv``), and credentials read from files (never in argv, logs, traces or
+errors). Must not: judge signatures, parse manifests or talk to clusters.
 """
 
 from syncer.source.git_source import GitSource
-from syncer.source.gitenv import redact
 from syncer.source.model import PollResult, Snapshot, SourceOptions
+from syncer.source.runner import redact
 
 __all__ = ["GitSource", "PollResult", "Snapshot", "SourceOptions", "redact"]

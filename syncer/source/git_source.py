@@ -20,19 +20,20 @@ grafts, alternates or promisor remote) takes part in what the clone holds.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from git.refs.symbolic import SymbolicReference
 from git.repo import Repo
 
-from syncer.errors import HistoryRewritten, SourceError
+from syncer.errors import CacheUnusable, HistoryRewritten, RefusedObjects, SourceError
 from syncer.source.cache import (
     CacheGuard,
     CacheOptions,
@@ -41,8 +42,8 @@ from syncer.source.cache import (
     remove_tree,
     touch,
 )
-from syncer.source.gitenv import GitRunner, check_argument
 from syncer.source.model import PollResult, Snapshot, SourceOptions
+from syncer.source.runner import GitRunner, check_argument
 
 _FETCHED = "refs/syncer/fetched"
 _ACCEPTED = "refs/syncer/accepted"
@@ -53,6 +54,7 @@ KEEP_CHECKOUTS = 4
 log = logging.getLogger("syncer.source")
 
 
+_HEADS = "refs/heads/"
 _REMOTE_URL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://|[^/\s]+@[^/\s]+:)")
 _BAD_BRANCH = re.compile(r"(?:^[-/.]|\.\.|[\x00-\x20\x7f~^:?*\[\\]|@\{|/$|\.lock$|\.$|//)")
 
@@ -70,8 +72,24 @@ def check_branch(branch: str) -> str:
     return branch
 
 
+def branch_name(branch: str) -> str:
+    """The branch ``branch`` names: a short name (``main``), or a full ref name ``refs/heads/main``
+    meaning the same branch. Any other ``refs/...`` name, ``HEAD``, or ``refs/heads/refs/...`` is
+    refused: it names no branch, and looking it up under ``refs/heads/`` would follow a ref any
+    pusher can create (``refs/heads/refs/heads/main``)."""
+    name = branch.removeprefix(_HEADS)
+    if name.startswith("refs/") or name == "HEAD":
+        raise SourceError(
+            f"{branch!r} is not a branch name: give the branch (main), or its full ref name (refs/heads/main)"
+        )
+    return check_branch(name)
+
+
 class GitSource:
-    """A remote branch mirrored into ``options.cache_dir``; not safe for concurrent use of one cache."""
+    """A remote branch mirrored into ``options.cache_dir``; not safe for concurrent use of one cache.
+
+    The branch is the options' (a full ref name ``refs/heads/X`` means branch X), or, when they give
+    none, the branch the remote's ``HEAD`` names, as ``git clone`` follows it (asked once)."""
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
@@ -79,7 +97,8 @@ class GitSource:
         self.checkouts_dir = options.cache_dir / "checkouts"
         self.fetch_count = 0
         check_argument(options.url, "repository URL or path")
-        check_branch(options.branch)
+        self._branch = branch_name(options.branch) if options.branch else ""
+        self._refused: dict[str, RefusedObjects] = {}
         self.local = is_local(options.url)
         self._git = GitRunner(options.credentials, timeout=options.timeout, url=options.url, local=self.local)
         cache = CacheOptions(wait=options.timeout, stale_after=options.timeout, keep_checkouts=KEEP_CHECKOUTS)
@@ -94,9 +113,21 @@ class GitSource:
         the tip must descend from each of them as well as from this cache's base, even when it did
         not move since the last poll.
         """
-        with self._guard.held():
+        with self._using_cache():
             self._recover()
             return self._poll(recorded or {})
+
+    @contextlib.contextmanager
+    def _using_cache(self) -> Iterator[None]:
+        """The cache held for this process (``CacheGuard``); a folder or file of it that cannot be
+        made, written or removed is a ``CacheUnusable`` naming it, never an unhandled ``OSError``."""
+        try:
+            with self._guard.held():
+                yield
+        except OSError as exc:
+            path = str(exc.filename or self.options.cache_dir)
+            reason = exc.strerror or type(exc).__name__
+            raise CacheUnusable(str(self.options.cache_dir), path=path, reason=reason) from None
 
     def _recover(self) -> None:
         """Remove what git processes killed mid-way left behind (see ``syncer.source.cache``)."""
@@ -111,13 +142,8 @@ class GitSource:
 
     def _poll(self, recorded: Mapping[str, str]) -> PollResult:
         tip = self.remote_tip()
-        fetched = False
-        if not self._cloned():
-            self._clone()
-            fetched = True
-        if self._ref(_FETCHED) != tip:
-            self._fetch()
-            fetched = True
+        fetched = self._receive(tip)
+        if fetched:
             tip = self._ref(_FETCHED)
         previous = self._ref(_ACCEPTED)
         bases = dict(recorded)
@@ -128,7 +154,7 @@ class GitSource:
         base, origin = next(((b, o) for b, o in bases.items() if not self._descends(tip, b)), ("", ""))
         if base and not self.options.allow_history_rewrite:
             raise HistoryRewritten(
-                f"history of branch {self.options.branch!r} on {self._git.safe_url} was rewritten: the new "
+                f"history of branch {self.branch!r} on {self._git.safe_url} was rewritten: the new "
                 f"tip {tip} does not descend from {origin} {base}; refusing it (allowHistoryRewrite is off)",
                 revision=tip,
                 base=base,
@@ -145,15 +171,56 @@ class GitSource:
             fork_point=self.fork_point(base, tip) if base else "",
         )
 
+    @property
+    def branch(self) -> str:
+        """The branch followed (its short name)."""
+        if not self._branch:
+            self._branch = self._head_branch()
+        return self._branch
+
+    def _head_branch(self) -> str:
+        """The branch the remote's ``HEAD`` names (``git ls-remote --symref``)."""
+        out = self._git.run(
+            ["ls-remote", "--symref", "--", self.options.url, "HEAD"], cwd=None, action="ls-remote"
+        )
+        for line in out.splitlines():
+            target, tab, name = line.partition("\t")
+            if tab and name.strip() == "HEAD" and target.startswith(f"ref: {_HEADS}"):
+                return branch_name(target.removeprefix("ref: ").strip())
+        raise SourceError(f"the HEAD of {self._git.safe_url} names no branch; give the branch to follow")
+
+    def _receive(self, tip: str) -> bool:
+        """Clone or fetch so that the cache holds ``tip``; whether anything was fetched. A tip whose
+        objects git's fsck checks refused is refused again, without fetching, while it is the tip."""
+        if tip in self._refused:
+            raise self._refused[tip]
+        try:
+            cloned = not self._cloned()
+            if cloned:
+                self._clone()
+            if self._ref(_FETCHED) != tip:
+                self._fetch()
+                return True
+            return cloned
+        except RefusedObjects as err:
+            refused = RefusedObjects(
+                f"the tip {tip} of branch {self.branch!r} on {self._git.safe_url} holds objects git's "
+                f"checks refuse ({err}); refusing it until the branch moves",
+                revision=tip,
+            )
+            self._refused = {tip: refused}
+            raise refused from None
+
     def remote_tip(self) -> str:
-        """The commit the remote branch points at now, by ``git ls-remote`` (no objects are fetched)."""
-        ref = f"refs/heads/{self.options.branch}"
+        """The commit the remote branch points at now, by ``git ls-remote`` (no objects are fetched).
+        Only the exact ref ``refs/heads/<branch>`` counts, never a longer name ending like it."""
+        ref = f"{_HEADS}{self.branch}"
         out = self._git.run(["ls-remote", "--", self.options.url, ref], cwd=None, action="ls-remote")
         for line in out.splitlines():
             sha, _, name = line.partition("\t")
             if name.strip() == ref and _FULL_SHA.match(sha.strip()):
                 return sha.strip()
-        raise SourceError(f"branch {self.options.branch!r} does not exist on {self._git.safe_url}")
+        raise SourceError(f"branch {self.branch!r} does not exist on {self._git.safe_url}")
 
     def contains(self, revision: str) -> bool:
         """Whether the clone holds the commit ``revision`` (a full id)."""
@@ -213,7 +280,7 @@ class GitSource:
 
     def mark_synced(self, revision: str) -> None:
         """Record that ``revision`` went through the pipeline; later tips must descend from it."""
-        with self._guard.held():
+        with self._using_cache():
             self._recover()
             self._update_ref(_SYNCED, self.resolve(revision))
 
@@ -233,7 +300,7 @@ class GitSource:
         Only the most recently used checkouts are kept; older ones are removed."""
         sha = revision if _FULL_SHA.match(revision) else self.resolve(revision)
         target = self.checkouts_dir / sha
-        with self._guard.held():
+        with self._using_cache():
             if (target / ".git").exists():
                 touch(target)
             else:
@@ -249,10 +316,10 @@ class GitSource:
                 )
                 _make_read_only(target)
                 self._prune_checkouts(sha)
-        return Snapshot(revision=sha, tree_path=target, git_dir=self.git_dir, branch=self.options.branch)
+        return Snapshot(revision=sha, tree_path=target, git_dir=self.git_dir, branch=self.branch)
 
     def remove_checkout(self, revision: str) -> None:
-        with self._guard.held():
+        with self._using_cache():
             target = self.checkouts_dir / revision
             if target.exists():
                 remove_tree(target)
@@ -274,7 +341,7 @@ class GitSource:
     def _clone(self) -> None:
         self.options.cache_dir.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".clone-", dir=self.options.cache_dir))
-        args = ["clone", "--bare", "--no-tags", "--single-branch", "--branch", self.options.branch]
+        args = ["clone", "--bare", "--no-tags", "--single-branch", "--branch", self.branch]
         if self.local:
             args += ["--no-local", "--no-hardlinks"]
         elif self.options.clone_filter:
@@ -287,11 +354,11 @@ class GitSource:
             os.replace(staging / "repo.git", self.git_dir)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-        self._update_ref(_FETCHED, f"refs/heads/{self.options.branch}")
+        self._update_ref(_FETCHED, f"{_HEADS}{self.branch}")
 
     def _fetch(self) -> None:
         self.fetch_count += 1
-        refspec = f"+refs/heads/{self.options.branch}:{_FETCHED}"
+        refspec = f"+{_HEADS}{self.branch}:{_FETCHED}"
         if self._origin_url() != self.options.url:
             self._git.run(
                 ["remote", "set-url", "--", "origin", self.options.url], cwd=self.git_dir, action="set-url"

@@ -1,11 +1,11 @@
-"""A pinned environment to run git and gpg in for verification.
+"""Git and gpg for verification, in the one git environment (``syncer.gitenv``).
 
-Nothing of the user's or the machine's git configuration applies: ``GIT_CONFIG_NOSYSTEM``, empty
-global and system config files, a private ``HOME``, and ``-c`` overrides (which win over the
-repository's own config too) for every setting that changes how signatures are checked. Replace refs,
-grafts and lazy fetches are off, so what git reports is what the object store holds. The keyring
-is a fresh ``GNUPGHOME`` holding only the policy's OpenPGP keys, and the SSH allowed-signers file is
-written from the policy's SSH signers. The folder is removed when the context ends.
+Nothing of the user's or the machine's git configuration applies (see ``syncer.gitenv``), and every
+setting that changes how signatures are checked is pinned as a command-line level setting (which wins
+over the repository's own config too). No transport is allowed and lazy fetches are off, so what git
+reports is what the object store holds. The keyring is a fresh ``GNUPGHOME`` holding only the
+policy's OpenPGP keys, and the SSH allowed-signers file is written from the policy's SSH signers,
+both in the private folder, which is removed when the context ends.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from types import TracebackType
 
 from syncer.config import KeyKind, TrustPolicy
 from syncer.errors import ConfigError, SourceError
+from syncer.gitenv import NO_PROTOCOLS, GitEnvOptions, PrivateGit
 
 _DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -39,32 +39,32 @@ class PinnedGit:
         self.policy = policy
         self.timeout = timeout
         self.fingerprints: frozenset[str] = frozenset()
-        self._root: Path | None = None
-        self._env: dict[str, str] = {}
-        self._overrides: list[str] = []
+        self._private: PrivateGit | None = None
+        self._options = GitEnvOptions()
+        self._git = "git"
 
     def __enter__(self) -> PinnedGit:
-        root = Path(tempfile.mkdtemp(prefix="syncer-verify-"))
-        self._root = root
+        private = PrivateGit(prefix="syncer-verify-").__enter__()
+        self._private = private
         try:
-            self._prepare(root)
+            self._prepare(private.root)
         except BaseException:
-            shutil.rmtree(root, ignore_errors=True)
+            private.__exit__(None, None, None)
+            self._private = None
             raise
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._root is not None:
-            shutil.rmtree(self._root, ignore_errors=True)
-            self._root = None
+        if self._private is not None:
+            self._private.__exit__(exc_type, exc, tb)
+            self._private = None
 
     def _prepare(self, root: Path) -> None:
         search_path = os.environ.get("PATH") or _DEFAULT_PATH
         git, gpg, ssh_keygen = (_tool(n, search_path) for n in ("git", "gpg", "ssh-keygen"))
-        home, gnupg = root / "home", root / "gnupg"
-        home.mkdir()
+        gnupg = root / "gnupg"
         gnupg.mkdir(mode=0o700)
         (gnupg / "gpg.conf").write_text("no-autostart\nno-auto-key-retrieve\n", encoding="ascii")
         empty = root / "empty"
@@ -78,22 +78,6 @@ class PinnedGit:
             ),
             encoding="ascii",
         )
-        self._env = {
-            "PATH": search_path,
-            "HOME": str(home),
-            "GNUPGHOME": str(gnupg),
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": str(empty),
-            "GIT_CONFIG_SYSTEM": str(empty),
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_NO_REPLACE_OBJECTS": "1",
-            "GIT_GRAFT_FILE": str(empty),
-            "GIT_NO_LAZY_FETCH": "1",
-            "GIT_ALLOW_PROTOCOL": "none",
-            "LC_ALL": "C",
-            "LANG": "C",
-            "TZ": "UTC",
-        }
         settings = {
             "gpg.program": gpg,
             "gpg.openpgp.program": gpg,
@@ -103,13 +87,15 @@ class PinnedGit:
             "gpg.ssh.revocationFile": str(empty),
             "gpg.minTrustLevel": "undefined",
             "log.showSignature": "false",
-            "core.fsmonitor": "false",
             "core.quotePath": "false",
-            "core.hooksPath": str(empty),
         }
-        self._overrides = [git]
-        for key, value in settings.items():
-            self._overrides += ["-c", f"{key}={value}"]
+        self._options = GitEnvOptions(
+            protocols=NO_PROTOCOLS,
+            lazy_fetch=False,
+            config=tuple(settings.items()),
+            variables=(("PATH", search_path), ("GNUPGHOME", str(gnupg))),
+        )
+        self._git = git
         self.fingerprints = self._import_keys(gpg)
 
     def _import_keys(self, gpg: str) -> frozenset[str]:
@@ -140,7 +126,7 @@ class PinnedGit:
     ) -> subprocess.CompletedProcess[bytes]:
         """``git <args>`` in the repository; an exit status outside ``accept`` is a ``SourceError``,
         whatever git printed before it failed."""
-        done = self._call([*self._overrides, "-C", str(self.repo), *args], stdin=stdin)
+        done = self._call([self._git, *args], stdin=stdin, repo=self.repo)
         if done.returncode not in accept:
             message = done.stderr.decode(errors="replace").strip().splitlines()
             raise SourceError(
@@ -149,10 +135,9 @@ class PinnedGit:
             )
         return done
 
-    def _call(self, argv: list[str], *, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-        try:
-            return subprocess.run(
-                argv, input=stdin, capture_output=True, env=self._env, timeout=self.timeout, check=False
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise SourceError(f"{Path(argv[0]).name} did not finish within {self.timeout:g}s") from exc
+    def _call(
+        self, argv: list[str], *, stdin: bytes | None = None, repo: Path | None = None
+    ) -> subprocess.CompletedProcess[bytes]:
+        if self._private is None:
+            raise RuntimeError("PinnedGit is used outside its context")
+        return self._private.run(argv, options=self._options, repo=repo, stdin=stdin, timeout=self.timeout)

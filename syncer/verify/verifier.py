@@ -69,9 +69,12 @@ def verify_revision(
     with PinnedGit(repo, policy, timeout=options.timeout) as git:
         judge = _Judge(git, policy, mode)
         tip = judge.resolve(options.revision)
+        if mode is VerifyMode.STRICT:
+            judge.require_deep(tip)
         since = judge.resolve_since(options.since, tip) if options.since else ""
         if since and git.git(["merge-base", "--is-ancestor", since, tip], accept=(0, 1)).returncode != 0:
             judge.require_walkable(tip)
+            judge.require_deep(tip, since)
             raise HistoryRewritten(
                 f"history was rewritten: {since} (the last verified revision) is not an ancestor of {tip}",
                 revision=tip,
@@ -120,6 +123,7 @@ class _Judge:
         if _FULL_SHA.match(since):
             held = self.git.git(["cat-file", "-e", f"{since}^{{commit}}"], accept=range(256))
             if held.returncode != 0:
+                self.require_deep(tip, since)
                 raise HistoryRewritten(
                     f"history was rewritten: {since} (the last verified revision) is not in the history "
                     f"of {tip}",
@@ -147,16 +151,29 @@ class _Judge:
                 verdict="incomplete-history",
             )
 
+    def require_deep(self, tip: str, since: str = "") -> None:
+        """An ``incomplete-history`` ``VerificationError`` when the repository is shallow: strict mode
+        cannot walk the range of new commits whole, and whether ``since`` (when given: it was not
+        found below ``tip``) was rewritten away or lies below the boundary cannot be told."""
+        shallow = self.git.git(["rev-parse", "--is-shallow-repository"]).stdout.decode().strip()
+        if shallow != "true":
+            return
+        if since:
+            raise VerificationError(
+                f"cannot judge {tip} against {since}: the repository's history is shallow (commits below "
+                "its boundary are missing), so whether it descends from that revision cannot be told",
+                verdict="incomplete-history",
+            )
+        raise VerificationError(
+            f"strict mode cannot judge {tip}: the repository's history is shallow (commits below its "
+            "boundary are missing), so the range of new commits cannot be walked whole",
+            verdict="incomplete-history",
+        )
+
     def strict_range(self, tip: str, since: str) -> list[str]:
         """Every commit reachable from ``tip`` and not from ``since``, oldest first; a
         ``VerificationError`` when the history cannot be walked whole (shallow, or objects missing)."""
-        shallow = self.git.git(["rev-parse", "--is-shallow-repository"]).stdout.decode().strip()
-        if shallow == "true":
-            raise VerificationError(
-                f"strict mode cannot judge {tip}: the repository's history is shallow (commits below its "
-                "boundary are missing), so the range of new commits cannot be walked whole",
-                verdict="incomplete-history",
-            )
+        self.require_deep(tip)
         done = self.git.git(
             ["rev-list", "--reverse", "--topo-order", tip, *([f"^{since}"] if since else [])],
             accept=range(256),

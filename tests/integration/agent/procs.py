@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,16 +26,16 @@ SERVING = "serving /metrics, /healthz, /readyz and /hooks/git on port "
 
 
 class AgentProc:
-    """One ``python -m syncer run ...`` process."""
+    """One ``python -m syncer run ...`` process (started through ``prefix``, e.g. ``setpriv ...``)."""
 
-    def __init__(self, name: str, args: list[str], workdir: Path) -> None:
+    def __init__(self, name: str, args: list[str], workdir: Path, prefix: Sequence[str] = ()) -> None:
         self.name = name
         self.args = args
         self.stdout_path = workdir / f"{name}.stdout"
         self.stderr_path = workdir / f"{name}.stderr"
         with self.stdout_path.open("wb") as out, self.stderr_path.open("wb") as err:
             self.popen = subprocess.Popen(
-                [sys.executable, "-m", "syncer", "run", *args],
+                [*prefix, sys.executable, "-m", "syncer", "run", *args],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,
@@ -145,8 +145,8 @@ class Agents:
         self.workdir = workdir
         self.procs: list[AgentProc] = []
 
-    def start(self, name: str, args: list[str]) -> AgentProc:
-        proc = AgentProc(name, args, self.workdir)
+    def start(self, name: str, args: list[str], prefix: Sequence[str] = ()) -> AgentProc:
+        proc = AgentProc(name, args, self.workdir, prefix)
         self.procs.append(proc)
         return proc
 

@@ -141,7 +141,7 @@ def test_syncer_verify_accepts_a_signed_copy_of_the_example_repo(repo: Fixture) 
 
     rendered = runner.invoke(cli, ["render", "--repo", f"file://{repo.remote}", "--cluster", "canary"])
     assert rendered.exit_code == 0, rendered.output
-    assert rendered.output.startswith("# cluster: canary\n")
+    assert rendered.stdout.startswith("# cluster: canary\n")
     assert "kind: RedisCluster" in rendered.output
 
 
@@ -157,7 +157,7 @@ def test_syncer_render_of_a_bad_revision_lists_problems_and_exits_2(repo: Fixtur
 def test_a_bare_repository_folder_is_rendered_at_its_branch_tip(repo: Fixture) -> None:
     result = CliRunner().invoke(cli, ["render", "--repo", str(repo.remote), "--cluster", "eu-1"])
     assert result.exit_code == 0, result.output
-    assert result.output.startswith("# cluster: eu-1\n")
+    assert result.stdout.startswith("# cluster: eu-1\n")
 
 
 # -- the base comes from the fleet, not from a cache ------------------------------------------------------

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from syncer.cli import cli
 from syncer.config import TrustPolicy, load_trust_policy
-from syncer.errors import SourceError, VerificationError
+from syncer.errors import HistoryRewritten, SourceError, VerificationError
 from syncer.source import GitSource, SourceOptions
 from syncer.verify import Verdict, VerificationResult, VerifyOptions, verify_revision
 from tests.integration.verify.conftest import KeySet
@@ -156,9 +156,10 @@ def test_foreign_config_hooks_fsmonitor_filters_and_alternates_take_no_part(
     code, out = invoke("verify", "--repo", str(repo.path), "--policy", str(policy_file))
     assert code == 0, out
     assert f"trusted: {tip} (head mode)" in out
-    code, out = invoke("render", "--repo", str(repo.path), "--rev", tip, "--cluster", "canary")
-    assert code == 0, out
-    assert out.startswith("# cluster: canary\n")
+    render = ["render", "--repo", str(repo.path), "--rev", tip, "--cluster", "canary"]
+    rendered = CliRunner().invoke(cli, render)
+    assert rendered.exit_code == 0, rendered.output
+    assert rendered.stdout.startswith("# cluster: canary\n")
     code, out = invoke("diff", "--repo", str(repo.path), "--rev", tip, "--offline")
     assert code in (0, 1), out
 
@@ -264,6 +265,27 @@ def test_strict_mode_refuses_a_shallow_history_instead_of_trusting_it(
     assert code == 1, out
     assert "the repository's history is shallow" in out
     assert trap.ran() == []
+
+
+@pytest.mark.parametrize("mode", ["strict", "head"])
+def test_a_last_verified_revision_below_a_shallow_boundary_is_incomplete_history_not_a_rewrite(
+    tmp_path: Path, keyset: KeySet, policy_file: Path, mode: str
+) -> None:
+    shallow, hidden, tip = shallow_copy(tmp_path, keyset)
+    policy = policy_of(policy_file, mode)
+
+    with pytest.raises(VerificationError) as raised:
+        verify_clone(shallow, policy, tmp_path / "cache", since=hidden)
+    assert raised.value.verdict == "incomplete-history"
+    assert not isinstance(raised.value, HistoryRewritten)
+    assert f"cannot judge {tip}" in str(raised.value)
+    assert "the repository's history is shallow" in str(raised.value)
+    code, out = invoke(
+        "verify", "--repo", str(shallow), "--policy", str(policy_file), "--mode", mode, "--since", hidden
+    )
+    assert code == 1, out
+    assert "history was rewritten" not in out
+    assert "the repository's history is shallow" in out
 
 
 def test_a_shallow_boundary_does_not_let_a_scoped_signer_vouch_for_what_it_cannot_see(

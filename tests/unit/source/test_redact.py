@@ -8,7 +8,7 @@ import pytest
 
 from syncer.config import GitCredentials, load_agent_config
 from syncer.source import SourceOptions, redact
-from syncer.source.gitenv import url_secrets
+from syncer.source.runner import url_secrets
 
 
 @pytest.mark.parametrize(

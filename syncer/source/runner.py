@@ -1,11 +1,11 @@
-"""Running git for the source: a pinned environment, credentials from files, deadlines, redaction.
+"""Running git for the source: credentials from files, deadlines, redaction.
 
-Every git process gets an environment built here, not the caller's: no ``GIT_*`` variable of the
-process (tracing, config parameters, object directories, replace refs) reaches it, nor a TLS key log.
-Secrets reach git only through the environment of the one git process that needs them
-(``GIT_SSH_COMMAND`` for the key file, ``GIT_CONFIG_*`` for the HTTPS header), never through argv,
-and every message built from git's output goes through ``redact`` first. Git's exit status is part of
-every answer: a non-zero exit is a ``SourceError``, whatever git printed before failing.
+Every git process runs in the one environment of ``syncer.gitenv`` (nothing of the caller's
+configuration, folder or ``GIT_*`` variables). Secrets reach git only through the environment of the
+one git process that needs them (``GIT_SSH_COMMAND`` for the key file, ``GIT_CONFIG_*`` for the HTTPS
+header), never through argv, and every message built from git's output goes through ``redact`` first.
+Git's exit status is part of every answer: a non-zero exit is a ``SourceError``, whatever git printed
+before failing.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ import base64
 import os
 import re
 import shlex
-import subprocess
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from syncer.config import GitCredentials
-from syncer.errors import SourceError
+from syncer.errors import RefusedObjects, SourceError
+from syncer.gitenv import GitEnvOptions, PrivateGit
 
 _URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#]*@")
 _URL_QUERY = re.compile(r"(?P<url>[A-Za-z][A-Za-z0-9+.-]*://[^\s?#]*)[?#][^\s'\"]*")
@@ -29,9 +29,10 @@ _TOKENS = re.compile(
     r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{16,})"
 )
 _STDERR_LINES = 6
-# Variables that make a TLS library or git write secrets somewhere, besides every GIT_* variable.
-_DROPPED = frozenset({"SSLKEYLOGFILE", "GCM_TRACE", "GCM_TRACE_SECRETS", "CURL_HOME"})
-ALLOWED_PROTOCOLS = "file:git:ssh:http:https"
+# What git says when its fsck checks of received objects (transfer.fsckObjects) refuse one:
+# "error: object <id>: <msg-id>: <message>", then "fatal: fsck error in packed object".
+_FSCK_OBJECT = re.compile(r"^error: object ([0-9a-f]{40,64}): (\w+): (.*)$", re.MULTILINE)
+_FSCK_FAILED = re.compile(r"fsck error in pack(?:ed)? objects?")
 
 
 def redact(text: str, secrets: Sequence[str] = ()) -> str:
@@ -77,36 +78,6 @@ def check_argument(value: str, what: str) -> str:
     return value
 
 
-def git_environment(
-    extra_config: Sequence[tuple[str, str]] = (), *, no_lazy_fetch: bool = False
-) -> dict[str, str]:
-    """The environment of a git process: the caller's without any ``GIT_*`` variable, plus the pinned
-    settings (no system or global config, no replace objects, no prompts, no hooks, no fsmonitor,
-    only the file, git, ssh and http(s) transports) and ``extra_config`` as ``GIT_CONFIG_*``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") and k not in _DROPPED}
-    config = [("core.hooksPath", os.devnull), ("core.fsmonitor", "false"), *extra_config]
-    env.update(
-        {
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": os.devnull,
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_ASKPASS": "",
-            "SSH_ASKPASS": "",
-            "GIT_NO_REPLACE_OBJECTS": "1",
-            "GIT_ALLOW_PROTOCOL": ALLOWED_PROTOCOLS,
-            "GIT_CONFIG_COUNT": str(len(config)),
-            "LC_ALL": "C",
-            "LANGUAGE": "C",
-        }
-    )
-    if no_lazy_fetch:
-        env["GIT_NO_LAZY_FETCH"] = "1"
-    for index, (key, value) in enumerate(config):
-        env[f"GIT_CONFIG_KEY_{index}"] = key
-        env[f"GIT_CONFIG_VALUE_{index}"] = value
-    return env
-
-
 class GitRunner:
     """Runs git commands with the source's credentials and a deadline; failures become ``SourceError``.
 
@@ -139,32 +110,22 @@ class GitRunner:
     ) -> tuple[int, str]:
         """The exit status and stdout of ``git <args>``; a status outside ``accept`` is a ``SourceError``.
         With ``lazy`` off, git may not fetch missing objects of a partial clone on demand."""
-        env, secrets = self._environment(lazy=lazy)
+        options, secrets = self._options(lazy=lazy)
         secrets = (*secrets, *url_secrets(self._url))
-        try:
-            done = subprocess.run(
-                ["git", *args],
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=self._timeout,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            detail = f"no answer within {self._timeout:g}s"
-            raise SourceError(redact(f"{action} ({self._url}) failed: {detail}", secrets)) from None
-        except OSError as exc:
-            raise SourceError(f"{action} failed: cannot run git: {exc.strerror or exc}") from None
+        what = redact(f"{action} ({self._url})", secrets)
+        with PrivateGit() as private:
+            done = private.run(["git", *args], options=options, repo=cwd, timeout=self._timeout, action=what)
         if done.returncode not in accept:
+            _refuse_objects(done.stderr.decode(errors="replace"))
             detail = redact(_tail(done.stderr), secrets)
             raise SourceError(redact(f"{action} ({self._url}) failed: {detail}", secrets)) from None
         return done.returncode, done.stdout.decode(errors="surrogateescape")
 
-    def _environment(self, *, lazy: bool = True) -> tuple[dict[str, str], tuple[str, ...]]:
+    def _options(self, *, lazy: bool = True) -> tuple[GitEnvOptions, tuple[str, ...]]:
         creds = self._credentials
         connect = max(1, round(self._timeout))
-        ssh = ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={connect}"]
+        # -F: no ssh_config of the user or the machine (a ProxyCommand or Match exec starts programs).
+        ssh = ["ssh", "-F", os.devnull, "-o", "BatchMode=yes", "-o", f"ConnectTimeout={connect}"]
         if creds.ssh_key_file is not None:
             ssh += ["-i", str(creds.ssh_key_file), "-o", "IdentitiesOnly=yes"]
         if creds.known_hosts_file is not None:
@@ -180,9 +141,20 @@ class GitRunner:
             basic = base64.b64encode(f"{creds.token_user}:{token}".encode()).decode()
             config.append(("http.extraHeader", f"Authorization: Basic {basic}"))
             secrets = (token, basic)
-        env = git_environment(config, no_lazy_fetch=self._local or not lazy)
-        env["GIT_SSH_COMMAND"] = shlex.join(ssh)
-        return env, secrets
+        options = GitEnvOptions(
+            lazy_fetch=lazy and not self._local,
+            config=tuple(config),
+            variables=(("GIT_SSH_COMMAND", shlex.join(ssh)),),
+        )
+        return options, secrets
+
+
+def _refuse_objects(stderr: str) -> None:
+    """A ``RefusedObjects`` when git failed because its fsck checks refused received objects."""
+    if not _FSCK_FAILED.search(stderr):
+        return
+    found = [f"object {m[1]}: {m[2]}: {m[3].strip()}" for m in _FSCK_OBJECT.finditer(stderr)]
+    raise RefusedObjects("; ".join(found[:_STDERR_LINES]) or "git's fsck checks refused a received object")
 
 
 def _read_token(path: Path) -> str:
