@@ -10,13 +10,14 @@ tried again until the branch moves.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from syncer.config import TrustPolicy, VerifyMode
 from syncer.config.settings import GIT_TIMEOUT
 from syncer.domain import DesiredFleet
+from syncer.engine.trust_base import BaseJudge, IgnoredBase
 from syncer.errors import GuardRejected, HistoryRewritten, ManifestError, SyncerError, VerificationError
 from syncer.manifests import LoadOptions, load_fleet
 
@@ -72,11 +73,13 @@ class PollOutcome(StrEnum):
 
 @dataclass(frozen=True)
 class Advance:
-    """The result of one ``advance``: what happened, the revision in force, and any rejection."""
+    """The result of one ``advance``: what happened, the revision in force, any rejection, and the
+    recorded revisions not used as the base of a new tip's checks (``syncer.engine.trust_base``)."""
 
     outcome: PollOutcome
     current: PreparedRevision | None
     rejection: Rejection | None = None
+    ignored_bases: tuple[IgnoredBase, ...] = ()
 
 
 def prepare(
@@ -123,8 +126,8 @@ class RevisionGate:
         recorded: Callable[[], Mapping[str, str]] | None = None,
     ):
         """``recorded`` returns the revisions the fleet's clusters record as applied (each with who
-        records it): every new tip must descend from them, and the newest is the base of the checks
-        when this gate has none of its own (a restart, a new replica, an empty cache)."""
+        records it): every new tip must descend from them, and those that verify give the base of
+        the checks (``BaseJudge``) beside this gate's own revision."""
         self.source = source
         self.policy = policy
         self.options = options
@@ -135,6 +138,7 @@ class RevisionGate:
         # raises GuardRejected to reject the tip; it gets the tip's fleet and the one in force.
         self.judge: Callable[[DesiredFleet, DesiredFleet | None], object] | None = None
         self._descends: dict[tuple[str, str], bool] = {}
+        self.bases = BaseJudge(source, policy, options.mode, options.timeout)
 
     def advance(self) -> Advance:
         """Poll the branch; take a new tip through verify and manifests; never lose the revision in force."""
@@ -154,29 +158,22 @@ class RevisionGate:
             return Advance(PollOutcome.UNCHANGED, self.current)
         if self.last_rejection is not None and tip == self.last_rejection.revision:
             return Advance(PollOutcome.REJECTED, self.current, self.last_rejection)
-        if poll.rewritten:
-            since = poll.fork_point
-        else:
-            known = [self.current.revision] if self.current else [self.source.last_synced]
-            since = self._newest([*known, *recorded])
+        own = {self.current.revision: "the revision in force"} if self.current else {}
+        own = own or {self.source.last_synced: "the revision this replica last synced"}
+        ignored: tuple[IgnoredBase, ...] = ()
         try:
-            prepared = prepare(self.source, tip, self.policy, self.options, since)
+            base = self.bases.choose(tip, own, recorded)
+            ignored = base.ignored
+            prepared = prepare(self.source, tip, self.policy, self.options, base.revision)
             if self.judge is not None:
                 self.judge(prepared.fleet, self.current.fleet if self.current else None)
         except SyncerError as err:
-            return self._reject(tip, err)
+            return replace(self._reject(tip, err), ignored_bases=ignored)
         previous, self.current, self.last_rejection = self.current, prepared, None
+        self.bases.trust(prepared.revision)
         if previous is not None and previous.revision != prepared.revision:
             self.source.remove_checkout(previous.revision)
-        return Advance(PollOutcome.ACCEPTED, prepared)
-
-    def _newest(self, revisions: list[str]) -> str:
-        """Of revisions on one line of history (all ancestors of the tip), the newest."""
-        newest = ""
-        for revision in dict.fromkeys(r for r in revisions if r):
-            if not newest or self.source.is_ancestor(newest, revision):
-                newest = revision
-        return newest
+        return Advance(PollOutcome.ACCEPTED, prepared, ignored_bases=ignored)
 
     def _resume(self, recorded: Mapping[str, str]) -> bool:
         """With no revision in force and git out of reach (a start during a git outage): take the
@@ -184,7 +181,7 @@ class RevisionGate:
         the revision in force, so drift repair and health go on until git answers. False when the
         cache cannot give it (no clone yet, the commit is not there, or it no longer verifies)."""
         try:
-            newest = self._newest(list(recorded))
+            newest = self.bases.newest(list(recorded))
             if not newest:
                 return False
             self.current = prepare(self.source, newest, self.policy, self.options)

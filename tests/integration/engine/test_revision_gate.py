@@ -260,17 +260,18 @@ def test_the_fleet_base_bounds_what_a_path_limited_tip_signer_vouches_for(
 
 def test_strict_mode_ranges_start_at_the_fleet_base(tmp_path: Path, ops_key: SshKey) -> None:
     fx = Fixture(tmp_path, ops_key, mode="strict")
-    fx.push("unsigned before the base", {"notes/old.txt": "old\n"}, signed=False)
+    start = fx.push("unsigned before the policy's start", {"notes/old.txt": "old\n"}, signed=False)
+    policy = replace(fx.policy, since=start)
     b = fx.push("signed base")
     hidden = fx.push("unsigned after the base", {"notes/a.txt": "a\n"}, signed=False)
     fx.push("signed tip", {"notes/b.txt": "b\n"})
-    result = fresh_gate(fx, tmp_path / "fresh", {b: RECORDED_BY}).advance()
+    result = fresh_gate(fx, tmp_path / "fresh", {b: RECORDED_BY}, policy).advance()
     assert result.rejection is not None
     assert result.rejection.error.verdict == "unsigned"  # type: ignore[attr-defined]
     assert f"commit {hidden[:12]} ('unsigned after the base')" in str(result.rejection.error)
     fx.work.git("reset", "-q", "--hard", b)
     fx.push("signed fix", {"notes/c.txt": "c\n"}, force=True)
-    taken = fresh_gate(fx, tmp_path / "fresh-2", {b: RECORDED_BY}).advance()
+    taken = fresh_gate(fx, tmp_path / "fresh-2", {b: RECORDED_BY}, policy).advance()
     assert taken.outcome is PollOutcome.ACCEPTED, taken.rejection
     assert taken.current is not None
     assert taken.current.verification.since == b
