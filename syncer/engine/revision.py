@@ -1,7 +1,8 @@
 """From a git source to a verified, validated desired fleet, keeping the last good revision in force.
 
 One call to ``RevisionGate.advance`` takes the branch tip through source -> verify -> manifests, then
-the guard policy when one is given (``RevisionGate.judge``). A tip
+the guard policy when one is given (``RevisionGate.judge``); a revision resumed from the clusters'
+records or rebuilt for a rollback goes through the same checks, guards included. A tip
 that fails any stage is rejected whole: the rejection (with every problem found) is returned as a
 value and remembered, the last good revision stays the one in force, and the same bad tip is not
 tried again until the branch moves.
@@ -164,9 +165,7 @@ class RevisionGate:
         try:
             base = self.bases.choose(tip, own, recorded)
             ignored = base.ignored
-            prepared = prepare(self.source, tip, self.policy, self.options, base.revision)
-            if self.judge is not None:
-                self.judge(prepared.fleet, self.current.fleet if self.current else None)
+            prepared = self._prepare(tip, base.revision)
         except SyncerError as err:
             return replace(self._reject(tip, err), ignored_bases=ignored)
         previous, self.current, self.last_rejection = self.current, prepared, None
@@ -184,7 +183,7 @@ class RevisionGate:
             newest = self.bases.newest(list(recorded))
             if not newest:
                 return False
-            self.current = prepare(self.source, newest, self.policy, self.options)
+            self.current = self._prepare(newest)
         except SyncerError:
             return False
         return True
@@ -203,10 +202,19 @@ class RevisionGate:
         return self._descends[key]
 
     def rebuild(self, revision: str) -> DesiredFleet:
-        """The desired fleet of an earlier revision (the last good one), verified on its own.
+        """The desired fleet of an earlier revision (the last good one), verified on its own and
+        judged by the guard policy as the change from what is live.
 
-        Raises SourceError, VerificationError or ManifestError."""
-        return prepare(self.source, revision, self.policy, self.options).fleet
+        Raises SourceError, VerificationError, ManifestError or GuardRejected."""
+        return self._prepare(revision).fleet
+
+    def _prepare(self, revision: str, since: str = "") -> PreparedRevision:
+        """``prepare`` and then the guard policy (``judge``, against the revision in force): every
+        revision this gate gives out, a new tip, one resumed or one rebuilt, passed both."""
+        prepared = prepare(self.source, revision, self.policy, self.options, since)
+        if self.judge is not None:
+            self.judge(prepared.fleet, self.current.fleet if self.current else None)
+        return prepared
 
     def mark_synced(self, revision: str) -> None:
         """Remember ``revision`` as rolled out: the base of the next strict-mode check."""
