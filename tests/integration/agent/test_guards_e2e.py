@@ -179,3 +179,28 @@ def test_a_rollback_the_guards_refuse_is_not_applied(guarded: Setup, tmp_path: P
     assert found["canary"].phase is SyncPhase.FAILED
     assert found["canary"].bad_revisions == (bad,)
     assert {(found[n].revision, found[n].phase) for n in ("eu-1", "us-1")} == {(good, SyncPhase.HEALTHY)}
+
+
+def test_a_revision_taken_up_again_during_a_git_outage_is_judged_by_the_guards(
+    guarded: Setup, tmp_path: Path
+) -> None:
+    """An agent started while git is unreachable takes up the revision the clusters record only if
+    the guards accept it against what is live: someone moved the canary to 7.4.1 by hand, and
+    re-applying 7.2.5 there would be a downgrade, so nothing is taken up and nothing is repaired."""
+    guarded.commit("sessions on 7.2.5", [redis_cluster(guarded.namespace, "7.2.5")])
+    result = guarded.agent.sync_once()
+    assert result.report is not None
+    assert result.report.outcome is RolloutOutcome.APPLIED, result.report
+    canary = guarded.agent.clients["canary"]
+    live = canary.get(RC[0], RC[1], RC[2], guarded.namespace)
+    live["spec"]["version"] = "7.4.1"
+    canary.replace(live)
+    guarded.remote.rename(guarded.remote.with_name("remote-away.git"))  # git is unreachable from here on
+
+    guarded.restart(tmp_path / "agent.yaml")
+    result = guarded.agent.sync_once()
+    assert result.advance.rejection is not None
+    assert result.advance.rejection.stage is Stage.SOURCE
+    assert result.advance.current is None, "the recorded revision was taken up without the guards"
+    assert guarded.agent.heal() == ()
+    assert live_versions(guarded) == {"canary": "7.4.1", "eu-1": "7.2.5", "us-1": "7.2.5"}
