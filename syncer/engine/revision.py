@@ -178,7 +178,8 @@ class RevisionGate:
         """With no revision in force and git out of reach (a start during a git outage): take the
         newest revision the clusters record, checked and rendered again from this replica's cache, as
         the revision in force, so drift repair and health go on until git answers. False when the
-        cache cannot give it (no clone yet, the commit is not there, or it no longer verifies)."""
+        cache cannot give it (no clone yet, the commit is not there, or it no longer verifies) or the
+        guard policy refuses it against what is live."""
         try:
             newest = self.bases.newest(list(recorded))
             if not newest:

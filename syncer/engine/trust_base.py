@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 from syncer.config import TrustPolicy, VerifyMode
 from syncer.errors import SourceError, SyncerError
 
+REMEMBERED = 64  # verdicts kept (the newest); an older revision is judged again if it comes back
+
 if TYPE_CHECKING:
     from syncer.source import GitSource
 
@@ -62,7 +64,13 @@ class BaseJudge:
 
     def trust(self, revision: str) -> None:
         """``revision`` was verified from a verified base (an accepted tip): it verifies."""
-        self._verdicts[revision] = ""
+        self._remember(revision, "")
+
+    def _remember(self, revision: str, why: str) -> None:
+        self._verdicts.pop(revision, None)
+        self._verdicts[revision] = why
+        while len(self._verdicts) > REMEMBERED:
+            del self._verdicts[next(iter(self._verdicts))]
 
     def choose(self, tip: str, own: Mapping[str, str], recorded: Mapping[str, str]) -> Base:
         """The base of ``tip``'s checks. ``own`` and ``recorded`` map revisions to who has them:
@@ -127,5 +135,5 @@ class BaseJudge:
             return f"it cannot be verified now: {err}"  # git failed: asked again next time
         except SyncerError as err:
             why = f"it does not verify itself: {err}"
-        self._verdicts[revision] = why
+        self._remember(revision, why)
         return why
