@@ -121,8 +121,11 @@ class BaseJudge:
         newest revision already verified that it descends from), else why not."""
         if revision in self._verdicts:
             return self._verdicts[revision]
-        if revision == self.policy.since:
+        start = self.policy.since
+        if revision == start:
             return ""
+        if start and self.source.contains(start) and self.source.is_ancestor(revision, start):
+            return f"it is older than the trust policy's since ({start[:12]}), where the checks start"
         from syncer.verify import VerifyOptions, verify_revision
 
         verified = [r for r, why in self._verdicts.items() if not why]

@@ -277,6 +277,21 @@ def test_strict_mode_ranges_start_at_the_fleet_base(tmp_path: Path, ops_key: Ssh
     assert taken.current.verification.since == b
 
 
+def test_a_record_older_than_the_policys_since_is_not_the_base(tmp_path: Path, ops_key: SshKey) -> None:
+    fx = Fixture(tmp_path, ops_key, mode="strict")
+    older = fx.push("signed, recorded")
+    start = fx.push("unsigned, where the policy starts", {"notes/s.txt": "s\n"}, signed=False)
+    tip = fx.push("signed tip", {"notes/t.txt": "t\n"})
+    policy = replace(fx.policy, since=start)
+    taken = fresh_gate(fx, tmp_path / "fresh", {older: RECORDED_BY}, policy).advance()
+    assert taken.outcome is PollOutcome.ACCEPTED, taken.rejection
+    assert taken.current is not None
+    assert (taken.current.revision, taken.current.verification.since) == (tip, start)
+    assert [(i.revision, i.reason) for i in taken.ignored_bases] == [
+        (older, f"it is older than the trust policy's since ({start[:12]}), where the checks start")
+    ]
+
+
 def test_allow_history_rewrite_takes_a_rewritten_tip_end_to_end_and_judges_it_from_the_fork_point(
     tmp_path: Path, ops_key: SshKey
 ) -> None:
