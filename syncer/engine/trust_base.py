@@ -90,8 +90,10 @@ class BaseJudge:
             ignored.append(IgnoredBase(fleet, "the common ancestor of what the clusters record", why))
             fleet = ""
         bases = [fleet]
-        for revision in own:
+        for revision, who in own.items():
             candidate, why = self._candidate(tip, revision)
+            if why:
+                ignored.append(IgnoredBase(revision, who, why))
             bases.append("" if why else candidate)
         return Base(self.newest(bases), tuple(ignored))
 
