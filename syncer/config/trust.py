@@ -25,6 +25,7 @@ from syncer.errors import ConfigError
 ALL_PATHS = "**"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")
 _OPENPGP_FINGERPRINT = re.compile(r"^(?:[0-9A-F]{40}|[0-9A-F]{64})$")
+_COMMIT_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 _ARMOR_BEGIN = "-----BEGIN PGP PUBLIC KEY BLOCK-----"
 SSH_KEY_TYPES = frozenset(
     {
@@ -72,7 +73,12 @@ class Signer:
 
 @dataclass(frozen=True)
 class TrustPolicy:
-    """Who is trusted to sign what; ``origin`` names the file it came from (for messages)."""
+    """Who is trusted to sign what; ``origin`` names the file it came from (for messages).
+
+    ``since`` is the commit the checks start from when no verified base is known (a first sync, or
+    a fleet whose recorded revisions do not verify): strict mode judges every commit after it, head
+    mode every path changed since it. ``""``: the repository's root (the whole history).
+    """
 
     mode: VerifyMode = VerifyMode.HEAD
     allow_history_rewrite: bool = False
@@ -80,6 +86,7 @@ class TrustPolicy:
     openpgp_keys: tuple[str, ...] = field(default=(), repr=False)
     origin: str = "<inline>"
     two_person: tuple[TwoPersonRule, ...] = ()
+    since: str = ""
 
     def signer_for(self, kind: KeyKind, fingerprint: str) -> Signer | None:
         """The signer holding this key, matched by fingerprint (OpenPGP fingerprints case-insensitively)."""
@@ -98,7 +105,7 @@ def load_trust_policy(path: Path) -> TrustPolicy:
 def parse_trust_policy(data: Mapping[str, Any], *, origin: str, base_dir: Path) -> TrustPolicy:
     """Validate an already-parsed policy mapping. Every problem is a ``ConfigError`` naming ``origin``."""
     top = Fields(data, origin=origin)
-    top.reject_unknown({"mode", "allowHistoryRewrite", "signers", "openpgpKeys", "twoPersonRules"})
+    top.reject_unknown({"mode", "allowHistoryRewrite", "signers", "openpgpKeys", "twoPersonRules", "since"})
     mode_text = top.string("mode", VerifyMode.HEAD.value)
     try:
         mode = VerifyMode(mode_text)
@@ -112,6 +119,9 @@ def parse_trust_policy(data: Mapping[str, Any], *, origin: str, base_dir: Path) 
     keys = tuple(_armored_key(top, i, base_dir) for i in range(len(top.items("openpgpKeys"))))
     if any(s.kind is KeyKind.OPENPGP for s in signers) and not keys:
         raise top.error("openpgpKeys", "OpenPGP signers are listed but no OpenPGP public key is given")
+    since = top.string("since", "")
+    if since and not _COMMIT_ID.match(since):
+        raise top.error("since", f"must be a full commit id (40 or 64 lower-case hex digits), not {since!r}")
     return TrustPolicy(
         mode=mode,
         allow_history_rewrite=top.boolean("allowHistoryRewrite", False),
@@ -119,6 +129,7 @@ def parse_trust_policy(data: Mapping[str, Any], *, origin: str, base_dir: Path) 
         openpgp_keys=keys,
         origin=origin,
         two_person=parse_two_person_rules(top),
+        since=since,
     )
 
 

@@ -234,13 +234,21 @@ class FleetPass:
         finally:
             self._read, self._unread, self._rebuilt = {}, {}, {}
 
-    def _run_pass(self, stop: threading.Event) -> PassResult:
+    def _advance(self) -> tuple[Advance, bool]:
+        """Advance the revision; tell the recorded revisions not used as a base and a rejection not
+        told before (True when it is new)."""
         advance = self.revisions.advance()
+        for ignored in advance.ignored_bases:
+            self.listener(PassEvent(Step.BASE_IGNORED, revision=ignored.revision, reason=ignored.message))
         rejection = advance.rejection
         new_rejection = rejection is not None and rejection is not self._seen_rejection
         if rejection is not None and new_rejection:
             self._seen_rejection = rejection
             self.listener(rejection_event(rejection))
+        return advance, new_rejection
+
+    def _run_pass(self, stop: threading.Event) -> PassResult:
+        advance, new_rejection = self._advance()
         current = advance.current
         if current is None:
             return PassResult(advance, new_rejection=new_rejection)
@@ -300,11 +308,7 @@ class FleetPass:
 
     def _newer(self) -> bool:
         """Poll git between waves: True when a newer tip passed verification and is now in force."""
-        advance = self.revisions.advance()
-        if advance.rejection is not None and advance.rejection is not self._seen_rejection:
-            self._seen_rejection = advance.rejection
-            self.listener(rejection_event(advance.rejection))
-        return advance.outcome is PollOutcome.ACCEPTED
+        return self._advance()[0].outcome is PollOutcome.ACCEPTED
 
     def _remember(self, rollout: FleetRollout) -> None:
         """A state this replica decided but could not write stays decided: it is used instead of the

@@ -1,7 +1,8 @@
 """From a git source to a verified, validated desired fleet, keeping the last good revision in force.
 
 One call to ``RevisionGate.advance`` takes the branch tip through source -> verify -> manifests, then
-the guard policy when one is given (``RevisionGate.judge``). A tip
+the guard policy when one is given (``RevisionGate.judge``); a revision resumed from the clusters'
+records or rebuilt for a rollback goes through the same checks, guards included. A tip
 that fails any stage is rejected whole: the rejection (with every problem found) is returned as a
 value and remembered, the last good revision stays the one in force, and the same bad tip is not
 tried again until the branch moves.
@@ -10,13 +11,14 @@ tried again until the branch moves.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from syncer.config import TrustPolicy, VerifyMode
 from syncer.config.settings import GIT_TIMEOUT
 from syncer.domain import DesiredFleet
+from syncer.engine.trust_base import BaseJudge, IgnoredBase
 from syncer.errors import (
     CacheUnusable,
     GuardRejected,
@@ -80,11 +82,13 @@ class PollOutcome(StrEnum):
 
 @dataclass(frozen=True)
 class Advance:
-    """The result of one ``advance``: what happened, the revision in force, and any rejection."""
+    """The result of one ``advance``: what happened, the revision in force, any rejection, and the
+    recorded revisions not used as the base of a new tip's checks (``syncer.engine.trust_base``)."""
 
     outcome: PollOutcome
     current: PreparedRevision | None
     rejection: Rejection | None = None
+    ignored_bases: tuple[IgnoredBase, ...] = ()
 
 
 def prepare(
@@ -131,8 +135,8 @@ class RevisionGate:
         recorded: Callable[[], Mapping[str, str]] | None = None,
     ):
         """``recorded`` returns the revisions the fleet's clusters record as applied (each with who
-        records it): every new tip must descend from them, and the newest is the base of the checks
-        when this gate has none of its own (a restart, a new replica, an empty cache)."""
+        records it): every new tip must descend from them, and those that verify give the base of
+        the checks (``BaseJudge``) beside this gate's own revision."""
         self.source = source
         self.policy = policy
         self.options = options
@@ -143,6 +147,7 @@ class RevisionGate:
         # raises GuardRejected to reject the tip; it gets the tip's fleet and the one in force.
         self.judge: Callable[[DesiredFleet, DesiredFleet | None], object] | None = None
         self._descends: dict[tuple[str, str], bool] = {}
+        self.bases = BaseJudge(source, policy, options.mode, options.timeout)
 
     def advance(self) -> Advance:
         """Poll the branch; take a new tip through verify and manifests; never lose the revision in force."""
@@ -166,40 +171,32 @@ class RevisionGate:
             return Advance(PollOutcome.UNCHANGED, self.current)
         if self.last_rejection is not None and tip == self.last_rejection.revision:
             return Advance(PollOutcome.REJECTED, self.current, self.last_rejection)
-        if poll.rewritten:
-            since = poll.fork_point
-        else:
-            known = [self.current.revision] if self.current else [self.source.last_synced]
-            since = self._newest([*known, *recorded])
+        own = {self.current.revision: "the revision in force"} if self.current else {}
+        own = own or {self.source.last_synced: "the revision this replica last synced"}
+        ignored: tuple[IgnoredBase, ...] = ()
         try:
-            prepared = prepare(self.source, tip, self.policy, self.options, since)
-            if self.judge is not None:
-                self.judge(prepared.fleet, self.current.fleet if self.current else None)
+            base = self.bases.choose(tip, own, recorded)
+            ignored = base.ignored
+            prepared = self._prepare(tip, base.revision)
         except SyncerError as err:
-            return self._reject(tip, err)
+            return replace(self._reject(tip, err), ignored_bases=ignored)
         previous, self.current, self.last_rejection = self.current, prepared, None
+        self.bases.trust(prepared.revision)
         if previous is not None and previous.revision != prepared.revision:
             self.source.remove_checkout(previous.revision)
-        return Advance(PollOutcome.ACCEPTED, prepared)
-
-    def _newest(self, revisions: list[str]) -> str:
-        """Of revisions on one line of history (all ancestors of the tip), the newest."""
-        newest = ""
-        for revision in dict.fromkeys(r for r in revisions if r):
-            if not newest or self.source.is_ancestor(newest, revision):
-                newest = revision
-        return newest
+        return Advance(PollOutcome.ACCEPTED, prepared, ignored_bases=ignored)
 
     def _resume(self, recorded: Mapping[str, str]) -> bool:
         """With no revision in force and git out of reach (a start during a git outage): take the
         newest revision the clusters record, checked and rendered again from this replica's cache, as
         the revision in force, so drift repair and health go on until git answers. False when the
-        cache cannot give it (no clone yet, the commit is not there, or it no longer verifies)."""
+        cache cannot give it (no clone yet, the commit is not there, or it no longer verifies) or the
+        guard policy refuses it against what is live."""
         try:
-            newest = self._newest(list(recorded))
+            newest = self.bases.newest(list(recorded))
             if not newest:
                 return False
-            self.current = prepare(self.source, newest, self.policy, self.options)
+            self.current = self._prepare(newest)
         except SyncerError:
             return False
         return True
@@ -228,10 +225,19 @@ class RevisionGate:
             return False
 
     def rebuild(self, revision: str) -> DesiredFleet:
-        """The desired fleet of an earlier revision (the last good one), verified on its own.
+        """The desired fleet of an earlier revision (the last good one), verified on its own and
+        judged by the guard policy as the change from what is live.
 
-        Raises SourceError, VerificationError or ManifestError."""
-        return prepare(self.source, revision, self.policy, self.options).fleet
+        Raises SourceError, VerificationError, ManifestError or GuardRejected."""
+        return self._prepare(revision).fleet
+
+    def _prepare(self, revision: str, since: str = "") -> PreparedRevision:
+        """``prepare`` and then the guard policy (``judge``, against the revision in force): every
+        revision this gate gives out, a new tip, one resumed or one rebuilt, passed both."""
+        prepared = prepare(self.source, revision, self.policy, self.options, since)
+        if self.judge is not None:
+            self.judge(prepared.fleet, self.current.fleet if self.current else None)
+        return prepared
 
     def mark_synced(self, revision: str) -> None:
         """Remember ``revision`` as rolled out: the base of the next strict-mode check."""

@@ -266,6 +266,19 @@ class GitSource:
         )
         return out.strip() if code == 0 else ""
 
+    def common_ancestor(self, revisions: list[str]) -> str:
+        """The newest commit every one of ``revisions`` descends from (``git merge-base --octopus``;
+        ``""`` when they share none). Every revision must be one the clone holds."""
+        if len(set(revisions)) <= 1:
+            return revisions[0] if revisions else ""
+        code, out = self._git.run_status(
+            ["merge-base", "--octopus", *revisions],
+            cwd=self.git_dir,
+            action="finding the common ancestor of recorded revisions",
+            accept=(0, 1),
+        )
+        return out.split()[0] if code == 0 and out.strip() else ""
+
     def is_shallow(self) -> bool:
         return (self.git_dir / "shallow").is_file()
 

@@ -71,7 +71,8 @@ def verify_revision(
         tip = judge.resolve(options.revision)
         if mode is VerifyMode.STRICT:
             judge.require_deep(tip)
-        since = judge.resolve_since(options.since, tip) if options.since else ""
+        start = options.since or policy.since  # no base given: the policy's start (or the root)
+        since = judge.resolve_since(start, tip) if start else ""
         if since and git.git(["merge-base", "--is-ancestor", since, tip], accept=(0, 1)).returncode != 0:
             judge.require_walkable(tip)
             judge.require_deep(tip, since)
@@ -96,7 +97,8 @@ def approve_clusters(
     with PinnedGit(repo, policy, timeout=options.timeout) as git:
         judge = _Judge(git, policy, mode)
         tip = judge.resolve(options.revision)
-        since = judge.resolve_since(options.since, tip) if options.since else ""
+        start = options.since or policy.since
+        since = judge.resolve_since(start, tip) if start else ""
         return judge_cluster_rules(judge, policy.two_person, concerned, tip, since)
 
 

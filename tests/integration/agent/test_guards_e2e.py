@@ -1,6 +1,7 @@
 """Guard policies end to end on the real fleet: the shipped rules judge each new tip as the sync would
 apply it (live object as ``old``), reject a breaking revision whole before any cluster changes, keep
-judging that way after the agent restarts, and let a revision that keeps the rules roll out."""
+judging that way after the agent restarts, let a revision that keeps the rules roll out, and judge
+the last good revision a failed wave would go back to as well."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from syncer.config.rollout import load_rollout_policy
 from syncer.domain.progress import Step
+from syncer.domain.sync_state import SyncPhase
 from syncer.engine.revision import Stage
 from syncer.engine.rollout_model import RolloutOutcome
 from syncer.errors import GuardRejected
@@ -147,3 +150,57 @@ def test_a_jump_of_shards_and_an_unqualified_prod_version_are_each_named(guarded
     prod = sorted(f.split(" on ")[1].split()[0] for f in failures if f.startswith("rule allowed-versions"))
     assert prod == ["eu-1", "us-1"], failures
     assert live_versions(guarded) == {"canary": "7.2.5", "eu-1": "7.2.5", "us-1": "7.2.5"}
+
+
+def test_a_rollback_the_guards_refuse_is_not_applied(guarded: Setup, tmp_path: Path) -> None:
+    """A failed canary goes back to its last good revision only if the guards accept that revision
+    too: going back from 7.4.1 to 7.2.5 lowers the Redis version, so the canary stays on 7.4.1."""
+    rollout = yaml.safe_load((tmp_path / "rollout.yaml").read_text())
+    rollout["defaults"]["healthTimeout"] = "10s"
+    (tmp_path / "quick-rollout.yaml").write_text(yaml.safe_dump(rollout))
+    guarded.restart(tmp_path / "agent.yaml", load_rollout_policy(tmp_path / "quick-rollout.yaml"))
+    good = guarded.commit("sessions on 7.2.5", [redis_cluster(guarded.namespace, "7.2.5")])
+    result = guarded.agent.sync_once()
+    assert result.report is not None
+    assert result.report.outcome is RolloutOutcome.APPLIED, result.report
+    bad = guarded.commit("7.4.1, pods never ready", [redis_cluster(guarded.namespace, "7.4.1", hold=True)])
+
+    result = guarded.agent.sync_once()
+    assert result.advance.rejection is None, result.advance.rejection
+    assert result.report is not None
+    assert result.report.outcome is RolloutOutcome.HALTED, result.report
+    assert f"canary: not rolled back: {good[:12]} cannot be rebuilt" in result.report.message
+    assert live_versions(guarded) == {"canary": "7.4.1", "eu-1": "7.2.5", "us-1": "7.2.5"}
+    unavailable = [e for e in guarded.steps if e.step is Step.LAST_GOOD_UNAVAILABLE]
+    assert [e.revision for e in unavailable] == [good]
+    assert "rule no-redis-downgrade failed on canary" in unavailable[0].error
+    found = states(guarded)
+    assert found["canary"].revision == bad
+    assert found["canary"].phase is SyncPhase.FAILED
+    assert found["canary"].bad_revisions == (bad,)
+    assert {(found[n].revision, found[n].phase) for n in ("eu-1", "us-1")} == {(good, SyncPhase.HEALTHY)}
+
+
+def test_a_revision_taken_up_again_during_a_git_outage_is_judged_by_the_guards(
+    guarded: Setup, tmp_path: Path
+) -> None:
+    """An agent started while git is unreachable takes up the revision the clusters record only if
+    the guards accept it against what is live: someone moved the canary to 7.4.1 by hand, and
+    re-applying 7.2.5 there would be a downgrade, so nothing is taken up and nothing is repaired."""
+    guarded.commit("sessions on 7.2.5", [redis_cluster(guarded.namespace, "7.2.5")])
+    result = guarded.agent.sync_once()
+    assert result.report is not None
+    assert result.report.outcome is RolloutOutcome.APPLIED, result.report
+    canary = guarded.agent.clients["canary"]
+    live = canary.get(RC[0], RC[1], RC[2], guarded.namespace)
+    live["spec"]["version"] = "7.4.1"
+    canary.replace(live)
+    guarded.remote.rename(guarded.remote.with_name("remote-away.git"))  # git is unreachable from here on
+
+    guarded.restart(tmp_path / "agent.yaml")
+    result = guarded.agent.sync_once()
+    assert result.advance.rejection is not None
+    assert result.advance.rejection.stage is Stage.SOURCE
+    assert result.advance.current is None, "the recorded revision was taken up without the guards"
+    assert guarded.agent.heal() == ()
+    assert live_versions(guarded) == {"canary": "7.4.1", "eu-1": "7.2.5", "us-1": "7.2.5"}

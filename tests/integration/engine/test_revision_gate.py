@@ -260,20 +260,36 @@ def test_the_fleet_base_bounds_what_a_path_limited_tip_signer_vouches_for(
 
 def test_strict_mode_ranges_start_at_the_fleet_base(tmp_path: Path, ops_key: SshKey) -> None:
     fx = Fixture(tmp_path, ops_key, mode="strict")
-    fx.push("unsigned before the base", {"notes/old.txt": "old\n"}, signed=False)
+    start = fx.push("unsigned before the policy's start", {"notes/old.txt": "old\n"}, signed=False)
+    policy = replace(fx.policy, since=start)
     b = fx.push("signed base")
     hidden = fx.push("unsigned after the base", {"notes/a.txt": "a\n"}, signed=False)
     fx.push("signed tip", {"notes/b.txt": "b\n"})
-    result = fresh_gate(fx, tmp_path / "fresh", {b: RECORDED_BY}).advance()
+    result = fresh_gate(fx, tmp_path / "fresh", {b: RECORDED_BY}, policy).advance()
     assert result.rejection is not None
     assert result.rejection.error.verdict == "unsigned"  # type: ignore[attr-defined]
     assert f"commit {hidden[:12]} ('unsigned after the base')" in str(result.rejection.error)
     fx.work.git("reset", "-q", "--hard", b)
     fx.push("signed fix", {"notes/c.txt": "c\n"}, force=True)
-    taken = fresh_gate(fx, tmp_path / "fresh-2", {b: RECORDED_BY}).advance()
+    taken = fresh_gate(fx, tmp_path / "fresh-2", {b: RECORDED_BY}, policy).advance()
     assert taken.outcome is PollOutcome.ACCEPTED, taken.rejection
     assert taken.current is not None
     assert taken.current.verification.since == b
+
+
+def test_a_record_older_than_the_policys_since_is_not_the_base(tmp_path: Path, ops_key: SshKey) -> None:
+    fx = Fixture(tmp_path, ops_key, mode="strict")
+    older = fx.push("signed, recorded")
+    start = fx.push("unsigned, where the policy starts", {"notes/s.txt": "s\n"}, signed=False)
+    tip = fx.push("signed tip", {"notes/t.txt": "t\n"})
+    policy = replace(fx.policy, since=start)
+    taken = fresh_gate(fx, tmp_path / "fresh", {older: RECORDED_BY}, policy).advance()
+    assert taken.outcome is PollOutcome.ACCEPTED, taken.rejection
+    assert taken.current is not None
+    assert (taken.current.revision, taken.current.verification.since) == (tip, start)
+    assert [(i.revision, i.reason) for i in taken.ignored_bases] == [
+        (older, f"it is older than the trust policy's since ({start[:12]}), where the checks start")
+    ]
 
 
 def test_allow_history_rewrite_takes_a_rewritten_tip_end_to_end_and_judges_it_from_the_fork_point(

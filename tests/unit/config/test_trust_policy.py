@@ -63,6 +63,12 @@ def test_full_policy(tmp_path: Path) -> None:
     assert policy.signer_for(KeyKind.SSH, FPR) is None
 
 
+def test_since_is_the_trusted_commit_checks_start_from(tmp_path: Path) -> None:
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    assert load_trust_policy(write(tmp_path, {"since": commit})).since == commit
+    assert load_trust_policy(write(tmp_path, {"mode": "strict"})).since == ""
+
+
 def test_ssh_fingerprint_is_sha256_of_the_blob() -> None:
     import hashlib
 
@@ -76,6 +82,8 @@ def test_ssh_fingerprint_is_sha256_of_the_blob() -> None:
         ({"mode": "lenient"}, "mode: must be one of head, strict, not 'lenient'"),
         ({"allowHistoryRewrite": "yes"}, "allowHistoryRewrite: must be true or false"),
         ({"trust": []}, "unknown key(s) trust"),
+        ({"since": "main"}, "since: must be a full commit id (40 or 64 lower-case hex digits), not 'main'"),
+        ({"since": "0123456789ABCDEF0123456789ABCDEF01234567"}, "since: must be a full commit id"),
         ({"signers": [{"name": "a"}]}, "signers[0]: give exactly one of openpgp or ssh"),
         ({"signers": [{"name": "a", "openpgp": FPR, "ssh": SSH_LINE}]}, "give exactly one of openpgp or ssh"),
         (
