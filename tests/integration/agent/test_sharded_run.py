@@ -204,7 +204,7 @@ def assert_single_writer(group: Group) -> None:
                 if 200 <= w.code < 300:
                     holder = replica_of(w)
             elif w.resource != "namespaces":  # a Lease's namespace is made before the Lease
-                assert replica_of(w) == holder, (name, w, holder)
+                assert replica_of(w) == holder, (name, w.resource, w.namespace, w.name, w.verb, holder)
 
 
 @pytest.fixture
