@@ -20,13 +20,13 @@ from pathlib import Path
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from syncer.agent.http import AgentServer, Endpoints
+from syncer.agent.http import AgentServer, Endpoints, ProbeServer
 from syncer.agent.service import Agent
 from syncer.agent.sharding import sharded
 from syncer.config.settings import AgentSettings
 from syncer.controller.model import ControllerOptions
 from syncer.controller.runner import run_controller
-from syncer.errors import Conflict, KubeError, NotFound
+from syncer.errors import ConfigError, Conflict, KubeError, NotFound
 from syncer.kube import ClusterClient
 from syncer.leader.election import LeaderElector
 
@@ -180,8 +180,16 @@ class AgentProcess:
             self._hook,
             lambda reason: refused.labels(reason=reason).inc(),
         )
-        server = AgentServer(endpoints, self.settings.http).start()
+        server = AgentServer(endpoints, self.settings.http)
+        try:
+            probes = ProbeServer(endpoints, self.settings.http)
+        except ConfigError:
+            server.stop()
+            raise
+        server.start()
+        probes.start()
         log.info("serving /metrics, /healthz, /readyz and /hooks/git on port %s", server.port)
+        log.info("serving the probes /healthz and /readyz on port %s", probes.port)
         log.info("listening on %s", server.host)
         self._start_controllers()
         try:
@@ -215,6 +223,7 @@ class AgentProcess:
                 client.close()
         finally:
             server.stop()
+            probes.stop()
             for thread in self._threads:
                 thread.join(timeout=70)
             self.agent.close()

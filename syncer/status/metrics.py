@@ -77,7 +77,7 @@ class SyncerMetrics:
         self.http_refused = Counter(
             "syncer_http_refused",
             "HTTP requests and connections refused, by reason: unauthorized, too-large, bad-length, "
-            "chunked, malformed, timeout, busy.",
+            "chunked, malformed, timeout, busy, per-client.",
             ["reason"],
             registry=r,
         )

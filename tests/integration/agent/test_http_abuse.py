@@ -311,6 +311,8 @@ def test_syncer_run_binds_loopback_by_default_and_holds_its_limits(tmp_path: Pat
         "--no-leader-elect",
         "--http-port",
         "0",
+        "--probe-port",
+        "0",
         "--http-max-connections",
         "2",
         "--http-request-timeout",
