@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import json
 import logging
 import re
 import socket
@@ -56,16 +57,31 @@ _CLIENT_BUSY = _refusal(HTTPStatus.TOO_MANY_REQUESTS, b"too many connections fro
 
 
 @dataclass(frozen=True)
+class HookAnswer:
+    """What a valid webhook call did, told to its caller as JSON (202 in every case): ``queued`` when
+    a pass is running and the poll runs as soon as it ends, with the reason in words."""
+
+    queued: bool
+    reason: str
+
+    def body(self) -> bytes:
+        return json.dumps({"queued": self.queued, "reason": self.reason}).encode() + b"\n"
+
+
+POLL_STARTS = HookAnswer(False, "a poll starts now")
+
+
+@dataclass(frozen=True)
 class Endpoints:
     """What the server answers with: the metrics registry, liveness and readiness checks (each
-    returns ``(ok, detail)``), the webhook secret, what to call when a valid hook arrives, and what
-    to call with a reason when a request or connection is refused."""
+    returns ``(ok, detail)``), the webhook secret, what to call when a valid hook arrives (it says
+    what came of it), and what to call with a reason when a request or connection is refused."""
 
     registry: CollectorRegistry
     healthy: Callable[[], tuple[bool, str]]
     ready: Callable[[], tuple[bool, str]]
     hook_secret: str = ""
-    on_hook: Callable[[], None] = lambda: None
+    on_hook: Callable[[], HookAnswer] = lambda: POLL_STARTS
     on_refused: Callable[[str], None] = lambda reason: None
 
 
@@ -253,8 +269,8 @@ def _handler(endpoints: Endpoints, settings: HttpSettings, limits: _Limits) -> t
             if not signature_ok(secret, body, authorization, hub_signature):
                 self._refuse("unauthorized", HTTPStatus.UNAUTHORIZED, b"bad or missing secret\n")
                 return
-            endpoints.on_hook()
-            self._send(HTTPStatus.ACCEPTED, b"poll scheduled\n")
+            outcome = endpoints.on_hook()
+            self._send(HTTPStatus.ACCEPTED, outcome.body(), "application/json")
 
     return Handler
 

@@ -22,7 +22,7 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from syncer.agent.http import AgentServer, Endpoints
+from syncer.agent.http import POLL_STARTS, AgentServer, Endpoints, HookAnswer
 from syncer.config.settings import HttpSettings
 from tests.integration.agent.procs import Agents
 from tests.integration.verify.kit import bare_remote, write_policy
@@ -49,9 +49,10 @@ class Served:
         )
         self.server = AgentServer(endpoints, settings).start()
 
-    def _hook(self) -> None:
+    def _hook(self) -> HookAnswer:
         with self._lock:
             self.hooks += 1
+        return POLL_STARTS
 
     def _refused(self, reason: str) -> None:
         with self._lock:
