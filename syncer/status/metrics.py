@@ -15,7 +15,8 @@ class SyncerMetrics:
         r = self.registry
         self.sync_total = Counter(
             "syncer_sync",
-            "Syncs by result: applied, unchanged, rejected, halted, rolled-back, failed.",
+            "Syncs by result: applied, repaired, unchanged, rejected, error, halted, rolled-back, "
+            "interrupted, waiting, superseded, fenced-out.",
             ["result"],
             registry=r,
         )
