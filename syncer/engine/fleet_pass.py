@@ -229,7 +229,7 @@ class FleetPass:
     def _run_pass(self, stop: threading.Event) -> PassResult:
         advance = self.revisions.advance()
         rejection = advance.rejection
-        new_rejection = rejection is not None and rejection is not self._seen_rejection
+        new_rejection = rejection is not None and not rejection.same_as(self._seen_rejection)
         if rejection is not None and new_rejection:
             self._seen_rejection = rejection
             self.listener(rejection_event(rejection))
@@ -281,7 +281,7 @@ class FleetPass:
     def _newer(self) -> bool:
         """Poll git between waves: True when a newer tip passed verification and is now in force."""
         advance = self.revisions.advance()
-        if advance.rejection is not None and advance.rejection is not self._seen_rejection:
+        if advance.rejection is not None and not advance.rejection.same_as(self._seen_rejection):
             self._seen_rejection = advance.rejection
             self.listener(rejection_event(advance.rejection))
         return advance.outcome is PollOutcome.ACCEPTED

@@ -63,6 +63,19 @@ class Rejection:
     def message(self) -> str:
         return f"revision {self.revision[:12] or '(unknown)'} rejected by {self.stage}: {self.error}"
 
+    @property
+    def identity(self) -> tuple[str, Stage, str, str]:
+        """What makes two rejections one: the revision, the stage and the kind of error (its type and,
+        for a signature, its verdict), never its text, which may carry a time, a temporary path or
+        the clusters that record a base."""
+        verdict = self.error.verdict if isinstance(self.error, VerificationError) else ""
+        return (self.revision, self.stage, type(self.error).__name__, verdict)
+
+    def same_as(self, other: Rejection | None) -> bool:
+        """True when ``other`` is this rejection again. One without a revision (git could not be
+        asked) is never the same as another: each poll that fails so is told and counted."""
+        return other is not None and bool(self.revision) and self.identity == other.identity
+
 
 class PollOutcome(StrEnum):
     ACCEPTED = "accepted"
@@ -216,8 +229,8 @@ class RevisionGate:
         self.source.mark_synced(revision)
 
     def _reject(self, revision: str, error: SyncerError) -> Advance:
-        last = self.last_rejection
-        if last is not None and revision and last.revision == revision and str(last.error) == str(error):
-            return Advance(PollOutcome.REJECTED, self.current, last)
-        self.last_rejection = Rejection(revision, _stage_of(error), error)
-        return Advance(PollOutcome.REJECTED, self.current, self.last_rejection)
+        rejection = Rejection(revision, _stage_of(error), error)
+        if rejection.same_as(self.last_rejection):
+            return Advance(PollOutcome.REJECTED, self.current, self.last_rejection)
+        self.last_rejection = rejection
+        return Advance(PollOutcome.REJECTED, self.current, rejection)
