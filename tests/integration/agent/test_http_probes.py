@@ -17,7 +17,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from prometheus_client import CollectorRegistry
 
+from syncer.agent.http import POLL_STARTS, AgentServer, Endpoints, HookAnswer, ProbeServer
+from syncer.config.settings import HttpSettings
 from tests.integration.agent.procs import AgentProc, Agents
 from tests.integration.verify.kit import bare_remote, write_policy
 from tests.support.waiting import eventually
@@ -154,6 +157,77 @@ def test_probes_answer_within_the_kubelet_timeout_while_hundreds_of_slow_clients
     assert [(p, s) for p, s, _ in probes] == [(p, 200) for p, _, _ in probes], probes
     assert max(t for _, _, t in probes) < KUBELET_TIMEOUT, probes
     assert hook[0] == 202, hook
+    # The abusers' address is served again once its connections are gone.
+    eventually(
+        "the abusers' address served again", lambda: request(port, ABUSER, "GET", "/metrics", {})[0] == 200, 5
+    )
     samples = agent.metrics()
     assert samples['syncer_http_refused_total{reason="per-client"}'] >= 300 - 8 - 4
     assert agent.popen.poll() is None
+
+
+class Hooks:
+    def __init__(self) -> None:
+        self.called = 0
+        self.refused: list[str] = []
+
+    def hook(self) -> HookAnswer:
+        self.called += 1
+        return POLL_STARTS
+
+    def endpoints(self) -> Endpoints:
+        return Endpoints(
+            registry=CollectorRegistry(),
+            healthy=lambda: (True, "alive"),
+            ready=lambda: (True, "ready"),
+            hook_secret=SECRET,
+            on_hook=self.hook,
+            on_refused=self.refused.append,
+        )
+
+
+def answer_of(port: int, source: str) -> int:
+    """The status a connection from ``source`` is answered with when it sends nothing (0: none yet)."""
+    with socket.create_connection(("127.0.0.1", port), 2, source_address=(source, 0)) as conn:
+        conn.settimeout(0.5)
+        try:
+            line = conn.recv(64).split(b"\r\n", 1)[0].split()
+        except TimeoutError:
+            return 0  # served: its handler waits for the request
+    return int(line[1]) if len(line) > 1 else 0
+
+
+def test_one_address_gets_at_most_its_share_of_the_webhook_listener_and_others_are_served() -> None:
+    hooks = Hooks()
+    settings = HttpSettings(port=0, max_connections=4, max_per_client=2, request_timeout=3.0, io_timeout=3.0)
+    server = AgentServer(hooks.endpoints(), settings).start()
+    try:
+        # Accepted in the order they came: the two held ones before any of the next.
+        held = [
+            socket.create_connection(("127.0.0.1", server.port), 2, source_address=(ABUSER, 0)) for _ in "ab"
+        ]
+        assert [answer_of(server.port, ABUSER) for _ in range(5)] == [429] * 5
+        headers = {"Authorization": f"Bearer {SECRET}"}
+        assert request(server.port, CALLER, "POST", "/hooks/git", headers)[0] == 202
+        assert hooks.called == 1
+        assert hooks.refused == ["per-client"] * 5
+        for conn in held:
+            conn.close()
+    finally:
+        server.stop()
+
+
+def test_the_probe_listener_answers_probes_only() -> None:
+    hooks = Hooks()
+    server = ProbeServer(hooks.endpoints(), HttpSettings(probe_port=0)).start()
+    try:
+        assert request(server.port, KUBELET, "GET", "/healthz", {})[0] == 200
+        assert request(server.port, KUBELET, "GET", "/readyz", {})[0] == 200
+        assert request(server.port, KUBELET, "GET", "/metrics", {})[0] == 404
+        assert (
+            request(server.port, CALLER, "POST", "/hooks/git", {"Authorization": f"Bearer {SECRET}"})[0]
+            == 405
+        )
+        assert hooks.called == 0
+    finally:
+        server.stop()
