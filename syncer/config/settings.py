@@ -109,8 +109,9 @@ class HttpSettings:
     client from starving the others."""
 
     host: str = "127.0.0.1"
-    """Bind address: loopback unless told otherwise (the chart binds all addresses of the pod's own
-    network namespace so the kubelet's probes and the Service reach it)."""
+    """Bind address of both listeners (``port`` and ``probe_port``): loopback unless told otherwise
+    (the chart binds all addresses of the pod's own network namespace so the kubelet's probes and
+    the Service reach it)."""
 
     port: int = 8080
     """Port (0: any free port, announced in the log)."""
