@@ -231,3 +231,34 @@ def test_the_probe_listener_answers_probes_only() -> None:
         assert hooks.called == 0
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("flag", ["--http-port", "--probe-port"])
+def test_a_port_already_taken_is_a_clear_error_not_a_traceback(tmp_path: Path, flag: str) -> None:
+    remote = bare_remote(tmp_path / "remote.git")
+    write_policy(tmp_path / "trust.yaml", signers=[], keys=[])
+    source = {"url": str(remote), "cacheDir": str(tmp_path / "cache")}
+    (tmp_path / "agent.yaml").write_text(yaml.safe_dump({"source": source, "trustPolicy": "trust.yaml"}))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        args = [
+            "--config",
+            str(tmp_path / "agent.yaml"),
+            "--no-leader-elect",
+            "--http-port",
+            "0",
+            "--probe-port",
+            "0",
+        ]
+        args[args.index(flag) + 1] = str(port)
+        agents = Agents(tmp_path)
+        try:
+            proc = agents.start("agent", args)
+            assert proc.popen.wait(timeout=60) == 2
+        finally:
+            agents.close()
+    stderr = proc.stderr_path.read_text()
+    assert f"cannot listen on 127.0.0.1 port {port}: Address already in use" in stderr
+    assert "Traceback" not in stderr
