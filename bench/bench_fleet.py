@@ -407,6 +407,7 @@ def run_case(
         "--jitter", "0s",
         "--drift-interval", "1h",
         "--http-port", "0",
+        "--probe-port", "0",
         "--shard-group", f"bench-{tag}",
         "--lease-context", clusters[0],
         "--lease-namespace", f"{namespace}-members",

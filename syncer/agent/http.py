@@ -1,4 +1,6 @@
-"""The agent's HTTP endpoints: /metrics, /healthz, /readyz and the git webhook ``POST /hooks/git``.
+"""The agent's HTTP endpoints: /metrics, /healthz, /readyz and the git webhook ``POST /hooks/git`` on
+one listener (``AgentServer``), and /healthz and /readyz again on a probe listener of their own
+(``ProbeServer``) for the kubelet.
 
 The webhook takes a shared secret, either as ``Authorization: Bearer <secret>`` or as a GitHub/Gitea
 style ``X-Hub-Signature-256: sha256=<hmac of the body>``; anything else gets 401 and nothing happens.
@@ -6,8 +8,13 @@ style ``X-Hub-Signature-256: sha256=<hmac of the body>``; anything else gets 401
 No client can hold the server: a request is judged on its headers before any of its body is read (a
 wrong or missing secret, a missing, malformed or too large length are answered at once), the whole
 request must arrive within ``request_timeout`` and each read or write within ``io_timeout``, and at
-most ``max_connections`` are served at once (more get 503). What is refused is counted by reason
-(``on_refused``); nothing a client sends ends in a traceback.
+most ``max_connections`` are served at once (more get 503), of which at most ``max_per_client``
+from one client address (more get 429). What is refused is counted by reason (``on_refused``);
+nothing a client sends ends in a traceback.
+
+The probe listener answers ``GET /healthz`` and ``GET /readyz`` only, with its own connection and
+thread budget and a short request deadline, so no number of slow webhook clients can starve the
+probes (and a restart by the liveness probe cannot be forced through the webhook's port).
 """
 
 from __future__ import annotations
@@ -15,39 +22,66 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import json
 import logging
 import re
 import socket
 import sys
 import threading
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 from prometheus_client import CollectorRegistry, exposition
 
 from syncer.config.settings import HttpSettings
+from syncer.errors import ConfigError
 
 log = logging.getLogger("syncer.agent")
 
 _LENGTH = re.compile(r"^[0-9]{1,18}$")
 _HUB_SIGNATURE = re.compile(r"^sha256=[0-9a-fA-F]{64}$")
-_BUSY = b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 13\r\nConnection: close\r\n\r\nserver busy\r\n"
+
+
+def _refusal(status: HTTPStatus, body: bytes) -> bytes:
+    """A whole answer written at accept time, without a handler thread."""
+    head = f"HTTP/1.0 {status.value} {status.phrase}\r\nContent-Length: {len(body)}\r\n"
+    return head.encode() + b"Connection: close\r\n\r\n" + body
+
+
+_BUSY = _refusal(HTTPStatus.SERVICE_UNAVAILABLE, b"server busy\r\n")
+_CLIENT_BUSY = _refusal(HTTPStatus.TOO_MANY_REQUESTS, b"too many connections from this address\n")
+
+
+@dataclass(frozen=True)
+class HookAnswer:
+    """What a valid webhook call did, told to its caller as JSON (202 in every case): ``queued`` when
+    a pass is running and the poll runs as soon as it ends, with the reason in words."""
+
+    queued: bool
+    reason: str
+
+    def body(self) -> bytes:
+        return json.dumps({"queued": self.queued, "reason": self.reason}).encode() + b"\n"
+
+
+POLL_STARTS = HookAnswer(False, "a poll starts now")
 
 
 @dataclass(frozen=True)
 class Endpoints:
     """What the server answers with: the metrics registry, liveness and readiness checks (each
-    returns ``(ok, detail)``), the webhook secret, what to call when a valid hook arrives, and what
-    to call with a reason when a request or connection is refused."""
+    returns ``(ok, detail)``), the webhook secret, what to call when a valid hook arrives (it says
+    what came of it), and what to call with a reason when a request or connection is refused."""
 
     registry: CollectorRegistry
     healthy: Callable[[], tuple[bool, str]]
     ready: Callable[[], tuple[bool, str]]
     hook_secret: str = ""
-    on_hook: Callable[[], None] = lambda: None
+    on_hook: Callable[[], HookAnswer] = lambda: POLL_STARTS
     on_refused: Callable[[str], None] = lambda reason: None
 
 
@@ -92,16 +126,54 @@ _LENGTH_ANSWERS = {
 }
 
 
-def _handler(endpoints: Endpoints, settings: HttpSettings) -> type[BaseHTTPRequestHandler]:
+@dataclass(frozen=True)
+class _Limits:
+    """What one listener allows: where it binds, connections at once in all and from one address,
+    the deadlines of a request, and whether it serves the probes only."""
+
+    host: str
+    port: int
+    connections: int
+    per_client: int
+    request_timeout: float
+    io_timeout: float
+    probes_only: bool = False
+
+
+def _webhook_limits(settings: HttpSettings) -> _Limits:
+    return _Limits(
+        settings.host,
+        settings.port,
+        settings.max_connections,
+        settings.max_per_client,
+        settings.request_timeout,
+        settings.io_timeout,
+    )
+
+
+def _probe_limits(settings: HttpSettings) -> _Limits:
+    timeout = settings.probe_timeout
+    return _Limits(
+        settings.host,
+        settings.probe_port,
+        settings.probe_connections,
+        settings.probe_per_client,
+        timeout,
+        timeout,
+        probes_only=True,
+    )
+
+
+def _handler(endpoints: Endpoints, settings: HttpSettings, limits: _Limits) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "syncer"
-        timeout = settings.io_timeout  # each read and write of the connection
+        timeout = limits.io_timeout  # each read and write of the connection
         _deadline: threading.Timer
 
         def setup(self) -> None:
             super().setup()
             # The whole request must be in within request_timeout: a client trickling bytes is cut off.
-            self._deadline = threading.Timer(settings.request_timeout, self._expire)
+            self._deadline = threading.Timer(limits.request_timeout, self._expire)
             self._deadline.daemon = True
             self._deadline.start()
 
@@ -152,7 +224,7 @@ def _handler(endpoints: Endpoints, settings: HttpSettings) -> type[BaseHTTPReque
 
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
-            if path == "/metrics":
+            if path == "/metrics" and not limits.probes_only:
                 encoder, content_type = exposition.choose_encoder(self.headers.get("Accept", ""))
                 self._send(HTTPStatus.OK, encoder(endpoints.registry), content_type)
             elif path == "/healthz":
@@ -163,6 +235,9 @@ def _handler(endpoints: Endpoints, settings: HttpSettings) -> type[BaseHTTPReque
                 self._send(HTTPStatus.NOT_FOUND, b"not found\n")
 
         def do_POST(self) -> None:
+            if limits.probes_only:
+                self._send(HTTPStatus.METHOD_NOT_ALLOWED, b"probes only: GET /healthz or /readyz\n")
+                return
             if self.path.split("?", 1)[0] != "/hooks/git":
                 self._send(HTTPStatus.NOT_FOUND, b"not found\n")
                 return
@@ -194,44 +269,71 @@ def _handler(endpoints: Endpoints, settings: HttpSettings) -> type[BaseHTTPReque
             if not signature_ok(secret, body, authorization, hub_signature):
                 self._refuse("unauthorized", HTTPStatus.UNAUTHORIZED, b"bad or missing secret\n")
                 return
-            endpoints.on_hook()
-            self._send(HTTPStatus.ACCEPTED, b"poll scheduled\n")
+            outcome = endpoints.on_hook()
+            self._send(HTTPStatus.ACCEPTED, outcome.body(), "application/json")
 
     return Handler
 
 
 class _BoundedServer(ThreadingHTTPServer):
-    """A thread per connection, at most ``limit`` at once; connections beyond are answered 503."""
+    """A thread per connection, at most ``limits.connections`` at once (more are answered 503) and
+    at most ``limits.per_client`` from one client address (more are answered 429). A refused
+    connection is answered and closed from the accepting thread: it never gets a thread."""
 
     daemon_threads = True
     block_on_close = False
     request_queue_size = 128  # connections waiting to be accepted (and answered, if only with 503)
 
-    def __init__(self, settings: HttpSettings, handler: type[BaseHTTPRequestHandler], endpoints: Endpoints):
-        self.address_family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
-        self._slots = threading.BoundedSemaphore(max(settings.max_connections, 1))
+    def __init__(self, limits: _Limits, handler: type[BaseHTTPRequestHandler], endpoints: Endpoints):
+        self.address_family = socket.AF_INET6 if ":" in limits.host else socket.AF_INET
+        self._slots = threading.BoundedSemaphore(max(limits.connections, 1))
+        self._per_client = max(limits.per_client, 1)
+        self._clients: Counter[str] = Counter()
+        self._clients_lock = threading.Lock()
         self._endpoints = endpoints
-        super().__init__((settings.host, settings.port), handler)
+        super().__init__((limits.host, limits.port), handler)
+
+    def _refuse(self, request: Any, reason: str, answer: bytes) -> None:
+        self._endpoints.on_refused(reason)
+        with contextlib.suppress(OSError):
+            request.setblocking(False)
+            request.send(answer)
+        self.shutdown_request(request)
+
+    def _take(self, client: str) -> str:
+        """Take a slot for ``client``: "" when taken, else the reason it is refused."""
+        with self._clients_lock:
+            if self._clients[client] >= self._per_client:
+                return "per-client"
+            if not self._slots.acquire(blocking=False):
+                return "busy"
+            self._clients[client] += 1
+        return ""
+
+    def _give_back(self, client: str) -> None:
+        with self._clients_lock:
+            self._clients[client] -= 1
+            if self._clients[client] <= 0:
+                del self._clients[client]
+            self._slots.release()
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
-            self._endpoints.on_refused("busy")
-            with contextlib.suppress(OSError):
-                request.setblocking(False)
-                request.send(_BUSY)
-            self.shutdown_request(request)
+        client = str(client_address[0])
+        refused = self._take(client)
+        if refused:
+            self._refuse(request, refused, _CLIENT_BUSY if refused == "per-client" else _BUSY)
             return
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self._slots.release()
+            self._give_back(client)
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self._slots.release()
+            self._give_back(str(client_address[0]))
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A connection that breaks is the client's business: one log line, never a traceback."""
@@ -240,12 +342,16 @@ class _BoundedServer(ThreadingHTTPServer):
             log.warning("HTTP request from %s failed: %s", client_address[0], err)
 
 
-class AgentServer:
-    """The HTTP server in a background thread; ``port=0`` picks a free port (see ``.port``)."""
+class _Served:
+    """One listener served by a background thread; port 0 picks a free port (see ``.port``)."""
 
-    def __init__(self, endpoints: Endpoints, settings: HttpSettings = HttpSettings()) -> None:
-        self._server = _BoundedServer(settings, _handler(endpoints, settings), endpoints)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="syncer-http", daemon=True)
+    def __init__(self, endpoints: Endpoints, settings: HttpSettings, limits: _Limits, name: str) -> None:
+        try:
+            self._server = _BoundedServer(limits, _handler(endpoints, settings, limits), endpoints)
+        except OSError as err:
+            where = f"{limits.host} port {limits.port}"
+            raise ConfigError(f"cannot listen on {where}: {err.strerror or err}") from err
+        self._thread = threading.Thread(target=self._server.serve_forever, name=name, daemon=True)
 
     @property
     def host(self) -> str:
@@ -255,11 +361,26 @@ class AgentServer:
     def port(self) -> int:
         return int(self._server.server_address[1])
 
-    def start(self) -> AgentServer:
+    def start(self) -> Self:
         self._thread.start()
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
+        if self._thread.is_alive():
+            self._server.shutdown()
+            self._thread.join(timeout=5)
         self._server.server_close()
-        self._thread.join(timeout=5)
+
+
+class AgentServer(_Served):
+    """/metrics, /healthz, /readyz and the webhook on ``settings.port``, within the webhook's limits."""
+
+    def __init__(self, endpoints: Endpoints, settings: HttpSettings = HttpSettings()) -> None:
+        super().__init__(endpoints, settings, _webhook_limits(settings), "syncer-http")
+
+
+class ProbeServer(_Served):
+    """``GET /healthz`` and ``GET /readyz`` on ``settings.probe_port``, within the probe limits."""
+
+    def __init__(self, endpoints: Endpoints, settings: HttpSettings = HttpSettings()) -> None:
+        super().__init__(endpoints, settings, _probe_limits(settings), "syncer-probes")

@@ -2,7 +2,9 @@
 (or, for a replica of a shard group, at once, acting on the clusters it owns: ``syncer.agent.sharding``).
 
 While leading, apscheduler runs two jobs: ``poll`` (every ``interval`` seconds with ``jitter``, and at
-once when the git webhook fires) and ``drift`` (every ``drift_interval`` seconds). Losing the lease
+once when the git webhook fires) and ``drift`` (every ``drift_interval`` seconds). A webhook that
+comes while a poll's pass runs is queued and told so: the poll job runs another pass as soon as its
+pass ends, once however many webhooks came. Losing the lease
 or a stop request (SIGTERM) stops the jobs: a rollout in progress halts at the next safe point (between
 clusters or while waiting on a gate), its decisions already recorded in the clusters.
 """
@@ -20,17 +22,20 @@ from pathlib import Path
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from syncer.agent.http import AgentServer, Endpoints
+from syncer.agent.http import POLL_STARTS, AgentServer, Endpoints, HookAnswer, ProbeServer
 from syncer.agent.service import Agent
 from syncer.agent.sharding import sharded
 from syncer.config.settings import AgentSettings
 from syncer.controller.model import ControllerOptions
 from syncer.controller.runner import run_controller
-from syncer.errors import Conflict, KubeError, NotFound
+from syncer.errors import ConfigError, Conflict, KubeError, NotFound
 from syncer.kube import ClusterClient
 from syncer.leader.election import LeaderElector
 
 log = logging.getLogger("syncer.agent")
+
+HOOK_QUEUED = HookAnswer(True, "a pass is running; the poll runs as soon as it ends")
+HOOK_STANDBY = HookAnswer(False, "this replica does not lead; the leader polls on its own")
 
 
 def start_controllers(agent: Agent, settings: AgentSettings, stop: threading.Event) -> list[threading.Thread]:
@@ -101,6 +106,10 @@ class AgentProcess:
         self.leading = threading.Event()
         self._scheduler: BackgroundScheduler | None = None
         self._threads: list[threading.Thread] = []
+        # Whether the poll job runs a pass, and whether a webhook asked for another meanwhile.
+        self._poll_lock = threading.Lock()
+        self._polling = False
+        self._queued = False
 
     # -- probes and webhook -----------------------------------------------------------------------
 
@@ -113,10 +122,16 @@ class AgentProcess:
         role = "leader" if self.leading.is_set() else "standby"
         return True, f"{role}; {self.agent.passes} pass(es)"
 
-    def _hook(self) -> None:
+    def _hook(self) -> HookAnswer:
         scheduler = self._scheduler
-        if scheduler is not None and self.leading.is_set():
-            scheduler.modify_job("poll", next_run_time=dt.datetime.now(dt.UTC))
+        if scheduler is None or not self.leading.is_set():
+            return HOOK_STANDBY
+        with self._poll_lock:
+            if self._polling:
+                self._queued = True
+                return HOOK_QUEUED
+        scheduler.modify_job("poll", next_run_time=dt.datetime.now(dt.UTC))
+        return POLL_STARTS
 
     # -- jobs -------------------------------------------------------------------------------------
 
@@ -129,14 +144,31 @@ class AgentProcess:
 
         return run
 
+    def _poll(self, stop_leading: threading.Event) -> None:
+        """The poll job: one pass, then one more at once while a webhook came during the last."""
+        with self._poll_lock:
+            self._polling, self._queued = True, False
+        try:
+            while True:
+                self._guarded("poll", self.agent.sync_once)()
+                with self._poll_lock:
+                    if not self._queued or stop_leading.is_set():
+                        return
+                    self._queued = False
+                log.info("polling again at once: a webhook came during the pass")
+        finally:
+            with self._poll_lock:
+                self._polling = False
+
     def _lead(self, stop_leading: threading.Event) -> None:
         self.leading.set()
         self.agent.stop = stop_leading
         self.agent.metrics.leader.set(1)
         scheduler = BackgroundScheduler(timezone=dt.UTC)
         scheduler.add_job(
-            self._guarded("poll", self.agent.sync_once),
+            self._poll,
             "interval",
+            args=(stop_leading,),
             seconds=self.settings.interval,
             jitter=self.settings.jitter or None,
             id="poll",
@@ -180,8 +212,16 @@ class AgentProcess:
             self._hook,
             lambda reason: refused.labels(reason=reason).inc(),
         )
-        server = AgentServer(endpoints, self.settings.http).start()
+        server = AgentServer(endpoints, self.settings.http)
+        try:
+            probes = ProbeServer(endpoints, self.settings.http)
+        except ConfigError:
+            server.stop()
+            raise
+        server.start()
+        probes.start()
         log.info("serving /metrics, /healthz, /readyz and /hooks/git on port %s", server.port)
+        log.info("serving the probes /healthz and /readyz on port %s", probes.port)
         log.info("listening on %s", server.host)
         self._start_controllers()
         try:
@@ -216,6 +256,7 @@ class AgentProcess:
                 client.close()
         finally:
             server.stop()
+            probes.stop()
             for thread in self._threads:
                 thread.join(timeout=70)
             self.agent.close()

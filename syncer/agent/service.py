@@ -3,7 +3,9 @@
 ``Agent.sync_once`` is one call of ``syncer.engine.fleet_pass.FleetPass.run_pass`` and ``Agent.heal``
 one of ``FleetPass.heal``; neither runs twice at the same time. While the pass runs, its events go
 to ``syncer.status.report.EventReporter`` (logs, wave metrics, Kubernetes Events) and to an optional
-listener (the CLI's progress lines); once it has returned, the agent counts what it did.
+listener (the CLI's progress lines); once it has returned, the agent counts what it did. What a
+pass wrote is told by its events (``PassTally``): a pass whose only writes re-applied drift on clusters
+already on the revision counts as ``repaired``, not ``applied``.
 """
 
 from __future__ import annotations
@@ -15,12 +17,12 @@ import time
 from syncer.config import AgentConfig, ClusterAccess
 from syncer.config.settings import AgentSettings
 from syncer.domain.changeset import ChangeSet
-from syncer.domain.progress import Listener, to_all
+from syncer.domain.progress import Listener, PassEvent, Step, to_all
 from syncer.engine.connections import KubeconfigConnections
 from syncer.engine.fleet_pass import FleetPass, PassResult, git_revisions
 from syncer.engine.guarding import RevisionGuard
 from syncer.engine.revision import PollOutcome, Stage
-from syncer.engine.rollout_model import RolloutOptions
+from syncer.engine.rollout_model import RolloutOptions, RolloutOutcome
 from syncer.errors import VerificationError
 from syncer.kube import KubeApi
 from syncer.leader.fence import FleetFences
@@ -30,6 +32,28 @@ from syncer.status.report import EventReporter
 __all__ = ["Agent", "PassResult"]
 
 log = logging.getLogger("syncer.agent")
+
+
+class PassTally:
+    """The objects one pass wrote, from its events: applied as part of a revision's rollout, and
+    re-applied where they had drifted from the revision a cluster already runs."""
+
+    def __init__(self) -> None:
+        self.applied = 0
+        self.repaired = 0
+
+    def __call__(self, event: PassEvent) -> None:
+        if event.step is Step.APPLIED:
+            self.applied += event.objects
+        elif event.step is Step.DRIFT_REPAIRED:
+            self.repaired += event.objects
+
+    def result(self, outcome: RolloutOutcome) -> str:
+        """The ``syncer_sync_total`` result of a pass that ended with ``outcome``: ``repaired`` when
+        its only writes were drift repairs, else the outcome itself."""
+        if outcome is RolloutOutcome.APPLIED and not self.applied and self.repaired:
+            return "repaired"
+        return str(outcome)
 
 
 class Agent:
@@ -63,7 +87,8 @@ class Agent:
             # A tip that breaks a guard rule is rejected at the gate, planned as the sync would plan it.
             self.gate.judge = RevisionGuard(config.guards, self.fleet_pass.plan_live).require
         self.reporter = EventReporter(metrics, self.fleet_pass.clients, settings.state_namespace)
-        self.fleet_pass.listener = to_all(self.reporter, listener)
+        self.tally = PassTally()
+        self.fleet_pass.listener = to_all(self.reporter, listener, self._tell_tally)
         self._lock = threading.Lock()
         self.passes = 0
 
@@ -84,10 +109,14 @@ class Agent:
 
     # -- passes -----------------------------------------------------------------------------------
 
+    def _tell_tally(self, event: PassEvent) -> None:
+        self.tally(event)
+
     def sync_once(self) -> PassResult:
         """One pass: poll, verify and render a new tip, and roll the revision in force out."""
         with self._lock:
             self.passes += 1
+            self.tally = PassTally()
             started = time.monotonic()
             result = self.fleet_pass.run_pass(self.stop)
             self._count(result, time.monotonic() - started)
@@ -126,7 +155,8 @@ class Agent:
             return
         for wave in report.waves:
             self._count_objects(wave.change_sets)
-        self.metrics.sync_total.labels(result=str(report.outcome)).inc()
+        counted = self.tally.result(report.outcome)
+        self.metrics.sync_total.labels(result=counted).inc()
         self.metrics.sync_duration.observe(seconds)
         for name, state in result.states.items():
             self.metrics.cluster_healthy.labels(cluster=name).set(1 if state.health == "healthy" else 0)
@@ -135,7 +165,7 @@ class Agent:
             self.metrics.cluster_reachable.labels(cluster=name).set(0)
         if result.synced:
             self.metrics.set_revision(report.revision)
-        log.info("sync %s", report.outcome, extra={"revision": report.revision, "detail": report.message})
+        log.info("sync %s", counted, extra={"revision": report.revision, "detail": report.message})
 
     def _count_objects(self, change_sets: tuple[ChangeSet, ...]) -> None:
         for change_set in change_sets:

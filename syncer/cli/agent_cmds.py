@@ -182,6 +182,8 @@ def _http_settings(opts: dict[str, Any]) -> HttpSettings:
         request_timeout=timeout,
         io_timeout=min(5.0, timeout),
         max_connections=opts["http_max_connections"],
+        max_per_client=opts["http_max_per_client"],
+        probe_port=opts["probe_port"],
     )
 
 
@@ -209,6 +211,21 @@ def _http_settings(opts: dict[str, Any]) -> HttpSettings:
     default=HttpSettings.max_connections,
     show_default=True,
     help="Connections served at once; more are answered 503.",
+)
+@click.option(
+    "--http-max-per-client",
+    type=click.IntRange(1, 10000),
+    default=HttpSettings.max_per_client,
+    show_default=True,
+    help="Connections one client address may hold at once; more are answered 429.",
+)
+@click.option(
+    "--probe-port",
+    type=click.IntRange(0, 65535),
+    default=HttpSettings.probe_port,
+    show_default=True,
+    help="Port of the probe listener (GET /healthz, /readyz), on connections of its own that webhook "
+    "clients cannot take; bound to --http-host (0: any free port).",
 )
 @_duration_option(
     "--http-request-timeout",

@@ -113,8 +113,9 @@ class HttpSettings:
     client from starving the others."""
 
     host: str = "127.0.0.1"
-    """Bind address: loopback unless told otherwise (the chart binds all addresses of the pod's own
-    network namespace so the kubelet's probes and the Service reach it)."""
+    """Bind address of both listeners (``port`` and ``probe_port``): loopback unless told otherwise
+    (the chart binds all addresses of the pod's own network namespace so the kubelet's probes and
+    the Service reach it)."""
 
     port: int = 8080
     """Port (0: any free port, announced in the log)."""
@@ -130,6 +131,26 @@ class HttpSettings:
 
     max_connections: int = 32
     """Connections served at once (more are refused with 503)."""
+
+    max_per_client: int = 8
+    """Connections one client address may hold at once (more are refused with 429), so that clients
+    from one address cannot take every one of ``max_connections``."""
+
+    probe_port: int = 8081
+    """Port of the probe listener: ``GET /healthz`` and ``GET /readyz`` only, bound to ``host``, with
+    connections and threads of its own that no client of ``port`` can take, so slow or many webhook
+    clients never make a probe fail (0: any free port, announced in the log)."""
+
+    probe_connections: int = 16
+    """Connections the probe listener serves at once (more are refused with 503)."""
+
+    probe_per_client: int = 4
+    """Connections one client address may hold at once on the probe listener (more are refused with
+    429): the kubelet's liveness and readiness probes need two."""
+
+    probe_timeout: float = 2.0
+    """Seconds a probe request may take to arrive whole on the probe listener (a probe is one short
+    line; the kubelet gives up after its own timeout, 1 s by default)."""
 
 
 @dataclass(frozen=True)

@@ -241,7 +241,7 @@ class FleetPass:
         for ignored in advance.ignored_bases:
             self.listener(PassEvent(Step.BASE_IGNORED, revision=ignored.revision, reason=ignored.message))
         rejection = advance.rejection
-        new_rejection = rejection is not None and rejection is not self._seen_rejection
+        new_rejection = rejection is not None and not rejection.same_as(self._seen_rejection)
         if rejection is not None and new_rejection:
             self._seen_rejection = rejection
             self.listener(rejection_event(rejection))

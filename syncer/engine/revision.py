@@ -73,6 +73,22 @@ class Rejection:
     def message(self) -> str:
         return f"revision {self.revision[:12] or '(unknown)'} rejected by {self.stage}: {self.error}"
 
+    @property
+    def identity(self) -> tuple[str, Stage, str, str]:
+        """What makes two rejections one: the revision, the stage and the kind of error (its type and,
+        for a signature, its verdict), never its text, which may carry a time, a temporary path or
+        the clusters that record a base."""
+        verdict = self.error.verdict if isinstance(self.error, VerificationError) else ""
+        return (self.revision, self.stage, type(self.error).__name__, verdict)
+
+    def same_as(self, other: Rejection | None) -> bool:
+        """True when ``other`` is this rejection again. One without a revision (git could not be
+        asked) is the same only as itself (the gate gives the one already told back while the same
+        part of the cache stays unusable): each poll that fails otherwise is told and counted."""
+        if other is self:
+            return True
+        return other is not None and bool(self.revision) and self.identity == other.identity
+
 
 class PollOutcome(StrEnum):
     ACCEPTED = "accepted"
@@ -244,18 +260,20 @@ class RevisionGate:
         self.source.mark_synced(revision)
 
     def _reject(self, revision: str, error: SyncerError) -> Advance:
+        rejection = Rejection(revision, _stage_of(error), error)
         last = self.last_rejection
-        if last is not None and _same_rejection(last, revision, error):
+        if last is not None and _same_rejection(last, rejection):
             return Advance(PollOutcome.REJECTED, self.current, last)
-        self.last_rejection = Rejection(revision, _stage_of(error), error)
-        return Advance(PollOutcome.REJECTED, self.current, self.last_rejection)
+        self.last_rejection = rejection
+        return Advance(PollOutcome.REJECTED, self.current, rejection)
 
 
-def _same_rejection(last: Rejection, revision: str, error: SyncerError) -> bool:
-    """Whether ``error`` about ``revision`` is the rejection already told: the same tip refused for
-    the same reason, or the same part of the cache unusable for the same reason (told once until it
-    changes or the cache works again; each poll still counts as a failed poll)."""
+def _same_rejection(last: Rejection, new: Rejection) -> bool:
+    """Whether ``new`` is the rejection already told: the same tip refused for the same reason
+    (``Rejection.same_as``), or the same part of the cache unusable for the same reason (told once
+    until it changes or the cache works again; each poll still counts as a failed poll)."""
+    error = new.error
     if isinstance(error, CacheUnusable):
         told = last.error
         return isinstance(told, CacheUnusable) and (told.path, told.reason) == (error.path, error.reason)
-    return bool(revision) and last.revision == revision and str(last.error) == str(error)
+    return new.same_as(last)

@@ -15,7 +15,8 @@ class SyncerMetrics:
         r = self.registry
         self.sync_total = Counter(
             "syncer_sync",
-            "Syncs by result: applied, unchanged, rejected, halted, rolled-back, failed.",
+            "Syncs by result: applied, repaired, unchanged, rejected, error, halted, rolled-back, "
+            "interrupted, waiting, superseded, fenced-out.",
             ["result"],
             registry=r,
         )
@@ -77,7 +78,7 @@ class SyncerMetrics:
         self.http_refused = Counter(
             "syncer_http_refused",
             "HTTP requests and connections refused, by reason: unauthorized, too-large, bad-length, "
-            "chunked, malformed, timeout, busy.",
+            "chunked, malformed, timeout, busy, per-client.",
             ["reason"],
             registry=r,
         )

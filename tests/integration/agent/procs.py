@@ -23,6 +23,7 @@ from tests.support.waiting import eventually
 T = TypeVar("T")
 
 SERVING = "serving /metrics, /healthz, /readyz and /hooks/git on port "
+PROBES = "serving the probes /healthz and /readyz on port "
 
 
 class AgentProc:
@@ -43,6 +44,7 @@ class AgentProc:
                 start_new_session=True,
             )
         self._port = 0
+        self._probe_port = 0
 
     @property
     def pid(self) -> int:
@@ -77,6 +79,17 @@ class AgentProc:
             )
             self._port = int(announced[0].removeprefix(SERVING))
         return self._port
+
+    def probe_port(self, timeout: float = 30) -> int:
+        """The probe listener's port it announced (it was started with ``--probe-port 0``)."""
+        if not self._probe_port:
+
+            def said() -> list[str]:
+                return self.running() and self.said(PROBES)
+
+            announced = eventually(f"{self.name} to announce its probe port", said, timeout)
+            self._probe_port = int(announced[0].removeprefix(PROBES))
+        return self._probe_port
 
     def running(self) -> bool:
         """True while it runs; an AssertionError (with its logs) once it has exited."""

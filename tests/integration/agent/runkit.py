@@ -7,7 +7,7 @@ from pathlib import Path
 
 def run_args(root: Path, policy: str, kubeconfig: Path, state_namespace: str, *extra: str) -> list[str]:
     """``syncer run`` arguments: ``agent.yaml`` and the rollout policy file ``policy`` in ``root``, the
-    fleet's kubeconfig, a free HTTP port, a poll every 2 s without jitter and drift repair out of the
+    fleet's kubeconfig, free HTTP and probe ports, a poll every 2 s without jitter and drift repair out of the
     way (every 10 minutes); ``extra`` last."""
     return [
         "--config",
@@ -25,6 +25,8 @@ def run_args(root: Path, policy: str, kubeconfig: Path, state_namespace: str, *e
         "--drift-interval",
         "10m",
         "--http-port",
+        "0",
+        "--probe-port",
         "0",
         *extra,
     ]

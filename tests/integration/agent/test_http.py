@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client import CollectorRegistry
 
-from syncer.agent.http import AgentServer, Endpoints
+from syncer.agent.http import POLL_STARTS, AgentServer, Endpoints, HookAnswer
 from syncer.config.settings import HttpSettings
 from syncer.status.metrics import SyncerMetrics
 
@@ -23,6 +23,10 @@ class Probe:
         self.ready = False
         self.hooks = threading.Event()
 
+    def hook(self) -> HookAnswer:
+        self.hooks.set()
+        return POLL_STARTS
+
 
 @pytest.fixture
 def served() -> Iterator[tuple[AgentServer, Probe, SyncerMetrics]]:
@@ -33,7 +37,7 @@ def served() -> Iterator[tuple[AgentServer, Probe, SyncerMetrics]]:
         healthy=lambda: (True, "alive"),
         ready=lambda: (probe.ready, "leader, synced" if probe.ready else "no revision synced yet"),
         hook_secret="s3cret",
-        on_hook=probe.hooks.set,
+        on_hook=probe.hook,
     )
     server = AgentServer(endpoints, HttpSettings(port=0)).start()
     yield server, probe, metrics

@@ -22,7 +22,7 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from syncer.agent.http import AgentServer, Endpoints
+from syncer.agent.http import POLL_STARTS, AgentServer, Endpoints, HookAnswer
 from syncer.config.settings import HttpSettings
 from tests.integration.agent.procs import Agents
 from tests.integration.verify.kit import bare_remote, write_policy
@@ -49,9 +49,10 @@ class Served:
         )
         self.server = AgentServer(endpoints, settings).start()
 
-    def _hook(self) -> None:
+    def _hook(self) -> HookAnswer:
         with self._lock:
             self.hooks += 1
+        return POLL_STARTS
 
     def _refused(self, reason: str) -> None:
         with self._lock:
@@ -310,6 +311,8 @@ def test_syncer_run_binds_loopback_by_default_and_holds_its_limits(tmp_path: Pat
         str(tmp_path / "agent.yaml"),
         "--no-leader-elect",
         "--http-port",
+        "0",
+        "--probe-port",
         "0",
         "--http-max-connections",
         "2",

@@ -291,7 +291,7 @@ def test_the_rendered_command_line_leads_syncs_and_reconciles_as_the_service_acc
     with socket.socket() as probe:  # a free port for the admission webhook the pod serves
         probe.bind(("127.0.0.1", 0))
         admission_port = probe.getsockname()[1]
-    args = [re.sub(r"^--http-port=.*", "--http-port=0", a) for a in pod.args]
+    args = [re.sub(r"^--(http|probe)-port=.*", r"--\1-port=0", a) for a in pod.args]
     args = [re.sub(r"^--admission-port=.*", f"--admission-port={admission_port}", a) for a in args]
     assert args[0] == "run"
     assert "--controller" in args

@@ -307,3 +307,42 @@ def test_the_service_and_service_monitor_reach_the_http_port(tmp_path: Path) -> 
     assert service["spec"]["ports"][0]["targetPort"] == "http" == monitor["spec"]["endpoints"][0]["port"]
     assert monitor["metadata"]["labels"]["release"] == "prometheus"
     assert not [o for o in render(tmp_path, agent_values()) if o["kind"] == "ServiceMonitor"]
+
+
+def _pod_args(container: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
+    """The parameters ``syncer run`` takes from the container's arguments (mounted files stood in)."""
+    stand_in = tmp_path / "mounted.yaml"
+    stand_in.write_text("{}\n")
+    args = [
+        re.sub(r"=/etc/syncer/\S+$", f"={stand_in}", a.replace("$(POD_NAMESPACE)", "syncer-system"))
+        for a in container["args"][1:]
+    ]
+    return dict(run_command.make_context("run", args).params)
+
+
+@pytest.mark.parametrize(
+    "ports", [{}, {"service": {"port": 9090}, "probes": {"port": 9091}}], ids=["default", "set"]
+)
+def test_the_agents_probes_point_at_its_probe_listener_not_at_the_webhook_port(
+    tmp_path: Path, ports: dict[str, Any]
+) -> None:
+    container = only(render(tmp_path, {**FULL_AGENT, **ports}), "Deployment")["spec"]["template"]["spec"][
+        "containers"
+    ][0]
+    params = _pod_args(container, tmp_path)
+    by_name = {p["name"]: p["containerPort"] for p in container["ports"]}
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        target = container[probe]["httpGet"]
+        assert target["path"] == path
+        # The probe's port is the one syncer run listens on for probes, and never the webhook's.
+        assert by_name[target["port"]] == params["probe_port"] != params["http_port"] == by_name["http"]
+    assert params["http_host"] == "0.0.0.0"  # the kubelet comes over the pod's address
+    service = only(render(tmp_path, {**FULL_AGENT, **ports}), "Service")
+    assert [p["targetPort"] for p in service["spec"]["ports"]] == ["http", "admission"]
+
+
+def test_a_probe_port_equal_to_the_service_port_is_refused(tmp_path: Path) -> None:
+    values = {**FULL_AGENT, "service": {"port": 9090}, "probes": {"port": 9090}}
+    result = helm("template", "syncer", str(CHART), values=values, workdir=tmp_path)
+    assert result.returncode != 0
+    assert "probes.port must differ from service.port" in result.stderr
