@@ -16,10 +16,10 @@ from typing import Any
 from jsonschema import Draft4Validator, Draft202012Validator, ValidationError
 from jsonschema.protocols import Validator
 
+from syncer.bounded.strict_yaml import JsonPath, YamlDocument
 from syncer.crds import load_crd
 from syncer.errors import Problem
 from syncer.manifests.problems import ProblemKind
-from syncer.manifests.strict_yaml import JsonPath, YamlDocument
 
 _SUBSCHEMA_MAPS = ("properties", "patternProperties")
 _SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf")

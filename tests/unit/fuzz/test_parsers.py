@@ -16,12 +16,12 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from syncer.agent.http import signature_ok
+from syncer.bounded.strict_yaml import load_yaml
 from syncer.config import load_agent_config, load_trust_policy
 from syncer.config.rollout import load_rollout_policy, parse_rollout_policy
 from syncer.config.trust import parse_trust_policy
 from syncer.errors import ConfigError, ManifestError
 from syncer.manifests import LoadOptions, load_fleet
-from syncer.manifests.strict_yaml import load_yaml
 from syncer.verify.status import parse_gpg_status, parse_ssh_check, signature_header_problem
 from tests.unit.fuzz.strategies import documents, raised_by, yaml_text
 
