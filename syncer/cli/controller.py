@@ -13,23 +13,23 @@ from types import FrameType
 from typing import Any
 
 import click
-import yaml
 from prometheus_client import CollectorRegistry, start_http_server
 
+from syncer.config.loading import load_yaml_mapping
 from syncer.controller.admission_server import AdmissionOptions, AdmissionServer, start_admission_server
 from syncer.controller.logs import configure
 from syncer.controller.model import ControllerOptions
 from syncer.controller.runner import run_controller
-from syncer.errors import SyncerError
+from syncer.errors import ConfigError, SyncerError
 from syncer.kube import ClusterClient
 
 
 def _current_context(kubeconfig: str) -> str:
     try:
-        document = yaml.safe_load(Path(kubeconfig).read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as err:
-        raise click.ClickException(f"cannot read kubeconfig {kubeconfig}: {err}") from err
-    context = document.get("current-context") if isinstance(document, dict) else None
+        document = load_yaml_mapping(Path(kubeconfig))
+    except ConfigError as err:
+        raise click.ClickException(f"cannot read kubeconfig: {err}") from err
+    context = document.get("current-context")
     if not context:
         raise click.ClickException(f"{kubeconfig} has no current-context; pass --context")
     return str(context)

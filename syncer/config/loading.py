@@ -1,31 +1,69 @@
-"""Reading YAML files of the agent and checking their shape, with errors that name the file."""
+"""Reading the agent's files and checking their shape, with errors that name the file and line.
+
+Every file the agent's configuration names (the config, the trust, rollout and guard policies, key,
+CA, token and secret files) is read through ``syncer.bounded``: the same rules as a fleet
+repository's manifests. A file is read only when it is a regular file within ``MAX_CONFIG_FILE_BYTES``
+(a FIFO, a device or a directory is refused before a byte is read); YAML is strict (a duplicate key,
+an integer beyond 64 bits, an alias bomb or a tag beyond JSON values is refused with file:line).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
+from syncer.bounded.files import check_file, read_bounded, read_text
+from syncer.bounded.limits import YamlLimits
+from syncer.bounded.problems import ReadProblem
+from syncer.bounded.strict_yaml import YamlDocument, load_yaml
+from syncer.config.settings import MAX_CONFIG_FILE_BYTES
+from syncer.errors import ConfigError, Location, Problem
 
-from syncer.errors import ConfigError
+
+def _said(problem: Problem) -> str:
+    said = "not valid YAML: " if problem.kind == ReadProblem.YAML_SYNTAX else ""
+    return f"{problem.location}: {said}{problem.message}"
+
+
+def config_error(problems: Sequence[Problem]) -> ConfigError:
+    """One ``ConfigError`` telling every problem found in a file, each with file:line:column."""
+    return ConfigError("\n".join(_said(p) for p in problems))
+
+
+@dataclass(frozen=True)
+class YamlConfig:
+    """One YAML file of the agent, read: its top-level mapping, its text and where each node is."""
+
+    data: Mapping[str, Any]
+    text: str
+    document: YamlDocument
+
+    def location(self, *at: str | int) -> Location:
+        """Where the node at key path ``at`` is in the file (or its nearest located ancestor)."""
+        return self.document.location(at)
+
+
+def load_yaml_file(path: Path) -> YamlConfig:
+    """The file at ``path`` as one YAML mapping; ``ConfigError`` with file:line for any problem."""
+    shown = str(path)
+    text = read_text(path, shown, MAX_CONFIG_FILE_BYTES)
+    if isinstance(text, Problem):
+        raise config_error([text])
+    loaded = load_yaml(text, shown, YamlLimits(max_documents=1))
+    if loaded.problems:
+        raise config_error(loaded.problems)
+    document = loaded.documents[0] if loaded.documents else YamlDocument(shown, 0, None, {})
+    data = {} if document.data is None else document.data
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{path}: the top level must be a mapping, not {type(data).__name__}")
+    return YamlConfig(data, text, document)
 
 
 def load_yaml_mapping(path: Path) -> Mapping[str, Any]:
-    """The top-level mapping of a YAML file; ``ConfigError`` naming the file when it is anything else."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
-    if data is None:
-        return {}
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"{path}: the top level must be a mapping, not {type(data).__name__}")
-    return data
+    """The top-level mapping of a YAML file (``load_yaml_file``)."""
+    return load_yaml_file(path).data
 
 
 class Fields:
@@ -107,3 +145,36 @@ class Fields:
         if not isinstance(value, Mapping):
             raise ConfigError(f"{self.origin}: {label}: must be a mapping, not {type(value).__name__}")
         return Fields(value, origin=self.origin, where=label)
+
+    def read_file(self, key: str, path: Path) -> bytes:
+        """The file ``path`` that ``key`` names (``read_agent_file``); errors name the key too."""
+        try:
+            return read_agent_file(path)
+        except ConfigError as err:
+            raise self.error(key, str(err)) from None
+
+    def check_file(self, key: str, path: Path) -> Path:
+        """``path`` once ``check_agent_file`` passes; errors name the key too."""
+        try:
+            check_agent_file(path)
+        except ConfigError as err:
+            raise self.error(key, str(err)) from None
+        return path
+
+
+def read_agent_file(path: Path) -> bytes:
+    """A file the agent is pointed at (an OpenPGP key, the webhook's secret), read within the same
+    type and size rules as its config; ``ConfigError`` naming the file otherwise."""
+    data = read_bounded(path, str(path), MAX_CONFIG_FILE_BYTES)
+    if isinstance(data, Problem):
+        raise ConfigError(f"{path}: {data.message}")
+    return data
+
+
+def check_agent_file(path: Path) -> None:
+    """Refuse a file another program reads for the agent (an SSH key, a token, a kubeconfig, a TLS
+    certificate) when it exists and is not a regular file within ``MAX_CONFIG_FILE_BYTES``; it is not
+    read here, and a file not there yet is left to the program that reads it."""
+    refused = check_file(path, str(path), MAX_CONFIG_FILE_BYTES)
+    if refused is not None and path.exists():
+        raise ConfigError(f"{path}: {refused.message}")

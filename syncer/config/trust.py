@@ -91,7 +91,8 @@ class TrustPolicy:
 
 
 def load_trust_policy(path: Path) -> TrustPolicy:
-    """Load and validate a trust policy file; key files are read relative to the policy's folder."""
+    """Load and validate a trust policy file; key files are read relative to the policy's folder, each
+    within the type and size rules of every file of the agent (``syncer.config.loading``)."""
     return parse_trust_policy(load_yaml_mapping(path), origin=str(path), base_dir=path.parent)
 
 
@@ -163,9 +164,9 @@ def _armored_key(top: Fields, index: int, base_dir: Path) -> str:
     if fields.has("file"):
         key_path = base_dir / fields.string("file")
         try:
-            text = key_path.read_text(encoding="ascii")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise fields.error("file", f"cannot read {key_path}: {exc}") from exc
+            text = fields.read_file("file", key_path).decode("ascii")
+        except UnicodeDecodeError:
+            raise fields.error("file", f"{key_path}: not ASCII: give an ASCII-armored public key") from None
     else:
         text = fields.string("armored")
     if "PRIVATE KEY" in text:
