@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING
 from syncer.config import TrustPolicy, VerifyMode
 from syncer.config.settings import GIT_TIMEOUT
 from syncer.domain import DesiredFleet
-from syncer.errors import GuardRejected, HistoryRewritten, ManifestError, SyncerError, VerificationError
+from syncer.errors import (
+    GuardRejected,
+    HistoryRewritten,
+    ManifestError,
+    SyncerError,
+    UnexpectedFailure,
+    VerificationError,
+)
 from syncer.manifests import LoadOptions, load_fleet
 
 if TYPE_CHECKING:  # git and the verifier load only when a revision is fetched (not for a folder)
@@ -49,6 +56,7 @@ class Stage(StrEnum):
     VERIFY = "verify"
     MANIFESTS = "manifests"
     GUARDS = "guards"
+    INTERNAL = "internal-error"
 
 
 @dataclass(frozen=True)
@@ -109,6 +117,8 @@ def _stage_of(error: SyncerError) -> Stage:
         return Stage.MANIFESTS
     if isinstance(error, GuardRejected):
         return Stage.GUARDS
+    if isinstance(error, UnexpectedFailure):
+        return Stage.INTERNAL
     return Stage.SOURCE
 
 
@@ -165,6 +175,8 @@ class RevisionGate:
                 self.judge(prepared.fleet, self.current.fleet if self.current else None)
         except SyncerError as err:
             return self._reject(tip, err)
+        except Exception as err:  # a defect met on this tip's content: refused, never raised every poll
+            return self._reject(tip, UnexpectedFailure(err))
         previous, self.current, self.last_rejection = self.current, prepared, None
         if previous is not None and previous.revision != prepared.revision:
             self.source.remove_checkout(previous.revision)
