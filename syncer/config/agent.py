@@ -14,7 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from syncer.config.guards import load_guard_policy
-from syncer.config.loading import Fields, load_yaml_mapping
+from syncer.config.loading import Fields, load_yaml_file
 from syncer.config.rollout import RolloutPolicy
 from syncer.config.settings import GIT_TIMEOUT
 from syncer.config.trust import TrustPolicy, load_trust_policy
@@ -97,8 +97,8 @@ def load_agent_config(path: Path) -> AgentConfig:
     """Load the agent config and the trust and guard policies it points at (relative paths are from
     its folder)."""
     base = path.parent
-    data = load_yaml_mapping(path)
-    top = Fields(data, origin=str(path))
+    loaded = load_yaml_file(path)
+    data, top = loaded.data, Fields.of(loaded)
     top.reject_unknown({"source", "trustPolicy", "guardPolicy", "clusters"})
     src = top.child("source")
     src.reject_unknown({"url", "branch", "cacheDir", "timeoutSeconds", "credentials"})

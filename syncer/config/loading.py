@@ -17,7 +17,7 @@ from typing import Any
 from syncer.bounded.files import check_file, read_bounded, read_text
 from syncer.bounded.limits import YamlLimits
 from syncer.bounded.problems import ReadProblem
-from syncer.bounded.strict_yaml import YamlDocument, load_yaml
+from syncer.bounded.strict_yaml import JsonPath, YamlDocument, load_yaml
 from syncer.config.settings import MAX_CONFIG_FILE_BYTES
 from syncer.errors import ConfigError, Location, Problem
 
@@ -67,15 +67,39 @@ def load_yaml_mapping(path: Path) -> Mapping[str, Any]:
 
 
 class Fields:
-    """Typed access to one mapping of a config file; every problem names the file and the key path."""
+    """Typed access to one mapping of a config file; every problem names the file and the key path,
+    and the line and column of the key when the mapping was read from a file (``document``, with
+    ``at`` the JSON path of this mapping in it)."""
 
-    def __init__(self, data: Mapping[str, Any], *, origin: str, where: str = "") -> None:
+    def __init__(
+        self,
+        data: Mapping[str, Any],
+        *,
+        origin: str,
+        where: str = "",
+        document: YamlDocument | None = None,
+        at: JsonPath = (),
+    ) -> None:
         self._data = data
         self.origin = origin
         self.where = where
+        self._document = document
+        self._at = at
+
+    @classmethod
+    def of(cls, loaded: YamlConfig) -> Fields:
+        """The top level of a file read by ``load_yaml_file``."""
+        return cls(loaded.data, origin=loaded.document.path, document=loaded.document)
+
+    def located(self, *at: str | int) -> str:
+        """``file:line:column`` of the node at ``at`` below this mapping (its nearest located ancestor
+        when absent), or the file alone for a mapping not read from a file."""
+        if self._document is None:
+            return self.origin
+        return str(self._document.location((*self._at, *at)))
 
     def error(self, key: str, problem: str) -> ConfigError:
-        return ConfigError(f"{self.origin}: {self.path_of(key)}: {problem}")
+        return ConfigError(f"{self.located(key)}: {self.path_of(key)}: {problem}")
 
     def path_of(self, key: str) -> str:
         return f"{self.where}.{key}" if self.where else key
@@ -83,8 +107,9 @@ class Fields:
     def reject_unknown(self, known: set[str]) -> None:
         unknown = sorted(str(k) for k in self._data if k not in known)
         if unknown:
+            where = self.where or "top level"
             raise ConfigError(
-                f"{self.origin}: {self.where or 'top level'}: unknown key(s) {', '.join(unknown)}"
+                f"{self.located(unknown[0])}: {where}: unknown key(s) {', '.join(unknown)}"
                 f" (known: {', '.join(sorted(known))})"
             )
 
@@ -140,11 +165,20 @@ class Fields:
         """The mapping under ``key`` (or at ``index`` of the list under ``key``)."""
         value = self._data.get(key) if index is None else self.items(key)[index]
         label = self.path_of(key) if index is None else f"{self.path_of(key)}[{index}]"
+        at = (*self._at, key) if index is None else (*self._at, key, index)
         if value is None and index is None:
-            return Fields({}, origin=self.origin, where=label)
+            return Fields({}, origin=self.origin, where=label, document=self._document, at=at)
         if not isinstance(value, Mapping):
-            raise ConfigError(f"{self.origin}: {label}: must be a mapping, not {type(value).__name__}")
-        return Fields(value, origin=self.origin, where=label)
+            where = self.located(*at[len(self._at) :])
+            raise ConfigError(f"{where}: {label}: must be a mapping, not {type(value).__name__}")
+        return Fields(value, origin=self.origin, where=label, document=self._document, at=at)
+
+    def item(self, key: str, index: int, data: Mapping[str, Any]) -> Fields:
+        """``data`` read as the item at ``index`` of the list under ``key``: a shorthand (such as a
+        bare string) the caller has spelled out as a mapping."""
+        label = f"{self.path_of(key)}[{index}]"
+        at = (*self._at, key, index)
+        return Fields(data, origin=self.origin, where=label, document=self._document, at=at)
 
     def read_file(self, key: str, path: Path) -> bytes:
         """The file ``path`` that ``key`` names (``read_agent_file``); errors name the key too."""

@@ -204,7 +204,7 @@ def test_an_openpgp_key_file_that_is_not_a_regular_file_is_refused_naming_it(
 
     message = config_error(lambda: load_trust_policy(policy))
 
-    assert message == f"{policy}: openpgpKeys[0].file: {shown}: not a regular file ({what})"
+    assert message == f"{policy}:2:5: openpgpKeys[0].file: {shown}: not a regular file ({what})"
 
 
 def test_an_oversize_openpgp_key_file_is_refused_by_its_size(tmp_path: Path) -> None:
@@ -247,7 +247,7 @@ def test_a_credentials_file_that_is_a_fifo_is_refused_at_load(
 
     message = config_error(lambda: load_agent_config(agent))
 
-    assert message == f"{agent}: source.{section}.{key}: {fifo}: not a regular file (a FIFO)"
+    assert message == f"{agent}:4:5: source.{section}.{key}: {fifo}: not a regular file (a FIFO)"
 
 
 def test_a_cluster_kubeconfig_that_is_a_device_is_refused_at_load(tmp_path: Path) -> None:
@@ -259,7 +259,10 @@ def test_a_cluster_kubeconfig_that_is_a_device_is_refused_at_load(tmp_path: Path
 
     message = config_error(lambda: load_agent_config(agent))
 
-    assert message == f"{agent}: clusters.eu-1.kubeconfig: /dev/null: not a regular file (a character device)"
+    assert (
+        message
+        == f"{agent}:4:10: clusters.eu-1.kubeconfig: /dev/null: not a regular file (a character device)"
+    )
 
 
 @pytest.mark.parametrize("secret", ["pipe", "/dev/null"])
