@@ -272,3 +272,36 @@ def test_a_webhook_secret_file_that_is_not_a_regular_file_is_refused(
     path = tmp_path / secret
 
     assert "not a regular file" in config_error(lambda: read_secret(path))
+
+
+@pytest.mark.parametrize(
+    ("name", "load", "text", "said"),
+    [
+        (
+            "agent.yaml",
+            load_agent_config,
+            "source:\n  url: https://a.example.org/f.git\n  timeoutSeconds: -1\ntrustPolicy: t.yaml\n",
+            ":3:3: source.timeoutSeconds: must be a positive number, not -1",
+        ),
+        (
+            "rollout.yaml",
+            load_rollout_policy,
+            "waves: [{percent: 100}]\nwindows:\n  - schedule: '0 1 * * *'\n    kind: sometimes\n",
+            ":4:5: windows[0].kind: must be allow or deny, not 'sometimes'",
+        ),
+        (
+            "trust.yaml",
+            load_trust_policy,
+            "mode: head\nsigners:\n  - {name: a}\n",
+            ":3:5: signers[0]: give exactly one",
+        ),
+        ("trust.yaml", load_trust_policy, "mode: head\nextra: 1\n", ":2:1: top level: unknown key(s) extra"),
+    ],
+)
+def test_a_shape_error_names_the_line_of_its_key(
+    tmp_path: Path, name: str, load: Callable[[Path], object], text: str, said: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+
+    assert config_error(lambda: load(path)).startswith(f"{path}{said}")
