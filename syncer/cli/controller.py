@@ -156,7 +156,7 @@ def serve_admission(kubeconfig: str, context: str, port: int, cert_dir: Path) ->
         raise click.ClickException(str(err)) from err
     try:
         server, _ = start_admission_server(api, AdmissionOptions(cert_dir, port))
-    except (OSError, ssl.SSLError) as err:
+    except (OSError, ssl.SSLError, SyncerError) as err:
         api.close()
         raise click.ClickException(
             f"cannot serve the admission webhook from {cert_dir} on port {port}: {err}"

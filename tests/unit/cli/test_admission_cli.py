@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+import os
+import threading
 from pathlib import Path
 
 import yaml
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from syncer.cli.controller import controller
 
@@ -60,4 +62,31 @@ def test_a_certificate_that_is_not_one_is_refused(tmp_path: Path) -> None:
     )
     assert result.exit_code == 1
     assert f"cannot serve the admission webhook from {certs} on port 1:" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_certificate_that_is_a_fifo_is_refused_without_waiting(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(KUBECONFIG))
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    os.mkfifo(certs / "tls.crt")
+    (certs / "tls.key").write_text("not a key\n")
+    results: list[Result] = []
+    arguments = [
+        f"--kubeconfig={kubeconfig}",
+        "--admission-port=1",
+        f"--admission-cert-dir={certs}",
+        "--metrics-port=0",
+    ]
+    starting = threading.Thread(
+        target=lambda: results.append(CliRunner().invoke(controller, arguments)), daemon=True
+    )
+    starting.start()
+    starting.join(30)
+
+    assert not starting.is_alive(), "the controller still waits on the FIFO after 30 s"
+    (result,) = results
+    assert result.exit_code == 1
+    assert f"{certs / 'tls.crt'}: not a regular file (a FIFO)" in result.output
     assert "Traceback" not in result.output
