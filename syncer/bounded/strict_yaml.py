@@ -44,13 +44,16 @@ class _Mark(Protocol):
 class YamlDocument:
     """One document of a file: its data (JSON values) and the 1-based line and column of each node.
 
-    A mapping entry is located at its key, a sequence item at the item.
+    A mapping entry is located at its key, a sequence item at the item. ``unusable`` holds the paths
+    of values that are a problem already (an integer beyond 64 bits, a non-finite number): they stand
+    in the data as 0 or the float read, and checks of what they mean leave them to that problem.
     """
 
     path: str
     index: int
     data: Any
     marks: Mapping[JsonPath, tuple[int, int]]
+    unusable: frozenset[JsonPath] = frozenset()
 
     def location(self, at: JsonPath = ()) -> Location:
         """Where the node at ``at`` is, or its nearest located ancestor."""
@@ -115,6 +118,7 @@ class _StrictLoader(Composer, _EventParser, SafeConstructor, Resolver):
         SafeConstructor.__init__(self)
         Resolver.__init__(self)
         self.found: list[tuple[ReadProblem, str, _Mark]] = []
+        self.unusable: set[int] = set()
         self._options = options
         self._budget = budget
         self._aliases = 0
@@ -180,6 +184,7 @@ def _finite_float(loader: _StrictLoader, node: Node) -> float:
         loader.found.append(
             (ReadProblem.YAML_VALUE, f"{node.value!r} is not a finite number", node.start_mark)
         )
+        loader.unusable.add(id(node))
     return value
 
 
@@ -195,6 +200,7 @@ def _bounded_int(loader: _StrictLoader, node: Node) -> int:
         shown = f"{text[:20]}... ({len(text)} characters)" if len(text) > 40 else repr(text)
         message = f"integer {shown} is outside the 64-bit range ({INT64_MIN} to {INT64_MAX})"
         loader.found.append((ReadProblem.YAML_VALUE, message, node.start_mark))
+        loader.unusable.add(id(node))
         return 0
     return value
 
@@ -258,9 +264,13 @@ def _check_expansion(root: Node, options: YamlLimits) -> None:
     )
 
 
-def _marks(root: Node, options: YamlLimits) -> dict[JsonPath, tuple[int, int]]:
-    """Line and column of every node by JSON path, enforcing the depth bound with aliases expanded."""
+def _marks(
+    root: Node, options: YamlLimits, unusable: set[int]
+) -> tuple[dict[JsonPath, tuple[int, int]], frozenset[JsonPath]]:
+    """Line and column of every node by JSON path, enforcing the depth bound with aliases expanded,
+    and the paths of the ``unusable`` nodes."""
     marks: dict[JsonPath, tuple[int, int]] = {}
+    unusable_paths: set[JsonPath] = set()
 
     def walk(path: JsonPath, node: Node, mark: _Mark) -> None:
         if len(path) > options.max_depth:
@@ -270,6 +280,8 @@ def _marks(root: Node, options: YamlLimits) -> dict[JsonPath, tuple[int, int]]:
                 node.start_mark,
             )
         marks[path] = (mark.line + 1, mark.column + 1)
+        if id(node) in unusable:
+            unusable_paths.add(path)
         if isinstance(node, MappingNode):
             for key, value in node.value:
                 walk((*path, str(key.value)), value, key.start_mark)
@@ -278,7 +290,7 @@ def _marks(root: Node, options: YamlLimits) -> dict[JsonPath, tuple[int, int]]:
                 walk((*path, index), item, item.start_mark)
 
     walk((), root, root.start_mark)
-    return marks
+    return marks, frozenset(unusable_paths)
 
 
 def _text_position(text: str, index: int) -> tuple[int, int]:
@@ -308,7 +320,8 @@ def load_yaml(text: str, path: str, options: YamlLimits, budget: EventBudget | N
             _check_expansion(node, options)
             problems.extend(escaped_problems(node, text, path))
             data = loader.construct_document(node)
-            documents.append(YamlDocument(path, len(documents), data, _marks(node, options)))
+            marks, unusable = _marks(node, options, loader.unusable)
+            documents.append(YamlDocument(path, len(documents), data, marks, unusable))
     except _Rejected as e:
         line, column = (e.mark.line + 1, e.mark.column + 1) if e.mark else (0, 0)
         problems.append(problem(e.kind, e.message, path, line, column))

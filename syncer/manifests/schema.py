@@ -117,9 +117,11 @@ def _message(error: ValidationError) -> str:
 def schema_problems(
     validator: Validator, instance: Any, document: YamlDocument, kind: ProblemKind, base: JsonPath = ()
 ) -> list[Problem]:
-    """Every schema error in ``instance`` (found at ``base`` of ``document``), located."""
+    """Every schema error in ``instance`` (found at ``base`` of ``document``), located; none about a
+    value the YAML loader found unusable (it has told that problem)."""
     problems: list[Problem] = []
     errors = sorted(validator.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
     for error in errors:
-        problems.extend(_error_problems(error, document, kind, base))
+        if (*base, *error.absolute_path) not in document.unusable:
+            problems.extend(_error_problems(error, document, kind, base))
     return problems

@@ -113,8 +113,8 @@ def test_a_5000_digit_integer_is_a_rejection_at_its_line_and_the_last_good_stays
     assert result.rejection is not None
     assert (result.rejection.revision, result.rejection.stage) == (bad, Stage.MANIFESTS)
     assert isinstance(result.rejection.error, ManifestError)
-    (found,) = [p for p in result.rejection.error.problems if p.kind == "yaml-value"]
-    assert str(found.location) == "base/sessions.yaml:9:11"
+    (found,) = result.rejection.error.problems
+    assert (found.kind, str(found.location)) == ("yaml-value", "base/sessions.yaml:9:11")
     assert "(5000 characters) is outside the 64-bit range" in found.message
     assert rejection_event(result.rejection).step is Step.REVISION_REJECTED
     assert result.current == good, "the last good revision must stay in force"
