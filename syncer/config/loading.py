@@ -1,10 +1,11 @@
 """Reading the agent's files and checking their shape, with errors that name the file and line.
 
-Every file the agent's configuration names (the config, the trust, rollout and guard policies, key,
-CA, token and secret files) is read through ``syncer.bounded``: the same rules as a fleet
-repository's manifests. A file is read only when it is a regular file within ``MAX_CONFIG_FILE_BYTES``
-(a FIFO, a device or a directory is refused before a byte is read); YAML is strict (a duplicate key,
-an integer beyond 64 bits, an alias bomb or a tag beyond JSON values is refused with file:line).
+Every file of the agent (the config, the trust, rollout and guard policies, and the key, certificate,
+token and secret files they or the command line name) is read or checked through ``syncer.bounded``:
+the same rules as a fleet repository's manifests. A file is read only when it is a regular file
+within ``MAX_CONFIG_FILE_BYTES`` (a FIFO, a device or a directory is refused before a byte is read);
+YAML is strict (a duplicate key, an integer beyond 64 bits, an alias bomb or a tag beyond JSON values
+is refused with file:line).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from syncer.bounded.limits import YamlLimits
 from syncer.bounded.problems import ReadProblem
 from syncer.bounded.strict_yaml import JsonPath, YamlDocument, load_yaml
 from syncer.config.settings import MAX_CONFIG_FILE_BYTES
-from syncer.errors import ConfigError, Location, Problem
+from syncer.errors import ConfigError, Problem
 
 
 def _said(problem: Problem) -> str:
@@ -39,10 +40,6 @@ class YamlConfig:
     data: Mapping[str, Any]
     text: str
     document: YamlDocument
-
-    def location(self, *at: str | int) -> Location:
-        """Where the node at key path ``at`` is in the file (or its nearest located ancestor)."""
-        return self.document.location(at)
 
 
 def load_yaml_file(path: Path) -> YamlConfig:
