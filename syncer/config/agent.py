@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from syncer.config.guards import load_guard_policy
 from syncer.config.loading import Fields, load_yaml_file
 from syncer.config.rollout import RolloutPolicy
-from syncer.config.settings import GIT_TIMEOUT
+from syncer.config.settings import GIT_TIMEOUT, MAX_KUBECONFIG_BYTES
 from syncer.config.trust import TrustPolicy, load_trust_policy
 from syncer.guards import GuardPolicy
 
@@ -85,7 +85,7 @@ def _clusters(top: Fields, raw: object, base: Path) -> dict[str, ClusterAccess]:
         entry = section.child(name)
         entry.reject_unknown({"context", "kubeconfig"})
         kubeconfig = (
-            entry.check_file("kubeconfig", base / entry.string("kubeconfig"))
+            entry.check_file("kubeconfig", base / entry.string("kubeconfig"), MAX_KUBECONFIG_BYTES)
             if entry.has("kubeconfig")
             else None
         )

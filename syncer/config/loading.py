@@ -184,10 +184,10 @@ class Fields:
         except ConfigError as err:
             raise self.error(key, str(err)) from None
 
-    def check_file(self, key: str, path: Path) -> Path:
+    def check_file(self, key: str, path: Path, max_bytes: int = MAX_CONFIG_FILE_BYTES) -> Path:
         """``path`` once ``check_agent_file`` passes; errors name the key too."""
         try:
-            check_agent_file(path)
+            check_agent_file(path, max_bytes)
         except ConfigError as err:
             raise self.error(key, str(err)) from None
         return path
@@ -202,10 +202,10 @@ def read_agent_file(path: Path) -> bytes:
     return data
 
 
-def check_agent_file(path: Path) -> None:
+def check_agent_file(path: Path, max_bytes: int = MAX_CONFIG_FILE_BYTES) -> None:
     """Refuse a file another program reads for the agent (an SSH key, a token, a kubeconfig, a TLS
-    certificate) when it exists and is not a regular file within ``MAX_CONFIG_FILE_BYTES``; it is not
-    read here, and a file not there yet is left to the program that reads it."""
-    refused = check_file(path, str(path), MAX_CONFIG_FILE_BYTES)
+    certificate) when it exists and is not a regular file within ``max_bytes``; it is not read here,
+    and a file not there yet is left to the program that reads it."""
+    refused = check_file(path, str(path), max_bytes)
     if refused is not None and path.exists():
         raise ConfigError(f"{path}: {refused.message}")

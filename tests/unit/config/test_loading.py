@@ -15,7 +15,7 @@ from syncer.agent.loop import read_secret
 from syncer.config import load_agent_config, load_trust_policy
 from syncer.config.guards import load_guard_policy
 from syncer.config.rollout import load_rollout_policy
-from syncer.config.settings import MAX_CONFIG_FILE_BYTES
+from syncer.config.settings import MAX_CONFIG_FILE_BYTES, MAX_KUBECONFIG_BYTES
 from syncer.errors import ConfigError
 
 ARMORED = "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nmDMEZ\n-----END PGP PUBLIC KEY BLOCK-----\n"
@@ -305,3 +305,21 @@ def test_a_shape_error_names_the_line_of_its_key(
     path.write_text(text)
 
     assert config_error(lambda: load(path)).startswith(f"{path}{said}")
+
+
+def test_a_cluster_kubeconfig_may_be_larger_than_a_policy_but_not_without_bound(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "fleet.kubeconfig"
+    agent = agent_files(
+        tmp_path,
+        agent=f"source: {{url: https://git.example.org/f.git}}\ntrustPolicy: trust.yaml\n"
+        f"clusters:\n  eu-1: {{kubeconfig: {kubeconfig}}}\n",
+    )
+    with kubeconfig.open("wb") as sparse:
+        sparse.truncate(MAX_CONFIG_FILE_BYTES * 2)
+
+    assert load_agent_config(agent).clusters["eu-1"].kubeconfig == kubeconfig
+
+    with kubeconfig.open("wb") as sparse:
+        sparse.truncate(MAX_KUBECONFIG_BYTES + 1)
+    message = config_error(lambda: load_agent_config(agent))
+    assert message.endswith(f"{kubeconfig}: {MAX_KUBECONFIG_BYTES + 1} bytes, limit {MAX_KUBECONFIG_BYTES}")
