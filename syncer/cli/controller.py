@@ -13,9 +13,11 @@ from types import FrameType
 from typing import Any
 
 import click
+import yaml
 from prometheus_client import CollectorRegistry, start_http_server
 
-from syncer.config.loading import load_yaml_mapping
+from syncer.config.loading import check_agent_file
+from syncer.config.settings import MAX_KUBECONFIG_BYTES
 from syncer.controller.admission_server import AdmissionOptions, AdmissionServer, start_admission_server
 from syncer.controller.logs import configure
 from syncer.controller.model import ControllerOptions
@@ -26,10 +28,11 @@ from syncer.kube import ClusterClient
 
 def _current_context(kubeconfig: str) -> str:
     try:
-        document = load_yaml_mapping(Path(kubeconfig))
-    except ConfigError as err:
-        raise click.ClickException(f"cannot read kubeconfig: {err}") from err
-    context = document.get("current-context")
+        check_agent_file(Path(kubeconfig), MAX_KUBECONFIG_BYTES)
+        document = yaml.safe_load(Path(kubeconfig).read_text(encoding="utf-8")) or {}
+    except (OSError, ValueError, yaml.YAMLError, ConfigError) as err:
+        raise click.ClickException(f"cannot read kubeconfig {kubeconfig}: {err}") from err
+    context = document.get("current-context") if isinstance(document, dict) else None
     if not context:
         raise click.ClickException(f"{kubeconfig} has no current-context; pass --context")
     return str(context)
