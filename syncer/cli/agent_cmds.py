@@ -18,6 +18,7 @@ from syncer.agent.loop import AgentProcess, start_controllers
 from syncer.agent.service import Agent
 from syncer.cli.controller import admission_options, serve_admission, stop_admission
 from syncer.config import AgentConfig, load_agent_config
+from syncer.config.loading import check_kubeconfig
 from syncer.config.rollout import load_rollout_policy
 from syncer.config.settings import (
     AGENT_NAMESPACE,
@@ -98,9 +99,11 @@ class _ConfigProblem(click.ClickException):
     exit_code = EXIT_ERROR
 
 
-def _load(config_path: Path, rollout_policy: Path | None = None) -> AgentConfig:
-    """The agent config, with the rollout policy of ``rollout_policy`` when one is given."""
+def _load(config_path: Path, rollout_policy: Path | None = None, kubeconfig: str = "") -> AgentConfig:
+    """The agent config, with the rollout policy of ``rollout_policy`` when one is given, once the
+    default ``kubeconfig`` is checked too."""
     try:
+        check_kubeconfig(kubeconfig)
         config = load_agent_config(config_path)
         if rollout_policy is not None:
             config = replace(config, rollout=load_rollout_policy(rollout_policy))
@@ -236,7 +239,7 @@ def run(**opts: Any) -> None:
     """Run the agent: poll git, verify, roll out in waves, repair drift, serve metrics."""
     lease = _lease_settings(opts)
     http = _http_settings(opts)
-    config = _load(opts["config_path"], opts["rollout_policy"])
+    config = _load(opts["config_path"], opts["rollout_policy"], opts["kubeconfig"])
     # The webhook's certificate is one of the files to check before the process's logging is set up.
     admission = serve_admission(
         opts["kubeconfig"], opts["lease_context"], opts["admission_port"], opts["admission_cert_dir"]
@@ -318,7 +321,7 @@ def sync(
     Exit codes: 0 synced (or nothing to do), 1 rejected, halted or rolled back, 2 error.
     """
     console = Console(stderr=True)
-    config = _load(config_path, rollout_policy)
+    config = _load(config_path, rollout_policy, kubeconfig)
     settings = AgentSettings(
         kubeconfig=kubeconfig,
         state_namespace=state_namespace,

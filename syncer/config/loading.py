@@ -10,6 +10,7 @@ is refused with file:line).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ from syncer.bounded.files import check_file, read_bounded, read_text
 from syncer.bounded.limits import YamlLimits
 from syncer.bounded.problems import ReadProblem
 from syncer.bounded.strict_yaml import JsonPath, YamlDocument, load_yaml
-from syncer.config.settings import MAX_CONFIG_FILE_BYTES
+from syncer.config.settings import MAX_CONFIG_FILE_BYTES, MAX_KUBECONFIG_BYTES
 from syncer.errors import ConfigError, Problem
 
 
@@ -200,6 +201,14 @@ def read_agent_file(path: Path) -> bytes:
     if isinstance(data, Problem):
         raise ConfigError(f"{path}: {data.message}")
     return data
+
+
+def check_kubeconfig(kubeconfig: str) -> None:
+    """``check_agent_file`` for the kubeconfig a command is given ("": each file of ``$KUBECONFIG``,
+    or ``~/.kube/config``), within ``MAX_KUBECONFIG_BYTES``."""
+    named = [kubeconfig] if kubeconfig else os.environ.get("KUBECONFIG", "").split(os.pathsep)
+    for path in [p for p in named if p] or [str(Path.home() / ".kube" / "config")]:
+        check_agent_file(Path(path).expanduser(), MAX_KUBECONFIG_BYTES)
 
 
 def check_agent_file(path: Path, max_bytes: int = MAX_CONFIG_FILE_BYTES) -> None:

@@ -143,3 +143,23 @@ def test_run_refuses_hostile_agent_files_before_it_starts(
     done = syncer("run", "--config", str(tmp_path / "agent.yaml"), "--http-port", "0", *rollout)
 
     assert_clear_error(done, said.format(dir=tmp_path))
+
+
+@pytest.mark.parametrize("command", ["run", "sync", "diff"])
+def test_a_kubeconfig_that_is_a_fifo_is_refused_before_any_cluster_is_asked(
+    tmp_path: Path, command: str
+) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "trust.yaml").write_text("mode: head\n")
+    source = f"{{url: {tmp_path / 'fleet.git'}, cacheDir: {tmp_path / 'cache'}}}"
+    (tmp_path / "agent.yaml").write_text(f"source: {source}\ntrustPolicy: trust.yaml\n")
+    agent = ["--config", str(tmp_path / "agent.yaml"), "--kubeconfig", str(tmp_path / "pipe")]
+    arguments = {
+        "run": ["run", *agent, "--http-port", "0", "--no-leader-elect"],
+        "sync": ["sync", "--once", *agent],
+        "diff": ["diff", "--repo", str(EXAMPLE), "--kubeconfig", str(tmp_path / "pipe")],
+    }[command]
+
+    done = syncer(*arguments)
+
+    assert_clear_error(done, f"{tmp_path / 'pipe'}: not a regular file (a FIFO)")
