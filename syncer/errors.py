@@ -191,6 +191,17 @@ class GuardRejected(SyncerError):
         super().__init__(message)
 
 
+class UnexpectedFailure(SyncerError):
+    """Judging a revision failed in a way syncer did not foresee (a defect, not a verdict): the revision
+    is refused as any bad one is, and ``cause`` keeps what was raised."""
+
+    def __init__(self, cause: Exception) -> None:
+        self.cause = cause
+        said = str(cause)
+        said = said if len(said) <= 300 else said[:300] + "..."
+        super().__init__(f"unexpected {type(cause).__name__}: {said}")
+
+
 class RolloutError(SyncerError):
     """A wave could not be rolled out or did not become healthy in time."""
 

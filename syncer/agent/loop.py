@@ -25,6 +25,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from syncer.agent.http import POLL_STARTS, AgentServer, Endpoints, HookAnswer, ProbeServer
 from syncer.agent.service import Agent
 from syncer.agent.sharding import sharded
+from syncer.config.loading import read_agent_file
 from syncer.config.settings import AgentSettings
 from syncer.controller.model import ControllerOptions
 from syncer.controller.runner import run_controller
@@ -92,8 +93,14 @@ def ensure_lease_namespace(client: ClusterClient, namespace: str) -> None:
 
 
 def read_secret(path: Path | None) -> str:
-    """The webhook's shared secret from its file ("" without one: no webhook)."""
-    return path.read_text().strip() if path else ""
+    """The webhook's shared secret from its file ("" without one: no webhook); ``ConfigError`` naming
+    the file when it is not a regular, small, UTF-8 file."""
+    if path is None:
+        return ""
+    try:
+        return read_agent_file(path).decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: the webhook secret is not UTF-8 text") from None
 
 
 class AgentProcess:

@@ -19,6 +19,7 @@ from syncer.agent.once import one_pass
 from syncer.agent.service import Agent
 from syncer.cli.controller import admission_options, serve_admission, stop_admission
 from syncer.config import AgentConfig, load_agent_config
+from syncer.config.loading import check_kubeconfig
 from syncer.config.rollout import load_rollout_policy
 from syncer.config.settings import (
     AGENT_NAMESPACE,
@@ -135,9 +136,11 @@ class _ConfigProblem(click.ClickException):
     exit_code = EXIT_ERROR
 
 
-def _load(config_path: Path, rollout_policy: Path | None = None) -> AgentConfig:
-    """The agent config, with the rollout policy of ``rollout_policy`` when one is given."""
+def _load(config_path: Path, rollout_policy: Path | None = None, kubeconfig: str = "") -> AgentConfig:
+    """The agent config, with the rollout policy of ``rollout_policy`` when one is given, once the
+    default ``kubeconfig`` is checked too."""
     try:
+        check_kubeconfig(kubeconfig)
         config = load_agent_config(config_path)
         if rollout_policy is not None:
             config = replace(config, rollout=load_rollout_policy(rollout_policy))
@@ -274,7 +277,7 @@ def run(**opts: Any) -> None:
     """Run the agent: poll git, verify, roll out in waves, repair drift, serve metrics."""
     lease = _lease_settings(opts)
     http = _http_settings(opts)
-    config = _load(opts["config_path"], opts["rollout_policy"])
+    config = _load(opts["config_path"], opts["rollout_policy"], opts["kubeconfig"])
     # The webhook's certificate is one of the files to check before the process's logging is set up.
     admission = serve_admission(
         opts["kubeconfig"], opts["lease_context"], opts["admission_port"], opts["admission_cert_dir"]
@@ -358,7 +361,7 @@ def sync(**opts: Any) -> None:
     """
     console = Console(stderr=True)
     lease = _lease_settings(opts)
-    config = _load(opts["config_path"], opts["rollout_policy"])
+    config = _load(opts["config_path"], opts["rollout_policy"], opts["kubeconfig"])
     settings = AgentSettings(
         kubeconfig=opts["kubeconfig"],
         state_namespace=opts["state_namespace"],

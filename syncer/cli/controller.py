@@ -16,18 +16,21 @@ import click
 import yaml
 from prometheus_client import CollectorRegistry, start_http_server
 
+from syncer.config.loading import check_agent_file
+from syncer.config.settings import MAX_KUBECONFIG_BYTES
 from syncer.controller.admission_server import AdmissionOptions, AdmissionServer, start_admission_server
 from syncer.controller.logs import configure
 from syncer.controller.model import ControllerOptions
 from syncer.controller.runner import run_controller
-from syncer.errors import SyncerError
+from syncer.errors import ConfigError, SyncerError
 from syncer.kube import ClusterClient
 
 
 def _current_context(kubeconfig: str) -> str:
     try:
+        check_agent_file(Path(kubeconfig), MAX_KUBECONFIG_BYTES)
         document = yaml.safe_load(Path(kubeconfig).read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as err:
+    except (OSError, ValueError, yaml.YAMLError, ConfigError) as err:
         raise click.ClickException(f"cannot read kubeconfig {kubeconfig}: {err}") from err
     context = document.get("current-context") if isinstance(document, dict) else None
     if not context:
@@ -156,7 +159,7 @@ def serve_admission(kubeconfig: str, context: str, port: int, cert_dir: Path) ->
         raise click.ClickException(str(err)) from err
     try:
         server, _ = start_admission_server(api, AdmissionOptions(cert_dir, port))
-    except (OSError, ssl.SSLError) as err:
+    except (OSError, ssl.SSLError, SyncerError) as err:
         api.close()
         raise click.ClickException(
             f"cannot serve the admission webhook from {cert_dir} on port {port}: {err}"

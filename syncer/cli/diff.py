@@ -133,6 +133,7 @@ def diff(
     1: changes, 2: error, 3: the guard policy would reject the revision.
     """
     from syncer.config import load_agent_config
+    from syncer.config.loading import check_kubeconfig
     from syncer.config.rollout import RolloutPolicy, load_rollout_policy
     from syncer.engine.diff import DiffOptions, diff_fleet, offline_plan
     from syncer.engine.render import RenderRequest, load_desired
@@ -161,6 +162,7 @@ def diff(
             options = DiffOptions(
                 client=ClientOptions(qps=qps), rollout=policy, state_namespace=state_namespace
             )
+            check_kubeconfig(kubeconfig)
             plan = diff_fleet(fleet, _targets(names, kubeconfig, access), options)
             if config is not None and origin:
                 from syncer.engine.guarding import judge_plan  # CEL loads only when a policy is set

@@ -56,7 +56,7 @@ def status(config_path: Path, kubeconfig: str, state_namespace: str, output: str
     """Each cluster's sync state: owner, wave, applied revision, health, last good revision, last error.
 
     The owner is the replica holding the cluster's owner Lease when replicas shard the fleet."""
-    config = _load(config_path)
+    config = _load(config_path, kubeconfig=kubeconfig)
     rows: list[dict[str, Any]] = []
     for name, access in sorted(config.clusters.items()):
         row: dict[str, Any] = {"cluster": name}

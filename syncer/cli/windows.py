@@ -41,6 +41,7 @@ def override_window(
     agent reports each use as a MaintenanceWindowOverridden Warning Event. Exit 0 recorded, 2 error.
     """
     from syncer.config import ClusterAccess, load_agent_config
+    from syncer.config.loading import check_kubeconfig
     from syncer.domain.durations import format_duration, parse_duration
     from syncer.errors import SyncerError
     from syncer.kube import ClusterClient
@@ -52,6 +53,8 @@ def override_window(
         seconds = parse_duration(duration)
         config = load_agent_config(config_path)
         access = config.clusters.get(cluster, ClusterAccess(context=cluster))
+        if access.kubeconfig is None:
+            check_kubeconfig(kubeconfig)
         client = ClusterClient.from_kubeconfig(str(access.kubeconfig or kubeconfig), access.context, cluster)
         try:
             until = time.time() + seconds

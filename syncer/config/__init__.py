@@ -1,7 +1,8 @@
 """Agent configuration and policies (trust, rollout) as frozen dataclasses, and the settings root.
 
 Owns: loading and validating the agent's own files at the edge (``load_agent_config``,
-``load_trust_policy``, ``load_rollout_policy``); every problem is a ``ConfigError`` naming the file.
+``load_trust_policy``, ``load_rollout_policy``), each read by the rules of ``syncer.bounded`` (type and
+size checked before reading, strict YAML); every problem is a ``ConfigError`` naming the file and line.
 ``settings`` holds every knob of how the agent runs, each default stated once. Must not: read the fleet
 repository (trust never comes from the repo being verified) or talk to clusters.
 

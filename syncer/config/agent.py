@@ -2,6 +2,8 @@
 
 Credentials are given as paths to files (mounted secrets); the secrets themselves are read only when
 a git operation needs them and never become part of a config value, so printing a config is safe.
+Each file named here is checked at load to be a regular file within ``MAX_CONFIG_FILE_BYTES`` (a
+FIFO, a device or a directory is refused), as every file of the agent is.
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from syncer.config.guards import load_guard_policy
-from syncer.config.loading import Fields, load_yaml_mapping
+from syncer.config.loading import Fields, load_yaml_file
 from syncer.config.rollout import RolloutPolicy
-from syncer.config.settings import GIT_TIMEOUT
+from syncer.config.settings import GIT_TIMEOUT, MAX_KUBECONFIG_BYTES
 from syncer.config.trust import TrustPolicy, load_trust_policy
 from syncer.guards import GuardPolicy
 
@@ -82,7 +84,11 @@ def _clusters(top: Fields, raw: object, base: Path) -> dict[str, ClusterAccess]:
             raise top.error("clusters", f"cluster names must be non-empty strings, not {name!r}")
         entry = section.child(name)
         entry.reject_unknown({"context", "kubeconfig"})
-        kubeconfig = base / entry.string("kubeconfig") if entry.has("kubeconfig") else None
+        kubeconfig = (
+            entry.check_file("kubeconfig", base / entry.string("kubeconfig"), MAX_KUBECONFIG_BYTES)
+            if entry.has("kubeconfig")
+            else None
+        )
         found[name] = ClusterAccess(context=entry.string("context", name), kubeconfig=kubeconfig)
     return found
 
@@ -91,8 +97,8 @@ def load_agent_config(path: Path) -> AgentConfig:
     """Load the agent config and the trust and guard policies it points at (relative paths are from
     its folder)."""
     base = path.parent
-    data = load_yaml_mapping(path)
-    top = Fields(data, origin=str(path))
+    loaded = load_yaml_file(path)
+    data, top = loaded.data, Fields.of(loaded)
     top.reject_unknown({"source", "trustPolicy", "guardPolicy", "clusters"})
     src = top.child("source")
     src.reject_unknown({"url", "branch", "cacheDir", "timeoutSeconds", "credentials"})
@@ -108,7 +114,7 @@ def load_agent_config(path: Path) -> AgentConfig:
     creds.reject_unknown({"sshKeyFile", "knownHostsFile", "tokenFile", "tokenUser"})
 
     def optional_path(key: str) -> Path | None:
-        return base / creds.string(key) if creds.has(key) else None
+        return creds.check_file(key, base / creds.string(key)) if creds.has(key) else None
 
     cache_dir = base / src.string("cacheDir", "/var/cache/syncer")
     timeout = src.number("timeoutSeconds", GIT_TIMEOUT)

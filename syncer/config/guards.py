@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from syncer.config.loading import Fields, load_yaml_mapping
+from syncer.config.loading import Fields, load_yaml_file
 from syncer.config.shapes import parse_selector
 from syncer.errors import ConfigError, Location
 from syncer.guards import (
@@ -45,7 +45,7 @@ class _Mark:
 
 def _marks(text: str, section: str, key: str) -> tuple[dict[int, _Mark], dict[int, _Mark]]:
     """Per entry of the list under ``section``: where the entry starts, and where its ``key`` value
-    starts. Unparsable text gives no marks (``load_yaml_mapping`` has reported it already)."""
+    starts. Unparsable text gives no marks (``load_yaml_file`` has reported it already)."""
     entries: dict[int, _Mark] = {}
     values: dict[int, _Mark] = {}
     try:
@@ -171,5 +171,5 @@ def parse_guard_policy(data: Mapping[str, Any], *, origin: str, text: str = "") 
 
 def load_guard_policy(path: Path) -> GuardPolicy:
     """The guard policy in ``path``; ``ConfigError`` with file:line (and column for CEL) otherwise."""
-    data = load_yaml_mapping(path)
-    return parse_guard_policy(data, origin=str(path), text=path.read_text(encoding="utf-8"))
+    loaded = load_yaml_file(path)
+    return parse_guard_policy(loaded.data, origin=str(path), text=loaded.text)

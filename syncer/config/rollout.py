@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from syncer.config.loading import Fields, load_yaml_mapping
+from syncer.config.loading import Fields, load_yaml_file
 from syncer.config.shapes import parse_selector
 from syncer.config.windows import MaintenanceWindow, parse_window
 from syncer.domain.durations import parse_duration
@@ -86,7 +86,11 @@ def _gate(fields: Fields, base: WaveGate) -> WaveGate:
 
 
 def parse_rollout_policy(data: dict[str, Any], origin: str) -> RolloutPolicy:
-    top = Fields(data, origin=origin)
+    """Validate an already-parsed rollout policy; every problem is a ``ConfigError`` naming ``origin``."""
+    return _rollout_policy(Fields(data, origin=origin))
+
+
+def _rollout_policy(top: Fields) -> RolloutPolicy:
     top.reject_unknown({"waves", "defaults", "rollback", "windows"})
     defaults_fields = top.child("defaults")
     defaults_fields.reject_unknown({"maxConcurrent", "healthTimeout", "bake"})
@@ -118,4 +122,4 @@ def parse_rollout_policy(data: dict[str, Any], origin: str) -> RolloutPolicy:
 
 def load_rollout_policy(path: Path) -> RolloutPolicy:
     """The rollout policy in ``path``; ``ConfigError`` naming the file and key for any problem."""
-    return parse_rollout_policy(dict(load_yaml_mapping(path)), str(path))
+    return _rollout_policy(Fields.of(load_yaml_file(path)))

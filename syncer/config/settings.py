@@ -31,6 +31,15 @@ POLL_INTERVAL = 60.0
 POLL_JITTER = 5.0
 """Up to this many seconds added at random to each poll, so many agents do not poll together."""
 
+MAX_CONFIG_FILE_BYTES = 1 << 20
+"""Bytes any one file of the agent's configuration may have: the config, the trust, rollout and guard
+policies and the files they name (OpenPGP keys, CA bundles, tokens, secrets). Checked before the file
+is read; a FIFO, a device or a directory is never read."""
+
+MAX_KUBECONFIG_BYTES = 16 << 20
+"""``MAX_CONFIG_FILE_BYTES`` of a kubeconfig, which holds every cluster's certificates (some 2 KiB a
+cluster: 16 MiB is thousands of clusters). syncer does not read it; the kubernetes client does."""
+
 DRIFT_INTERVAL = 300.0
 """Seconds between two drift repairs of the clusters already on the revision in force."""
 

@@ -18,7 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from syncer.config.loading import Fields, load_yaml_mapping
+from syncer.config.loading import Fields, load_yaml_file
 from syncer.config.two_person import TwoPersonRule, parse_two_person_rules
 from syncer.errors import ConfigError
 
@@ -98,13 +98,18 @@ class TrustPolicy:
 
 
 def load_trust_policy(path: Path) -> TrustPolicy:
-    """Load and validate a trust policy file; key files are read relative to the policy's folder."""
-    return parse_trust_policy(load_yaml_mapping(path), origin=str(path), base_dir=path.parent)
+    """Load and validate a trust policy file; key files are read relative to the policy's folder, each
+    within the type and size rules of every file of the agent (``syncer.config.loading``)."""
+    return _trust_policy(Fields.of(load_yaml_file(path)), base_dir=path.parent)
 
 
 def parse_trust_policy(data: Mapping[str, Any], *, origin: str, base_dir: Path) -> TrustPolicy:
     """Validate an already-parsed policy mapping. Every problem is a ``ConfigError`` naming ``origin``."""
-    top = Fields(data, origin=origin)
+    return _trust_policy(Fields(data, origin=origin), base_dir=base_dir)
+
+
+def _trust_policy(top: Fields, *, base_dir: Path) -> TrustPolicy:
+    origin = top.origin
     top.reject_unknown({"mode", "allowHistoryRewrite", "signers", "openpgpKeys", "twoPersonRules", "since"})
     mode_text = top.string("mode", VerifyMode.HEAD.value)
     try:
@@ -115,7 +120,9 @@ def parse_trust_policy(data: Mapping[str, Any], *, origin: str, base_dir: Path) 
     for label, values in (("name", [s.name for s in signers]), ("key", [s.fingerprint for s in signers])):
         twice = sorted({v for v in values if values.count(v) > 1})
         if twice:
-            raise ConfigError(f"{origin}: signers: two signers have the same {label} {twice[0]!r}")
+            raise ConfigError(
+                f"{top.located('signers')}: signers: two signers have the same {label} {twice[0]!r}"
+            )
     keys = tuple(_armored_key(top, i, base_dir) for i in range(len(top.items("openpgpKeys"))))
     if any(s.kind is KeyKind.OPENPGP for s in signers) and not keys:
         raise top.error("openpgpKeys", "OpenPGP signers are listed but no OpenPGP public key is given")
@@ -140,7 +147,7 @@ def _signer(fields: Fields) -> Signer:
         raise fields.error("name", f"{name!r} must be letters, digits and . _ @ + - (no spaces)")
     paths = tuple(_glob(fields, p) for p in fields.strings("paths", (ALL_PATHS,)))
     if fields.has("openpgp") == fields.has("ssh"):
-        raise ConfigError(f"{fields.origin}: {fields.where}: give exactly one of openpgp or ssh")
+        raise ConfigError(f"{fields.located()}: {fields.where}: give exactly one of openpgp or ssh")
     if fields.has("openpgp"):
         fingerprint = normalize_openpgp_fingerprint(fields.string("openpgp"))
         if not _OPENPGP_FINGERPRINT.match(fingerprint):
@@ -166,23 +173,25 @@ def _armored_key(top: Fields, index: int, base_dir: Path) -> str:
     if isinstance(entry, str):
         entry = {"armored": entry} if entry.lstrip().startswith(_ARMOR_BEGIN) else {"file": entry}
     if not isinstance(entry, Mapping):
-        raise ConfigError(f"{top.origin}: {label}: must be a file path or an armored key")
-    fields = Fields(entry, origin=top.origin, where=label)
+        raise ConfigError(
+            f"{top.located('openpgpKeys', index)}: {label}: must be a file path or an armored key"
+        )
+    fields, here = top.item("openpgpKeys", index, entry), top.located("openpgpKeys", index)
     fields.reject_unknown({"file", "armored"})
     if fields.has("file") == fields.has("armored"):
-        raise ConfigError(f"{top.origin}: {label}: give exactly one of file or armored")
+        raise ConfigError(f"{here}: {label}: give exactly one of file or armored")
     if fields.has("file"):
         key_path = base_dir / fields.string("file")
         try:
-            text = key_path.read_text(encoding="ascii")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise fields.error("file", f"cannot read {key_path}: {exc}") from exc
+            text = fields.read_file("file", key_path).decode("ascii")
+        except UnicodeDecodeError:
+            raise fields.error("file", f"{key_path}: not ASCII: give an ASCII-armored public key") from None
     else:
         text = fields.string("armored")
     if "PRIVATE KEY" in text:
-        raise ConfigError(f"{top.origin}: {label}: holds a private key; give only public keys")
+        raise ConfigError(f"{here}: {label}: holds a private key; give only public keys")
     if _ARMOR_BEGIN not in text:
-        raise ConfigError(f"{top.origin}: {label}: not an ASCII-armored OpenPGP public key block")
+        raise ConfigError(f"{here}: {label}: not an ASCII-armored OpenPGP public key block")
     return text.strip() + "\n"
 
 

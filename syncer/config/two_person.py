@@ -57,5 +57,5 @@ def parse_two_person_rules(top: Fields) -> tuple[TwoPersonRule, ...]:
             raise fields.error("signers", f"must be a whole number of at least 2, not {count!r}")
         rules.append(TwoPersonRule(name, paths, count, clusters))
     if len({r.name for r in rules}) != len(rules):
-        raise ConfigError(f"{top.origin}: twoPersonRules: rule names must be unique")
+        raise ConfigError(f"{top.located('twoPersonRules')}: twoPersonRules: rule names must be unique")
     return tuple(rules)

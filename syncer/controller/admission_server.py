@@ -2,7 +2,9 @@
 
 It serves TLS with ``tls.crt``/``tls.key`` from a directory (a mounted Secret, the chart's or the
 user's); the certificate files are read again when they change, so a rotated Secret is picked up
-without a restart. Every replica serves it, leader or not: admission must not wait for a Lease.
+without a restart. Each is read only as a regular file within the size of every file of the agent
+(``syncer.config.loading.check_agent_file``): a FIFO there never blocks the server. Every replica
+serves it, leader or not: admission must not wait for a Lease.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from syncer.config.loading import check_agent_file
 from syncer.controller.admission import review_redis_cluster, review_response
+from syncer.errors import ConfigError
 from syncer.kube import KubeApi
 
 PATH = "/validate/redisclusters"
@@ -47,6 +51,8 @@ class _Certificates:
     def _load(self) -> ssl.SSLContext:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
+        check_agent_file(self.cert)
+        check_agent_file(self.key)
         context.load_cert_chain(self.cert, self.key)
         self._stamp = (self.cert.stat().st_mtime, self.key.stat().st_mtime)
         return context
@@ -57,7 +63,7 @@ class _Certificates:
                 stamp = (self.cert.stat().st_mtime, self.key.stat().st_mtime)
                 if stamp != self._stamp:
                     self._context = self._load()
-            except (OSError, ssl.SSLError) as err:
+            except (OSError, ssl.SSLError, ConfigError) as err:
                 log.warning("keeping the previous webhook certificate: %s", err)
             return self._context
 

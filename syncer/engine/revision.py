@@ -26,6 +26,7 @@ from syncer.errors import (
     ManifestError,
     RefusedObjects,
     SyncerError,
+    UnexpectedFailure,
     VerificationError,
 )
 from syncer.manifests import LoadOptions, load_fleet
@@ -59,6 +60,7 @@ class Stage(StrEnum):
     VERIFY = "verify"
     MANIFESTS = "manifests"
     GUARDS = "guards"
+    INTERNAL = "internal-error"
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,8 @@ def _stage_of(error: SyncerError) -> Stage:
         return Stage.MANIFESTS
     if isinstance(error, GuardRejected):
         return Stage.GUARDS
+    if isinstance(error, UnexpectedFailure):
+        return Stage.INTERNAL
     return Stage.SOURCE
 
 
@@ -196,6 +200,8 @@ class RevisionGate:
             prepared = self._prepare(tip, base.revision)
         except SyncerError as err:
             return replace(self._reject(tip, err), ignored_bases=ignored)
+        except Exception as err:  # a defect met on this tip's content: refused, never raised every poll
+            return replace(self._reject(tip, UnexpectedFailure(err)), ignored_bases=ignored)
         previous, self.current, self.last_rejection = self.current, prepared, None
         self.bases.trust(prepared.revision)
         if previous is not None and previous.revision != prepared.revision:

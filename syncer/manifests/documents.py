@@ -10,14 +10,15 @@ from typing import Any
 
 from jsonschema.protocols import Validator
 
+from syncer.bounded.limits import EventBudget
+from syncer.bounded.strict_yaml import YamlDocument, load_yaml
 from syncer.domain.objects import api_group
 from syncer.errors import Problem
 from syncer.manifests.fleet_config import DNS_LABEL, LABEL_KEY, LABEL_VALUE
-from syncer.manifests.options import EventBudget, LoadOptions, ResourceKind
+from syncer.manifests.options import LoadOptions, ResourceKind
 from syncer.manifests.problems import ProblemKind
 from syncer.manifests.repo_layout import RepoFile
 from syncer.manifests.schema import crd_validators, json_schema_validator, schema_problems
-from syncer.manifests.strict_yaml import YamlDocument, load_yaml
 
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 METADATA_SCHEMA: Mapping[str, Any] = {

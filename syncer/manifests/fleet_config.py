@@ -6,13 +6,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from syncer.bounded.limits import EventBudget
+from syncer.bounded.problems import problem
+from syncer.bounded.strict_yaml import load_yaml
 from syncer.domain.selectors import LabelSelector
 from syncer.errors import Location, Problem
-from syncer.manifests.options import EventBudget, LoadOptions
-from syncer.manifests.problems import ProblemKind, problem
+from syncer.manifests.options import LoadOptions
+from syncer.manifests.problems import ProblemKind
 from syncer.manifests.repo_layout import FLEET_FILE, SHARED_DIR, RepoFile, RepoLayout
 from syncer.manifests.schema import json_schema_validator, schema_problems
-from syncer.manifests.strict_yaml import load_yaml
 
 FLEET_API_VERSION = "syncer.dev/v1alpha1"
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"

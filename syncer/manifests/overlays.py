@@ -15,13 +15,15 @@ from typing import Any
 
 import jsonpatch
 
+from syncer.bounded.limits import EventBudget
+from syncer.bounded.problems import problem
+from syncer.bounded.strict_yaml import YamlDocument, load_yaml
 from syncer.errors import Problem
 from syncer.manifests.documents import Identity, SourceObject, revalidate
-from syncer.manifests.options import EventBudget, LoadOptions
-from syncer.manifests.problems import ProblemKind, problem
+from syncer.manifests.options import LoadOptions
+from syncer.manifests.problems import ProblemKind
 from syncer.manifests.repo_layout import RepoFile
 from syncer.manifests.schema import MAX_MESSAGE, json_schema_validator, schema_problems
-from syncer.manifests.strict_yaml import YamlDocument, load_yaml
 
 PATCHES_SCHEMA: Mapping[str, Any] = {
     "type": "object",

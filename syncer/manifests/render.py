@@ -6,13 +6,15 @@ import copy
 from collections.abc import Mapping
 from pathlib import Path
 
+from syncer.bounded.limits import EventBudget
+from syncer.bounded.problems import problem
 from syncer.domain.objects import ClusterManifests, DesiredFleet, Manifest, ObjectKey
 from syncer.errors import Location, ManifestError, Problem
 from syncer.manifests.documents import Identity, SourceObject, load_objects
 from syncer.manifests.fleet_config import FleetCluster, FleetConfig, parse_fleet
-from syncer.manifests.options import EventBudget, LoadOptions
+from syncer.manifests.options import LoadOptions
 from syncer.manifests.overlays import Overlay, apply_overlays, parse_overlays
-from syncer.manifests.problems import ProblemKind, problem, sort_problems
+from syncer.manifests.problems import ProblemKind, sort_problems
 from syncer.manifests.repo_layout import CLUSTERS_DIR, RepoLayout, read_layout
 
 

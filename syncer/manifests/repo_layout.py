@@ -7,21 +7,22 @@ everything else at the root (README, docs, CI files).
 
 Symlinks are followed only when they resolve to a path inside the repository; a symlink that leaves
 it, dangles or loops back into its own directory is a problem. Anything that is not a regular file
-(a FIFO, a device) is never opened. Sizes are checked before reading and again while reading.
+(a FIFO, a device) is never read. Sizes are checked before reading and again while reading: the same
+rules as the agent's own files (``syncer.bounded``).
 """
 
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from syncer.bounded.files import decode, read_bounded
+from syncer.bounded.problems import problem
 from syncer.errors import Problem
 from syncer.manifests.options import LoadOptions
-from syncer.manifests.problems import ProblemKind, problem
-from syncer.manifests.strict_yaml import decode
+from syncer.manifests.problems import ProblemKind
 
 FLEET_FILE = "fleet.yaml"
 SHARED_DIR = "base"
@@ -78,16 +79,8 @@ class _TreeReader:
             return None
         return target
 
-    def _fits(self, target: Path, rel: str) -> bool:
-        """Whether a file may be read at all: a regular file within the per-file and file-count limits."""
-        info = target.stat()
-        if not stat.S_ISREG(info.st_mode):
-            self.problems.append(problem(ProblemKind.FILE_TYPE, "not a regular file", rel))
-            return False
-        if info.st_size > self.options.max_file_bytes:
-            message = f"{info.st_size} bytes, limit {self.options.max_file_bytes}"
-            self.problems.append(problem(ProblemKind.FILE_TOO_LARGE, message, rel))
-            return False
+    def _counted(self, rel: str) -> bool:
+        """Whether one more file may be read within the file-count limit."""
         self.files += 1
         if self.files > self.options.max_files:
             message = f"more than {self.options.max_files} files to read"
@@ -97,10 +90,6 @@ class _TreeReader:
         return True
 
     def _within_budget(self, data: bytes, rel: str) -> bool:
-        if len(data) > self.options.max_file_bytes:
-            message = f"more than {self.options.max_file_bytes} bytes"
-            self.problems.append(problem(ProblemKind.FILE_TOO_LARGE, message, rel))
-            return False
         self.total_bytes += len(data)
         if self.total_bytes > self.options.max_total_bytes:
             message = f"files read so far exceed {self.options.max_total_bytes} bytes; stopped reading here"
@@ -110,15 +99,14 @@ class _TreeReader:
         return True
 
     def read(self, path: Path, rel: str) -> RepoFile | None:
-        """A file's text, or None (with a problem) when it may not be read."""
+        """A file's text, or None (with a problem) when it may not be read: the type and size rules
+        of every file syncer reads (``syncer.bounded.files``), then the repository's own budget."""
         target = None if self.exhausted else self.resolve(path, rel)
-        if target is None or not self._fits(target, rel):
+        if target is None or not self._counted(rel):
             return None
-        try:
-            with target.open("rb") as stream:
-                data = stream.read(self.options.max_file_bytes + 1)
-        except OSError as err:
-            self.problems.append(problem(ProblemKind.FILE_TYPE, f"cannot be read: {err.strerror}", rel))
+        data = read_bounded(target, rel, self.options.max_file_bytes)
+        if isinstance(data, Problem):
+            self.problems.append(data)
             return None
         if not self._within_budget(data, rel):
             return None

@@ -16,10 +16,10 @@ from typing import Any
 from jsonschema import Draft4Validator, Draft202012Validator, ValidationError
 from jsonschema.protocols import Validator
 
+from syncer.bounded.strict_yaml import JsonPath, YamlDocument
 from syncer.crds import load_crd
 from syncer.errors import Problem
 from syncer.manifests.problems import ProblemKind
-from syncer.manifests.strict_yaml import JsonPath, YamlDocument
 
 _SUBSCHEMA_MAPS = ("properties", "patternProperties")
 _SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf")
@@ -117,9 +117,11 @@ def _message(error: ValidationError) -> str:
 def schema_problems(
     validator: Validator, instance: Any, document: YamlDocument, kind: ProblemKind, base: JsonPath = ()
 ) -> list[Problem]:
-    """Every schema error in ``instance`` (found at ``base`` of ``document``), located."""
+    """Every schema error in ``instance`` (found at ``base`` of ``document``), located; none about a
+    value the YAML loader found unusable (it has told that problem)."""
     problems: list[Problem] = []
     errors = sorted(validator.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path])
     for error in errors:
-        problems.extend(_error_problems(error, document, kind, base))
+        if (*base, *error.absolute_path) not in document.unusable:
+            problems.extend(_error_problems(error, document, kind, base))
     return problems

@@ -125,3 +125,36 @@ def test_a_replica_with_an_empty_cache_refuses_a_rollback_and_an_out_of_scope_ti
             assert live["spec"]["version"] == "7.2.5", name
         assert fresh.steps("applying") == []
     keys.close()
+
+
+def test_a_tip_holding_a_5000_digit_integer_is_rejected_with_events_and_every_cluster_keeps_its_revision(
+    trust_rig: Rig, trust_agents: Agents
+) -> None:
+    rig, agents = trust_rig, trust_agents
+    (rig.root / "single-wave.yaml").write_text(yaml.safe_dump(SINGLE_WAVE))
+    rig.start_controllers()
+    with agents.shown_on_failure():
+        good = rig.commit("sessions cache", "7.2.4")
+        agent = agents.start("agent", rig.args("single-wave.yaml", "--no-leader-elect"))
+        eventually(
+            "every cluster healthy at the good revision", lambda: rig.all_healthy(good), ROLLOUT_TIMEOUT
+        )
+        objects = (rig.work.path / "base" / "objects.yaml").read_text()
+        huge = objects.replace("shards: 1\n", "shards: " + "9" * 5000 + "\n", 1)
+        assert huge != objects
+        bad = rig.work.commit("shards beyond any integer", {"base/objects.yaml": huge}, sign=rig.key)
+        rig.work.git("push", "-q", str(rig.remote), "main")
+
+        said = "yaml-value: integer 99999999999999999999... (5000 characters) is outside the 64-bit range"
+        eventually("RevisionRejected events for the huge integer", lambda: events_saying(rig, said), 60)
+        assert agent.metrics()['syncer_sync_total{result="rejected"}'] == 1
+        assert any(
+            str(r.get("detail", "")).startswith(f"revision {bad[:12]} rejected by manifests")
+            for r in agent.steps("revision-rejected")
+        )
+        assert agent.running()
+        states = rig.states()
+        assert {n: s.revision for n, s in states.items()} == dict.fromkeys(CLUSTERS, good)
+        for name, client in rig.clients.items():
+            live = client.get(RC_API, "RedisCluster", "sessions", rig.namespace)
+            assert live["spec"]["shards"] == 1, name

@@ -12,8 +12,10 @@ from click.testing import CliRunner
 
 from syncer.cli import cli
 from syncer.config import TrustPolicy, load_trust_policy
+from syncer.domain.progress import Step
+from syncer.engine.fleet_pass import rejection_event
 from syncer.engine.revision import PollOutcome, RevisionGate, RevisionOptions, Stage
-from syncer.errors import HistoryRewritten, ManifestError
+from syncer.errors import HistoryRewritten, ManifestError, UnexpectedFailure
 from syncer.source import GitSource, SourceOptions
 from tests.integration.verify.kit import GitRepo, Keys, SshKey, bare_remote, write_policy
 
@@ -94,6 +96,60 @@ def test_a_bad_revision_is_rejected_whole_with_every_problem_and_the_last_good_s
     assert repeat.outcome is PollOutcome.REJECTED
     assert repeat.rejection == result.rejection
     assert repo.source.fetch_count == fetches
+
+
+HUGE_SHARDS = (
+    (EXAMPLES / "base" / "sessions.yaml").read_text().replace("shards: 3", "shards: " + "9" * 5000, 1)
+)
+
+
+def test_a_5000_digit_integer_is_a_rejection_at_its_line_and_the_last_good_stays(repo: Fixture) -> None:
+    good = repo.gate.advance().current
+    assert good is not None
+    bad = repo.push("shards beyond any integer", {"base/sessions.yaml": HUGE_SHARDS})
+
+    result = repo.gate.advance()
+    assert result.outcome is PollOutcome.REJECTED
+    assert result.rejection is not None
+    assert (result.rejection.revision, result.rejection.stage) == (bad, Stage.MANIFESTS)
+    assert isinstance(result.rejection.error, ManifestError)
+    (found,) = result.rejection.error.problems
+    assert (found.kind, str(found.location)) == ("yaml-value", "base/sessions.yaml:9:11")
+    assert "(5000 characters) is outside the 64-bit range" in found.message
+    assert rejection_event(result.rejection).step is Step.REVISION_REJECTED
+    assert result.current == good, "the last good revision must stay in force"
+
+    repeat = repo.gate.advance()
+    assert (repeat.outcome, repeat.rejection, repeat.current) == (
+        PollOutcome.REJECTED,
+        result.rejection,
+        good,
+    )
+
+
+def test_an_unforeseen_failure_on_a_tips_content_is_a_rejection_not_an_exception(
+    repo: Fixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    good = repo.gate.advance().current
+    assert good is not None
+    bad = repo.push("a tip the loader trips on", {"base/extra.yaml": "apiVersion: v1\nkind: Namespace\n"})
+
+    def trips(*_: object) -> None:
+        raise RuntimeError("a defect met on this content")
+
+    monkeypatch.setattr("syncer.engine.revision.load_fleet", trips)
+    result = repo.gate.advance()
+
+    assert result.outcome is PollOutcome.REJECTED
+    assert result.rejection is not None
+    assert (result.rejection.revision, result.rejection.stage) == (bad, Stage.INTERNAL)
+    assert isinstance(result.rejection.error, UnexpectedFailure)
+    assert isinstance(result.rejection.error.cause, RuntimeError)
+    assert result.rejection.message.endswith(
+        "rejected by internal-error: unexpected RuntimeError: a defect met on this content"
+    )
+    assert rejection_event(result.rejection).step is Step.REVISION_REJECTED
+    assert result.current == good
 
 
 def test_an_unsigned_revision_is_rejected_before_its_manifests_are_read(repo: Fixture) -> None:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import logging
+import os
+import threading
 from pathlib import Path
 
+import pytest
 import yaml
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from syncer.cli.controller import controller
 
@@ -60,4 +63,58 @@ def test_a_certificate_that_is_not_one_is_refused(tmp_path: Path) -> None:
     )
     assert result.exit_code == 1
     assert f"cannot serve the admission webhook from {certs} on port 1:" in result.output
+    assert "Traceback" not in result.output
+
+
+def invoke_within(arguments: list[str], seconds: float = 30) -> Result:
+    """``syncer controller`` with ``arguments`` on a thread that may not outlive ``seconds`` (a FIFO
+    where a file should be must fail the test, not hang it)."""
+    results: list[Result] = []
+    starting = threading.Thread(
+        target=lambda: results.append(CliRunner().invoke(controller, arguments)), daemon=True
+    )
+    starting.start()
+    starting.join(seconds)
+    assert not starting.is_alive(), f"the controller still starts after {seconds} s"
+    (result,) = results
+    return result
+
+
+def test_a_certificate_that_is_a_fifo_is_refused_without_waiting(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(KUBECONFIG))
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    os.mkfifo(certs / "tls.crt")
+    (certs / "tls.key").write_text("not a key\n")
+
+    result = invoke_within(
+        [
+            f"--kubeconfig={kubeconfig}",
+            "--admission-port=1",
+            f"--admission-cert-dir={certs}",
+            "--metrics-port=0",
+        ]
+    )
+
+    assert result.exit_code == 1
+    assert f"{certs / 'tls.crt'}: not a regular file (a FIFO)" in result.output
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("kubeconfig", "said"),
+    [("pipe", "not a regular file (a FIFO)"), ("huge", "Exceeds the limit (4300 digits)")],
+)
+def test_a_kubeconfig_that_is_a_fifo_or_holds_a_5000_digit_integer_is_refused_clearly(
+    tmp_path: Path, kubeconfig: str, said: str
+) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "huge").write_text(yaml.safe_dump(KUBECONFIG) + "preferences: {x: " + "9" * 5000 + "}\n")
+
+    result = invoke_within([f"--kubeconfig={tmp_path / kubeconfig}", "--metrics-port=0", "--no-leader-elect"])
+
+    assert result.exit_code == 1, result.output
+    assert f"cannot read kubeconfig {tmp_path / kubeconfig}:" in result.output
+    assert said in result.output
     assert "Traceback" not in result.output

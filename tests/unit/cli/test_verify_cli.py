@@ -122,7 +122,7 @@ def test_bad_policy_exits_two(fleet: Fleet) -> None:
     fleet.policy.write_text("mode: sometimes\n")
     code, out = invoke("--repo", str(fleet.repo.path), "--policy", str(fleet.policy))
     assert code == 2, out
-    assert f"{fleet.policy}: mode: must be one of head, strict" in out
+    assert f"{fleet.policy}:1:1: mode: must be one of head, strict" in out
 
 
 def test_unreachable_url_exits_two(fleet: Fleet, tmp_path: Path) -> None:

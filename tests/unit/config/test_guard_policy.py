@@ -118,7 +118,7 @@ def test_type_mismatch_between_known_types(tmp_path: Path) -> None:
         ),
         ("rules: {}\n", "guards.yaml: rules: must be a list, not dict"),
         ("rule: []\n", "guards.yaml: top level: unknown key(s) rule (known: limits, rules)"),
-        ("rules: [\n", "guards.yaml: not valid YAML"),
+        ("rules: [\n", "guards.yaml:2:1: not valid YAML"),
     ],
 )
 def test_shape_errors_name_the_file_and_line(tmp_path: Path, text: str, message: str) -> None:

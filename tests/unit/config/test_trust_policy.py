@@ -112,7 +112,7 @@ def test_ssh_fingerprint_is_sha256_of_the_blob() -> None:
             {"signers": [{"name": "a", "openpgp": FPR}]},
             "OpenPGP signers are listed but no OpenPGP public key",
         ),
-        ({"openpgpKeys": ["missing.asc"]}, "openpgpKeys[0].file: cannot read"),
+        ({"openpgpKeys": ["missing.asc"]}, "missing.asc: cannot read: No such file or directory"),
         ({"openpgpKeys": [{"armored": "-----BEGIN PGP PRIVATE KEY BLOCK-----"}]}, "holds a private key"),
         ({"openpgpKeys": [{"armored": "hello"}]}, "not an ASCII-armored OpenPGP public key block"),
         ("- just\n- a list\n", "the top level must be a mapping"),
@@ -123,7 +123,7 @@ def test_invalid_policies_name_the_file_and_the_problem(tmp_path: Path, data: ob
     path = write(tmp_path, data)
     with pytest.raises(ConfigError) as raised:
         load_trust_policy(path)
-    assert str(raised.value).startswith(f"{path}: ")
+    assert str(raised.value).startswith(f"{path}:")
     assert problem in str(raised.value)
 
 

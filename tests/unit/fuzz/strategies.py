@@ -16,7 +16,11 @@ YAML_ALPHABET = st.sampled_from(
         *("\u202e", "\u200b", "\ufeff", "\x00", "\x07", "\x85", "é", "☃", "\U0001f600"),
     ]
 )
-TOKENS = st.sampled_from(["<<", "---", "...", "!!str", "!!binary", "&a", "*a", "? ", "- ", ": ", "\n  "])
+# Plain scalars past Python's 4300-digit limit of int(str): a number no file of the project may hold.
+HUGE_NUMBERS = ("9" * 5000, "-" + "1" * 4301, "0x" + "f" * 5000, "1_" * 2500 + "1")
+TOKENS = st.sampled_from(
+    ["<<", "---", "...", "!!str", "!!binary", "&a", "*a", "? ", "- ", ": ", "\n  ", *HUGE_NUMBERS]
+)
 SCALARS = st.one_of(
     st.none(),
     st.booleans(),

@@ -16,14 +16,14 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from syncer.agent.http import signature_ok
+from syncer.bounded.strict_yaml import load_yaml
 from syncer.config import load_agent_config, load_trust_policy
 from syncer.config.rollout import load_rollout_policy, parse_rollout_policy
 from syncer.config.trust import parse_trust_policy
 from syncer.errors import ConfigError, ManifestError
 from syncer.manifests import LoadOptions, load_fleet
-from syncer.manifests.strict_yaml import load_yaml
 from syncer.verify.status import parse_gpg_status, parse_ssh_check, signature_header_problem
-from tests.unit.fuzz.strategies import documents, raised_by, yaml_text
+from tests.unit.fuzz.strategies import HUGE_NUMBERS, documents, raised_by, yaml_text
 
 FLEET_KEYS = [
     "apiVersion",
@@ -109,6 +109,7 @@ VALID_FLEET = yaml.safe_dump(
 @example("a: &x [*x]\n")
 @example('k: "\\u202e"\n')
 @example("\ufeff--- !!python/object:os.system\n")
+@example("shards: " + HUGE_NUMBERS[0] + "\n")
 def test_strict_yaml_reports_problems_and_never_raises(text: str) -> None:
     loaded = load_yaml(text, "f.yaml", SMALL)
     for found in loaded.problems:
@@ -132,6 +133,7 @@ def test_any_fleet_yaml_is_a_fleet_or_manifest_problems(text: str) -> None:
 
 
 @given(yaml_text(MANIFEST_KEYS), yaml_text(MANIFEST_KEYS))
+@example("spec:\n  shards: " + HUGE_NUMBERS[0] + "\n", "")
 def test_any_manifest_is_objects_or_manifest_problems(shared: str, own: str) -> None:
     _render({"fleet.yaml": VALID_FLEET, "base/a.yaml": shared, "clusters/eu-1/b.yaml": own})
 
@@ -161,6 +163,7 @@ def test_any_trust_policy_mapping_is_a_policy_or_a_config_error(data: Any) -> No
 
 
 @given(yaml_text(TRUST_KEYS))
+@example("allowHistoryRewrite: " + HUGE_NUMBERS[1] + "\n")
 def test_any_trust_policy_file_is_a_policy_or_a_config_error(text: str) -> None:
     _config_file(text, "policy.yaml", load_trust_policy)
 
@@ -173,11 +176,13 @@ def test_any_rollout_policy_mapping_is_a_policy_or_a_config_error(data: Any) -> 
 
 
 @given(yaml_text(ROLLOUT_KEYS))
+@example("waves:\n  - percent: " + HUGE_NUMBERS[0] + "\n")
 def test_any_rollout_policy_file_is_a_policy_or_a_config_error(text: str) -> None:
     _config_file(text, "rollout.yaml", load_rollout_policy)
 
 
 @given(yaml_text(AGENT_KEYS))
+@example("source: {url: x, timeoutSeconds: " + HUGE_NUMBERS[2] + "}\n")
 def test_any_agent_config_file_is_a_config_or_a_config_error(text: str) -> None:
     _config_file(text, "agent.yaml", load_agent_config)
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from syncer.bounded.problems import ReadProblem
 from syncer.errors import ManifestError
 from syncer.manifests import LoadOptions, ProblemKind, load_fleet
 
@@ -48,7 +49,7 @@ def test_case_problems_are_well_formed(case: str) -> None:
         load_fleet(CORPUS / case / "repo", "corpus", LoadOptions(**_expected(case).get("options", {})))
 
     for found in caught.value.problems:
-        assert found.kind in set(ProblemKind)
+        assert found.kind in {*ProblemKind, *ReadProblem}
         assert found.message
         assert not Path(found.location.path).is_absolute()
         assert str(found).startswith(str(found.location) + ": " + found.kind + ": ")

@@ -150,3 +150,27 @@ def test_each_cluster_carries_its_labels_from_the_fleet_file(fleet: DesiredFleet
         "eu-1": {"tier": "prod", "region": "eu-west"},
         "us-1": {"tier": "prod", "region": "us-east"},
     }
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        (
+            "9" * 5000,
+            "yaml-value: integer 99999999999999999999... (5000 characters) is outside the 64-bit range",
+        ),
+        (".inf", "yaml-value: '.inf' is not a finite number"),
+    ],
+)
+def test_a_value_yaml_cannot_hold_is_one_problem_at_its_line_and_not_judged_again(
+    tmp_path: Path, value: str, said: str
+) -> None:
+    shutil.copytree(EXAMPLE, tmp_path / "repo")
+    sessions = tmp_path / "repo" / "base" / "sessions.yaml"
+    sessions.write_text(sessions.read_text().replace("shards: 3", f"shards: {value}", 1))
+
+    with pytest.raises(ManifestError) as raised:
+        load_fleet(tmp_path / "repo", "hostile")
+
+    (found,) = raised.value.problems
+    assert str(found).startswith(f"base/sessions.yaml:9:11: {said}")

@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from syncer.bounded.problems import ReadProblem
 from syncer.manifests.options import LoadOptions
 from syncer.manifests.problems import ProblemKind
 from syncer.manifests.repo_layout import read_layout
@@ -76,7 +77,7 @@ def test_a_fifo_is_never_opened(tmp_path: Path) -> None:
 
     layout, problems = read_layout(tmp_path, LoadOptions())
 
-    assert [(p.kind, p.location.path) for p in problems] == [(ProblemKind.FILE_TYPE, "base/pipe.yaml")]
+    assert [(p.kind, p.location.path) for p in problems] == [(ReadProblem.FILE_TYPE, "base/pipe.yaml")]
     assert layout.shared == ()
 
 

@@ -2,11 +2,12 @@ from __future__ import annotations
 
 import pytest
 
-from syncer.manifests.options import LoadOptions
-from syncer.manifests.problems import ProblemKind
-from syncer.manifests.strict_yaml import decode, load_yaml
+from syncer.bounded.files import decode
+from syncer.bounded.limits import YamlLimits
+from syncer.bounded.problems import ReadProblem
+from syncer.bounded.strict_yaml import load_yaml
 
-OPTIONS = LoadOptions()
+OPTIONS = YamlLimits()
 
 
 def test_documents_keep_the_position_of_every_node() -> None:
@@ -50,8 +51,8 @@ def test_every_duplicate_key_of_a_file_is_reported() -> None:
     loaded = load_yaml(text, "f.yaml", OPTIONS)
 
     assert [(p.kind, str(p.location)) for p in loaded.problems] == [
-        (ProblemKind.YAML_DUPLICATE_KEY, "f.yaml:2:1"),
-        (ProblemKind.YAML_DUPLICATE_KEY, "f.yaml:5:3"),
+        (ReadProblem.YAML_DUPLICATE_KEY, "f.yaml:2:1"),
+        (ReadProblem.YAML_DUPLICATE_KEY, "f.yaml:5:3"),
     ]
 
 
@@ -59,7 +60,7 @@ def test_every_duplicate_key_of_a_file_is_reported() -> None:
 def test_non_finite_numbers_are_rejected(value: str) -> None:
     loaded = load_yaml(f"x: {value}\n", "f.yaml", OPTIONS)
 
-    assert [p.kind for p in loaded.problems] == [ProblemKind.YAML_VALUE]
+    assert [p.kind for p in loaded.problems] == [ReadProblem.YAML_VALUE]
 
 
 @pytest.mark.parametrize(
@@ -68,7 +69,7 @@ def test_non_finite_numbers_are_rejected(value: str) -> None:
 def test_tags_beyond_json_values_are_rejected(tag: str) -> None:
     loaded = load_yaml(f"x: {tag}\n", "f.yaml", OPTIONS)
 
-    assert [(p.kind, p.location.line) for p in loaded.problems] == [(ProblemKind.YAML_TAG, 1)]
+    assert [(p.kind, p.location.line) for p in loaded.problems] == [(ReadProblem.YAML_TAG, 1)]
     assert loaded.documents == ()
 
 
@@ -76,26 +77,26 @@ def test_documents_before_a_syntax_error_are_kept() -> None:
     loaded = load_yaml("a: 1\n---\nb: [\n", "f.yaml", OPTIONS)
 
     assert [d.data for d in loaded.documents] == [{"a": 1}]
-    assert [p.kind for p in loaded.problems] == [ProblemKind.YAML_SYNTAX]
+    assert [p.kind for p in loaded.problems] == [ReadProblem.YAML_SYNTAX]
 
 
 def test_the_alias_bound_counts_every_alias_of_the_file() -> None:
     text = "a: &a 1\nb: [*a, *a]\n---\nc: &c 2\nd: [*c, *c]\n"
 
-    assert load_yaml(text, "f.yaml", LoadOptions(max_aliases=4)).problems == ()
-    loaded = load_yaml(text, "f.yaml", LoadOptions(max_aliases=3))
+    assert load_yaml(text, "f.yaml", YamlLimits(max_aliases=4)).problems == ()
+    loaded = load_yaml(text, "f.yaml", YamlLimits(max_aliases=3))
     assert [(p.kind, str(p.location)) for p in loaded.problems] == [
-        (ProblemKind.YAML_ALIAS_LIMIT, "f.yaml:5:9")
+        (ReadProblem.YAML_ALIAS_LIMIT, "f.yaml:5:9")
     ]
 
 
 def test_the_expansion_bound_applies_to_aliased_content() -> None:
     text = "a: &a [1, 2, 3, 4]\nb: [*a, *a, *a]\n"
 
-    assert load_yaml(text, "f.yaml", LoadOptions(max_nodes=30)).problems == ()
-    loaded = load_yaml(text, "f.yaml", LoadOptions(max_nodes=20))
+    assert load_yaml(text, "f.yaml", YamlLimits(max_nodes=30)).problems == ()
+    loaded = load_yaml(text, "f.yaml", YamlLimits(max_nodes=20))
     assert [(p.kind, str(p.location)) for p in loaded.problems] == [
-        (ProblemKind.YAML_EXPANSION_LIMIT, "f.yaml:1:1")
+        (ReadProblem.YAML_EXPANSION_LIMIT, "f.yaml:1:1")
     ]
 
 
@@ -110,21 +111,21 @@ def test_undecodable_bytes_are_located() -> None:
     found = decode(b"a: 1\nb: \xc3\x28\n", "f.yaml")
 
     assert not isinstance(found, str)
-    assert (found.kind, str(found.location)) == (ProblemKind.ENCODING, "f.yaml:2:4")
+    assert (found.kind, str(found.location)) == (ReadProblem.ENCODING, "f.yaml:2:4")
 
 
 def test_a_control_character_after_non_ascii_text_is_located_by_character() -> None:
     """libyaml reports the byte offset; the location must count characters, as editors do."""
     loaded = load_yaml("é: ü\n  x: \x01\n", "f.yaml", OPTIONS)
 
-    assert [(p.kind, str(p.location)) for p in loaded.problems] == [(ProblemKind.ENCODING, "f.yaml:2:6")]
+    assert [(p.kind, str(p.location)) for p in loaded.problems] == [(ReadProblem.ENCODING, "f.yaml:2:6")]
     assert "U+0001" in loaded.problems[0].message
 
 
 def test_a_lone_surrogate_is_a_problem_not_a_crash() -> None:
     loaded = load_yaml("a: \ud800\n", "f.yaml", OPTIONS)
 
-    assert [(p.kind, str(p.location)) for p in loaded.problems] == [(ProblemKind.ENCODING, "f.yaml:1:4")]
+    assert [(p.kind, str(p.location)) for p in loaded.problems] == [(ReadProblem.ENCODING, "f.yaml:1:4")]
 
 
 def test_positions_count_characters_after_non_ascii_keys() -> None:
@@ -137,7 +138,7 @@ def test_the_pure_python_parser_gives_the_events_libyaml_gives() -> None:
     """The fallback for a PyYAML built without libyaml reads the same events, at the same places."""
     from yaml._yaml import CParser
 
-    from syncer.manifests.strict_yaml import _PythonParser
+    from syncer.bounded.strict_yaml import _PythonParser
 
     text = "a: 1\nb: [x, 'ü', {c: d}]\n---\n- &x 1\n- *x\n"
     python, c = _PythonParser(text), CParser(text)
@@ -169,6 +170,35 @@ def test_hostile_nesting_is_one_located_problem(text: str) -> None:
 
     assert loaded.documents == ()
     (found,) = loaded.problems
-    assert found.kind in (ProblemKind.YAML_DEPTH_LIMIT, ProblemKind.YAML_SYNTAX)
+    assert found.kind in (ReadProblem.YAML_DEPTH_LIMIT, ReadProblem.YAML_SYNTAX)
     assert "nest" in found.message
     assert found.location.line == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("1" * 5000, "11111111111111111111... (5000 characters)"),
+        ("-" + "9" * 5000, "-9999999999999999999... (5001 characters)"),
+        ("0x" + "f" * 5000, "0xffffffffffffffffff... (5002 characters)"),
+        ("9223372036854775808", "'9223372036854775808'"),
+        ("1_000_000_000_000_000_000_000", "'1000000000000000000000'"),
+        ("0b1" + "0" * 64, "0b100000000000000000... (67 characters)"),
+    ],
+)
+def test_an_integer_beyond_64_bits_is_a_located_problem_not_an_exception(value: str, shown: str) -> None:
+    loaded = load_yaml(f"spec:\n  shards: {value}\n", "f.yaml", OPTIONS)
+
+    assert [(p.kind, str(p.location)) for p in loaded.problems] == [(ReadProblem.YAML_VALUE, "f.yaml:2:11")]
+    assert f"integer {shown} is outside the 64-bit range" in loaded.problems[0].message
+
+
+@pytest.mark.parametrize(
+    ("value", "number"),
+    [("9223372036854775807", 2**63 - 1), ("-9223372036854775808", -(2**63)), ("0x7f", 127), ("1_000", 1000)],
+)
+def test_integers_within_64_bits_are_read(value: str, number: int) -> None:
+    loaded = load_yaml(f"n: {value}\n", "f.yaml", OPTIONS)
+
+    assert loaded.problems == ()
+    assert loaded.documents[0].data == {"n": number}

@@ -1,7 +1,8 @@
 """Strict, bounded YAML loading that remembers where every node came from.
 
-PyYAML's safe loader does the parsing; this module narrows it to what a Kubernetes manifest may hold
-(JSON values, string keys, no duplicate keys, no application tags) and bounds what an alias can cost:
+PyYAML's safe loader does the parsing; this module narrows it to JSON values (string keys, no
+duplicate keys, no application tags, finite numbers, integers within 64 bits, so that a 5000-digit
+integer is a problem at its line and not an exception) and bounds what an alias can cost:
 aliases are counted while composing, and each document is measured with every alias expanded before
 anything walks it, so an alias bomb is rejected without ever being expanded. Merge keys (``<<``)
 work as in YAML 1.1. A UTF-8 byte order mark is accepted; any other encoding is rejected.
@@ -9,7 +10,6 @@ work as in YAML 1.1. A UTF-8 byte order mark is accepted; any other encoding is 
 
 from __future__ import annotations
 
-import codecs
 import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
@@ -23,20 +23,14 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.reader import ReaderError
 from yaml.resolver import Resolver
 
+from syncer.bounded.invisible import escaped_problems, text_problems
+from syncer.bounded.limits import INT64_MAX, INT64_MIN, EventBudget, YamlLimits
+from syncer.bounded.problems import ReadProblem, problem
 from syncer.errors import Location, Problem
-from syncer.manifests.invisible import escaped_problems, text_problems
-from syncer.manifests.options import EventBudget, LoadOptions
-from syncer.manifests.problems import ProblemKind, problem
 
 JsonPath = tuple[str | int, ...]
 
 _TAG = "tag:yaml.org,2002:"
-_OTHER_ENCODINGS = (
-    (codecs.BOM_UTF32_LE, "UTF-32"),
-    (codecs.BOM_UTF32_BE, "UTF-32"),
-    (codecs.BOM_UTF16_LE, "UTF-16"),
-    (codecs.BOM_UTF16_BE, "UTF-16"),
-)
 
 
 class _Mark(Protocol):
@@ -50,13 +44,16 @@ class _Mark(Protocol):
 class YamlDocument:
     """One document of a file: its data (JSON values) and the 1-based line and column of each node.
 
-    A mapping entry is located at its key, a sequence item at the item.
+    A mapping entry is located at its key, a sequence item at the item. ``unusable`` holds the paths
+    of values that are a problem already (an integer beyond 64 bits, a non-finite number): they stand
+    in the data as 0 or the float read, and checks of what they mean leave them to that problem.
     """
 
     path: str
     index: int
     data: Any
     marks: Mapping[JsonPath, tuple[int, int]]
+    unusable: frozenset[JsonPath] = frozenset()
 
     def location(self, at: JsonPath = ()) -> Location:
         """Where the node at ``at`` is, or its nearest located ancestor."""
@@ -81,7 +78,7 @@ class YamlFile:
 class _Rejected(Exception):
     """Stops loading a file: a limit was exceeded or a tag is not allowed."""
 
-    def __init__(self, kind: ProblemKind, message: str, mark: _Mark | None) -> None:
+    def __init__(self, kind: ReadProblem, message: str, mark: _Mark | None) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
@@ -115,12 +112,13 @@ class _StrictLoader(Composer, _EventParser, SafeConstructor, Resolver):
     on; a disallowed tag or an exceeded limit stops the file.
     """
 
-    def __init__(self, text: str, options: LoadOptions, budget: EventBudget) -> None:
+    def __init__(self, text: str, options: YamlLimits, budget: EventBudget) -> None:
         _EventParser.__init__(self, text)
         Composer.__init__(self)
         SafeConstructor.__init__(self)
         Resolver.__init__(self)
-        self.found: list[tuple[ProblemKind, str, _Mark]] = []
+        self.found: list[tuple[ReadProblem, str, _Mark]] = []
+        self.unusable: set[int] = set()
         self._options = options
         self._budget = budget
         self._aliases = 0
@@ -130,7 +128,7 @@ class _StrictLoader(Composer, _EventParser, SafeConstructor, Resolver):
         event = super().get_event()
         if not self._budget.spend():
             message = f"more than {self._budget.limit} YAML events in this revision; stopped reading here"
-            raise _Rejected(ProblemKind.YAML_EVENT_LIMIT, message, event.start_mark if event else None)
+            raise _Rejected(ReadProblem.YAML_EVENT_LIMIT, message, event.start_mark if event else None)
         return event
 
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
@@ -140,12 +138,12 @@ class _StrictLoader(Composer, _EventParser, SafeConstructor, Resolver):
             self._aliases += 1
             if self._aliases > self._options.max_aliases:
                 message = f"more than {self._options.max_aliases} aliases in one file"
-                raise _Rejected(ProblemKind.YAML_ALIAS_LIMIT, message, mark)
+                raise _Rejected(ReadProblem.YAML_ALIAS_LIMIT, message, mark)
         self._depth += 1
         try:
             if self._depth > self._options.max_depth:
                 message = f"nesting deeper than {self._options.max_depth} levels"
-                raise _Rejected(ProblemKind.YAML_DEPTH_LIMIT, message, mark)
+                raise _Rejected(ReadProblem.YAML_DEPTH_LIMIT, message, mark)
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
@@ -162,12 +160,12 @@ class _StrictLoader(Composer, _EventParser, SafeConstructor, Resolver):
             if not isinstance(key_node, ScalarNode) or key_node.tag != _TAG + "str":
                 shown = key_node.value if isinstance(key_node, ScalarNode) else key_node.id
                 message = f"mapping key {shown!r} is of type {key_node.tag.removeprefix(_TAG)}, not a string"
-                self.found.append((ProblemKind.YAML_KEY, message, key_node.start_mark))
+                self.found.append((ReadProblem.YAML_KEY, message, key_node.start_mark))
                 continue
             first = seen.get(key_node.value)
             if first is not None:
                 message = f"duplicate key {key_node.value!r} (first at line {first.line + 1})"
-                self.found.append((ProblemKind.YAML_DUPLICATE_KEY, message, key_node.start_mark))
+                self.found.append((ReadProblem.YAML_DUPLICATE_KEY, message, key_node.start_mark))
             else:
                 seen[key_node.value] = key_node.start_mark
 
@@ -184,8 +182,26 @@ def _finite_float(loader: _StrictLoader, node: Node) -> float:
     value = loader.construct_yaml_float(_scalar(node))
     if not math.isfinite(value):
         loader.found.append(
-            (ProblemKind.YAML_VALUE, f"{node.value!r} is not a finite number", node.start_mark)
+            (ReadProblem.YAML_VALUE, f"{node.value!r} is not a finite number", node.start_mark)
         )
+        loader.unusable.add(id(node))
+    return value
+
+
+# Sign, base prefix and 64 binary digits: the longest text of an integer within 64 bits.
+_INT_TEXT = 67
+
+
+def _bounded_int(loader: _StrictLoader, node: Node) -> int:
+    scalar = _scalar(node)
+    text = scalar.value.replace("_", "")
+    value = 0 if len(text) > _INT_TEXT else loader.construct_yaml_int(scalar)
+    if len(text) > _INT_TEXT or not INT64_MIN <= value <= INT64_MAX:
+        shown = f"{text[:20]}... ({len(text)} characters)" if len(text) > 40 else repr(text)
+        message = f"integer {shown} is outside the 64-bit range ({INT64_MIN} to {INT64_MAX})"
+        loader.found.append((ReadProblem.YAML_VALUE, message, node.start_mark))
+        loader.unusable.add(id(node))
+        return 0
     return value
 
 
@@ -194,11 +210,12 @@ def _timestamp_as_string(loader: _StrictLoader, node: Node) -> str:
 
 
 def _reject_tag(loader: _StrictLoader, node: Node) -> None:
-    message = f"tag {node.tag!r} is not allowed: manifests hold JSON values only"
-    raise _Rejected(ProblemKind.YAML_TAG, message, node.start_mark)
+    message = f"tag {node.tag!r} is not allowed: these files hold JSON values only"
+    raise _Rejected(ReadProblem.YAML_TAG, message, node.start_mark)
 
 
 yaml.add_constructor(_TAG + "float", _finite_float, Loader=_StrictLoader)
+yaml.add_constructor(_TAG + "int", _bounded_int, Loader=_StrictLoader)
 yaml.add_constructor(_TAG + "timestamp", _timestamp_as_string, Loader=_StrictLoader)
 for _tag in ("binary", "set", "omap", "pairs"):
     yaml.add_constructor(_TAG + _tag, _reject_tag, Loader=_StrictLoader)
@@ -213,7 +230,7 @@ def _children(node: Node) -> list[Node]:
     return []
 
 
-def _check_expansion(root: Node, options: LoadOptions) -> None:
+def _check_expansion(root: Node, options: YamlLimits) -> None:
     """Reject a document whose alias-expanded size exceeds the bound, without expanding it."""
     sizes: dict[int, int] = {}
     open_nodes: set[int] = set()
@@ -224,7 +241,7 @@ def _check_expansion(root: Node, options: LoadOptions) -> None:
             return known
         if id(node) in open_nodes:
             raise _Rejected(
-                ProblemKind.YAML_EXPANSION_LIMIT, "an alias refers to a node containing it", node.start_mark
+                ReadProblem.YAML_EXPANSION_LIMIT, "an alias refers to a node containing it", node.start_mark
             )
         open_nodes.add(id(node))
         total = 1 + sum(size(child) for child in _children(node))
@@ -241,24 +258,30 @@ def _check_expansion(root: Node, options: LoadOptions) -> None:
             break
         node = bigger
     raise _Rejected(
-        ProblemKind.YAML_EXPANSION_LIMIT,
+        ReadProblem.YAML_EXPANSION_LIMIT,
         f"node expands to {sizes[id(node)]} nodes through aliases (limit {options.max_nodes})",
         node.start_mark,
     )
 
 
-def _marks(root: Node, options: LoadOptions) -> dict[JsonPath, tuple[int, int]]:
-    """Line and column of every node by JSON path, enforcing the depth bound with aliases expanded."""
+def _marks(
+    root: Node, options: YamlLimits, unusable: set[int]
+) -> tuple[dict[JsonPath, tuple[int, int]], frozenset[JsonPath]]:
+    """Line and column of every node by JSON path, enforcing the depth bound with aliases expanded,
+    and the paths of the ``unusable`` nodes."""
     marks: dict[JsonPath, tuple[int, int]] = {}
+    unusable_paths: set[JsonPath] = set()
 
     def walk(path: JsonPath, node: Node, mark: _Mark) -> None:
         if len(path) > options.max_depth:
             raise _Rejected(
-                ProblemKind.YAML_DEPTH_LIMIT,
+                ReadProblem.YAML_DEPTH_LIMIT,
                 f"nesting deeper than {options.max_depth} levels once aliases are expanded",
                 node.start_mark,
             )
         marks[path] = (mark.line + 1, mark.column + 1)
+        if id(node) in unusable:
+            unusable_paths.add(path)
         if isinstance(node, MappingNode):
             for key, value in node.value:
                 walk((*path, str(key.value)), value, key.start_mark)
@@ -267,26 +290,7 @@ def _marks(root: Node, options: LoadOptions) -> dict[JsonPath, tuple[int, int]]:
                 walk((*path, index), item, item.start_mark)
 
     walk((), root, root.start_mark)
-    return marks
-
-
-def decode(data: bytes, path: str) -> str | Problem:
-    """The text of a file, or the problem that it is not UTF-8."""
-    for bom, name in _OTHER_ENCODINGS:
-        if data.startswith(bom):
-            return problem(ProblemKind.ENCODING, f"{name} byte order mark: files must be UTF-8", path, 1, 1)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
-        return problem(
-            ProblemKind.ENCODING,
-            f"not UTF-8: byte 0x{data[e.start]:02x} cannot be decoded",
-            path,
-            line,
-            column,
-        )
+    return marks, frozenset(unusable_paths)
 
 
 def _text_position(text: str, index: int) -> tuple[int, int]:
@@ -298,7 +302,7 @@ def _char_index(text: str, byte_offset: int) -> int:
     return len(text.encode("utf-8", errors="surrogatepass")[:byte_offset].decode("utf-8", errors="ignore"))
 
 
-def load_yaml(text: str, path: str, options: LoadOptions, budget: EventBudget | None = None) -> YamlFile:
+def load_yaml(text: str, path: str, options: YamlLimits, budget: EventBudget | None = None) -> YamlFile:
     """Every document of one file, or the problems that make it unusable. ``budget`` counts the
     events of the whole revision (a fresh one per call when not given)."""
     documents: list[YamlDocument] = []
@@ -312,11 +316,12 @@ def load_yaml(text: str, path: str, options: LoadOptions, budget: EventBudget | 
                 continue
             if len(documents) >= options.max_documents:
                 message = f"more than {options.max_documents} documents in one file"
-                raise _Rejected(ProblemKind.YAML_DOCUMENT_LIMIT, message, node.start_mark)
+                raise _Rejected(ReadProblem.YAML_DOCUMENT_LIMIT, message, node.start_mark)
             _check_expansion(node, options)
             problems.extend(escaped_problems(node, text, path))
             data = loader.construct_document(node)
-            documents.append(YamlDocument(path, len(documents), data, _marks(node, options)))
+            marks, unusable = _marks(node, options, loader.unusable)
+            documents.append(YamlDocument(path, len(documents), data, marks, unusable))
     except _Rejected as e:
         line, column = (e.mark.line + 1, e.mark.column + 1) if e.mark else (0, 0)
         problems.append(problem(e.kind, e.message, path, line, column))
@@ -326,13 +331,13 @@ def load_yaml(text: str, path: str, options: LoadOptions, budget: EventBudget | 
         line, column = _text_position(text, index)
         code = e.character if isinstance(e.character, int) else ord(e.character)
         problems.append(
-            problem(ProblemKind.ENCODING, f"character U+{code:04X} is not allowed", path, line, column)
+            problem(ReadProblem.ENCODING, f"character U+{code:04X} is not allowed", path, line, column)
         )
     except UnicodeEncodeError as e:
         line, column = _text_position(text, e.start)
         code = ord(text[e.start])
         problems.append(
-            problem(ProblemKind.ENCODING, f"character U+{code:04X} is not allowed", path, line, column)
+            problem(ReadProblem.ENCODING, f"character U+{code:04X} is not allowed", path, line, column)
         )
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
@@ -341,7 +346,7 @@ def load_yaml(text: str, path: str, options: LoadOptions, budget: EventBudget | 
         if e.context and e.context_mark is not None and e.context_mark is not mark:
             context += f" started at line {e.context_mark.line + 1}, column {e.context_mark.column + 1},"
         message = " ".join(part for part in (context, e.problem) if part) or "invalid YAML"
-        problems.append(problem(ProblemKind.YAML_SYNTAX, message, path, line, column))
+        problems.append(problem(ReadProblem.YAML_SYNTAX, message, path, line, column))
     finally:
         if loader is not None:
             problems[:0] = [

@@ -1,10 +1,10 @@
 """Invisible and bidirectional control characters: what is reviewed must be what is applied.
 
-A fleet repository is reviewed as text. Characters that render as nothing (zero-width spaces and
-joiners, soft hyphens, tag characters, other format characters) or that reorder the text around them
-(bidirectional overrides and isolates) let a value read one way in review and another in the cluster,
-and control characters other than tab, line feed and carriage return have no place in a manifest.
-Each occurrence is a problem with its file, line and column, whether it is in a value, a key or a
+A fleet repository and the agent's policies are reviewed as text. Characters that render as nothing
+(zero-width spaces and joiners, soft hyphens, tag characters, other format characters) or that reorder
+the text around them (bidirectional overrides and isolates) let a value read one way in review and
+another in effect, and control characters other than tab, line feed and carriage return have no place
+in either. Each occurrence is a problem with its file, line and column, whether it is in a value, a key or a
 comment, or produced by an escape sequence of a double-quoted scalar.
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Iterator
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from syncer.bounded.problems import ReadProblem, problem
 from syncer.errors import Problem
-from syncer.manifests.problems import ProblemKind, problem
 
 _ALLOWED_CONTROLS = frozenset("\t\n\r")
 _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
@@ -52,7 +52,7 @@ def text_problems(text: str, path: str, limit: int = 20) -> list[Problem]:
         at = index + offset
         line = text.count("\n", 0, at) + 1
         column = at - (text.rfind("\n", 0, at) + 1) + 1
-        found.append(problem(ProblemKind.HIDDEN_CHARACTER, f"{describe(ch)}: {_WHY}", path, line, column))
+        found.append(problem(ReadProblem.HIDDEN_CHARACTER, f"{describe(ch)}: {_WHY}", path, line, column))
         if len(found) >= limit:
             break
     return found
@@ -78,7 +78,7 @@ def escaped_problems(root: Node, text: str, path: str) -> list[Problem]:
                     mark = node.start_mark
                     message = f"an escape sequence makes {describe(ch)}: {_WHY}"
                     found.append(
-                        problem(ProblemKind.HIDDEN_CHARACTER, message, path, mark.line + 1, mark.column + 1)
+                        problem(ReadProblem.HIDDEN_CHARACTER, message, path, mark.line + 1, mark.column + 1)
                     )
                     break
         elif isinstance(node, MappingNode):
