@@ -15,7 +15,7 @@ from syncer.domain.sync_state import ClusterSyncState, InventoryEntry
 from syncer.errors import KubeError, NotFound
 from syncer.health import cluster_health
 from syncer.kube import KubeApi
-from syncer.rollout.failures import Refusal, fingerprint, refusing, watched
+from syncer.rollout.failures import Refusal, fingerprint, refusal, watched
 
 
 def live_fingerprint(api: KubeApi, objects: Sequence[InventoryEntry], own_manager: str) -> str | None:
@@ -40,15 +40,23 @@ def refusals(
     own_manager: str,
 ) -> tuple[Refusal, ...]:
     """The clusters of ``clusters`` that refuse ``fleet``'s revision now, each with its failure."""
-    contents = {name: fleet.clusters[name].content_hash for name in clusters}
-    prints: dict[str, str] = {}
-    for name in clusters:
-        objects = watched(states[name], fleet.revision, contents[name])
-        if objects:
-            found = live_fingerprint(clients[name], objects, own_manager)
-            if found is not None:
-                prints[name] = found
-    return refusing(clusters, fleet.revision, contents, states, prints)
+    found = (
+        refusal_now(
+            clients[name], states[name], fleet.revision, fleet.clusters[name].content_hash, own_manager
+        )
+        for name in clusters
+    )
+    return tuple(r for r in found if r is not None)
+
+
+def refusal_now(
+    api: KubeApi, state: ClusterSyncState, revision: str, content: str, own_manager: str
+) -> Refusal | None:
+    """Whether ``state``'s cluster refuses ``revision`` now: a live failure's objects are read to
+    see whether they changed."""
+    objects = watched(state, revision, content)
+    prints = live_fingerprint(api, objects, own_manager) if objects else None
+    return refusal(state, revision, content, prints)
 
 
 def health_before(api: KubeApi, state: ClusterSyncState) -> str:

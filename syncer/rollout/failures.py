@@ -36,13 +36,17 @@ class Refusal:
     failure: FailedRevision
 
     @property
-    def reason(self) -> str:
+    def why(self) -> str:
         failure = self.failure
         if failure.cause is FailureCause.CONTENT:
             until = "not retried until git changes its objects for this cluster"
         else:
             until = "retried when the objects in the way change, or by `syncer retry`"
-        return f"{self.cluster}: refused: failed before ({failure.cause}): {failure.reason}; {until}"
+        return f"refused: failed before ({failure.cause}): {failure.reason}; {until}"
+
+    @property
+    def reason(self) -> str:
+        return f"{self.cluster}: {self.why}"
 
 
 def apply_failure(
