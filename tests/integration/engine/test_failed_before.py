@@ -9,12 +9,15 @@ failures. No RedisCluster controller runs: the tests write the RedisClusters' st
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from syncer.config.rollout import RolloutPolicy, WaveGate
 from syncer.domain.changeset import FailureCause
@@ -265,3 +268,55 @@ def test_a_rebuilt_state_keeps_the_failures(
     assert again.outcome is RolloutOutcome.HALTED, again
     assert again.message.startswith("canary: refused: failed before (live)")
     assert team(clients["canary"], prefix) == ("ops", (BY_HAND,))
+
+
+def agent_config(root: Path, fleet: FleetHandle) -> Path:
+    """An agent config naming the fleet's clusters (its source is not contacted by ``syncer retry``)."""
+    (root / "trust.yaml").write_text("mode: head\nopenpgpKeys: []\nsigners: []\n")
+    clusters = {n: {"context": n, "kubeconfig": str(fleet.kubeconfig)} for n in fleet.names}
+    config = {
+        "source": {"url": "https://git.example/fleet.git"},
+        "trustPolicy": "trust.yaml",
+        "clusters": clusters,
+    }
+    (root / "agent.yaml").write_text(yaml.safe_dump(config))
+    return root / "agent.yaml"
+
+
+def test_a_persons_retry_tries_a_content_failure_again_once_and_is_kept_beside_the_state(
+    fleet: FleetHandle, clients: dict[str, ClusterClient], prefix: str, tmp_path: Path
+) -> None:
+    repo = Repo(tmp_path / "repo", prefix)
+    first = repo.write("rev-1")
+    assert rollout(clients, prefix).sync(first).outcome is RolloutOutcome.APPLIED
+    bad = repo.write("rev-bad", redis=True)  # no controller: the RedisCluster never becomes Ready
+    assert (
+        rollout(clients, prefix, timeout=2).sync(bad, last_good=first).outcome is RolloutOutcome.ROLLED_BACK
+    )
+    refused = rollout(clients, prefix, timeout=2).sync(bad, last_good=first)
+    assert refused.message.startswith("canary: refused: failed before (content): not healthy 2s after apply")
+
+    command = [sys.executable, "-m", "syncer", "retry", "--config", str(agent_config(tmp_path, fleet))]
+    command += ["--cluster", "canary", "--revision", "rev-bad", "--reason", "the webhook is fixed"]
+    command += ["--by", "on-call", "--state-namespace", f"{prefix}-state"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert (
+        done.stdout.strip() == "canary: revision rev-bad is tried again at the next pass (asked by on-call)"
+    )
+
+    tried = rollout(clients, prefix, timeout=2).sync(bad, last_good=first)
+    assert tried.outcome is RolloutOutcome.ROLLED_BACK, tried  # applied again, failed again
+    canary = state(clients["canary"], prefix)
+    assert (canary.retry.revision, canary.retry.by, canary.retry.reason) == (
+        "rev-bad",
+        "on-call",
+        "the webhook is fixed",
+    )
+    [failure] = canary.failures
+    assert failure.at > canary.retry.at, "the new failure is recorded anew, after the retry"
+    # Kept under its own field manager beside the state, through the agent's writes since.
+    stored = clients["canary"].get("v1", "ConfigMap", STATE_CONFIGMAP, f"{prefix}-state")
+    assert "syncer-retry" in {m["manager"] for m in stored["metadata"]["managedFields"]}
+    again = rollout(clients, prefix, timeout=2).sync(bad, last_good=first)
+    assert again.outcome is RolloutOutcome.HALTED, again
