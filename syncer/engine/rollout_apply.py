@@ -128,7 +128,8 @@ class WaveApply(RolloutStates):
                 inventory=_inventory(desired, result),
             )
         else:
-            versions = {m.key: m.api_version for m in desired.manifests}
+            versions = {e.key(name): e.api_version for e in state.inventory}  # prunes too
+            versions |= {m.key: m.api_version for m in desired.manifests}
             failure = apply_failure(result, versions, desired.content_hash, now)
             applied = replace(
                 self.states[name],
