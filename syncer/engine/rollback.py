@@ -89,7 +89,8 @@ def _record_failures(
         if failure is not None:
             state = state.with_failure(_watching(rollout, name, failure))
         elif name in why:
-            spared[name] = not_blamed(state, fleet.revision)
+            spared[name] = reason = not_blamed(state, fleet.revision)
+            rollout.listener(PassEvent(Step.NOT_BLAMED, wave.name, name, fleet.revision, reason=reason))
         rollout._save(name, replace(state, phase=SyncPhase.FAILED, last_error=report.reason))
     return spared
 

@@ -22,6 +22,7 @@ import yaml
 from syncer.config.rollout import RolloutPolicy, WaveGate
 from syncer.domain.changeset import FailureCause
 from syncer.domain.objects import DesiredFleet
+from syncer.domain.progress import PassEvent, Step
 from syncer.domain.sync_state import ClusterSyncState, InventoryEntry, SyncPhase
 from syncer.engine.diff import DiffOptions
 from syncer.engine.rollout import FleetRollout
@@ -78,12 +79,14 @@ class Repo(FleetRepo):
         return self.write_documents(revision, documents)
 
 
-def rollout(clients: dict[str, ClusterClient], prefix: str, timeout: float = 60.0) -> FleetRollout:
+def rollout(
+    clients: dict[str, ClusterClient], prefix: str, timeout: float = 60.0, log: list[PassEvent] | None = None
+) -> FleetRollout:
     policy: RolloutPolicy = canary_then_rest(WaveGate(max_concurrent=2, health_timeout=timeout, bake=0))
     options = RolloutOptions(
         rollout=policy, diff=DiffOptions(), state_namespace=f"{prefix}-state", health_poll=0.5
     )
-    return FleetRollout(clients, options)
+    return FleetRollout(clients, options, listener=None if log is None else log.append)
 
 
 def state(client: ClusterClient, prefix: str) -> ClusterSyncState:
@@ -231,8 +234,10 @@ def test_a_cluster_degraded_before_the_revision_came_does_not_blame_it(
     set_health(clients["canary"], prefix, degraded=True)  # degraded on rev-1, before rev-2 exists
 
     second = repo.write("rev-2", redis=True)
-    report = rollout(clients, prefix, timeout=5).sync(second, last_good=first)
+    log: list[PassEvent] = []
+    report = rollout(clients, prefix, timeout=5, log=log).sync(second, last_good=first)
     assert report.outcome is RolloutOutcome.HALTED, report
+    assert [(e.cluster, e.revision) for e in log if e.step is Step.NOT_BLAMED] == [("canary", "rev-2")]
     assert "canary: degraded" in report.message
     assert "canary: not blamed: it was not healthy before rev-2 was applied (degraded" in report.message
     canary = state(clients["canary"], prefix)
