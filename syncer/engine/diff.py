@@ -209,7 +209,7 @@ def _fleet_plan(
     """The cluster plans grouped into the rollout's waves, and every dry-run failure as an error."""
     by_name = {plan.cluster: plan for plan in plans}
     labels = {name: fleet.clusters[name].labels for name in by_name}
-    waves = _halted(
+    waves = blocked_after_refusal(
         tuple(
             WavePlan(wave.name, tuple(by_name[name] for name in wave.clusters))
             for wave in plan_waves(labels, policy)
@@ -224,7 +224,7 @@ def _fleet_plan(
     return FleetPlan(fleet.revision, waves, offline=offline, errors=errors)
 
 
-def _halted(waves: tuple[WavePlan, ...]) -> tuple[WavePlan, ...]:
+def blocked_after_refusal(waves: tuple[WavePlan, ...]) -> tuple[WavePlan, ...]:
     """``waves`` with the clusters the sync would not reach blocked: from the first wave where a
     cluster refuses the revision on, every cluster (the sync halts there, before applying it)."""
     refusing = next((w for w in waves if any(c.refused for c in w.clusters)), None)
