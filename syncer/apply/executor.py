@@ -20,7 +20,7 @@ from typing import Any
 from syncer.apply.retry import RetryPolicy, with_retries
 from syncer.crds import shipped_sensitive_fields
 from syncer.domain.applied import FIELD_MANAGER, applied_body
-from syncer.domain.changeset import ChangeEntry, ChangeSet, EntryOutcome
+from syncer.domain.changeset import ChangeEntry, ChangeSet, EntryOutcome, FailureCause
 from syncer.domain.objects import ClusterManifests, Manifest, ObjectKey
 from syncer.domain.plans import WRITING_ACTIONS, Action, Change, ClusterPlan
 from syncer.domain.rules import (
@@ -33,7 +33,7 @@ from syncer.domain.rules import (
     prune_refusal,
 )
 from syncer.domain.secrets import redact, secret_values
-from syncer.errors import Conflict, KubeError, NotFound
+from syncer.errors import Conflict, Forbidden, Invalid, KubeError, NotFound, ServerError, TooManyRequests
 from syncer.kube import ApplyOptions, KubeApi
 
 __all__ = [
@@ -62,6 +62,18 @@ class ApplyPolicy:
     @property
     def rules(self) -> SyncRules:
         return SyncRules(self.field_manager, self.conflicts, self.heal_drift, self.prune)
+
+
+def failure_cause(err: KubeError) -> FailureCause:
+    """Whether the server refused the object itself (invalid, an admission denial: ``content``) or
+    the live state stood in the way (another manager's fields, a permission, a missing namespace or
+    kind, an apiserver that did not answer: ``live``). A webhook that denies with 403 reads as a
+    permission; ``syncer retry`` tries such a revision again."""
+    if isinstance(err, Conflict | Forbidden | NotFound | ServerError | TooManyRequests):
+        return FailureCause.LIVE
+    if isinstance(err, Invalid) or 400 <= err.status < 500:
+        return FailureCause.CONTENT
+    return FailureCause.LIVE  # no answer at all (a broken connection)
 
 
 def apply_order(key: ObjectKey) -> tuple[int, ObjectKey]:
@@ -154,11 +166,14 @@ class ClusterApplier:
             live = with_retries(lambda: self.kube.apply(body, options), self.policy.retry, self.stop)
         except Conflict as err:
             managers = ", ".join(err.managers) or "another field manager"
+            message = f"owned by {managers}: {err.detail}"
             return ChangeEntry(
-                change.key, Action.CONFLICT, EntryOutcome.FAILED, f"owned by {managers}: {err.detail}"
+                change.key, Action.CONFLICT, EntryOutcome.FAILED, message, cause=FailureCause.LIVE
             )
         except KubeError as err:
-            return ChangeEntry(change.key, change.action, EntryOutcome.FAILED, err.detail)
+            return ChangeEntry(
+                change.key, change.action, EntryOutcome.FAILED, err.detail, cause=failure_cause(err)
+            )
         return ChangeEntry(change.key, change.action, EntryOutcome.APPLIED, uid=_uid(live))
 
     def _prune_one(self, change: Change) -> ChangeEntry:
@@ -180,7 +195,7 @@ class ClusterApplier:
         except NotFound:
             return ChangeEntry(key, Action.PRUNE, EntryOutcome.SKIPPED, "already gone")
         except KubeError as err:
-            return ChangeEntry(key, Action.PRUNE, EntryOutcome.FAILED, err.detail)
+            return ChangeEntry(key, Action.PRUNE, EntryOutcome.FAILED, err.detail, cause=failure_cause(err))
         return ChangeEntry(key, Action.PRUNE, EntryOutcome.APPLIED, uid=_uid(live))
 
 

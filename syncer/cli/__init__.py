@@ -50,6 +50,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "syncer.cli.windows:override_window",
         "Let one cluster change outside its maintenance windows for a while (an emergency fix).",
     ),
+    "retry": (
+        "syncer.cli.retry:retry",
+        "Try again on one cluster a revision that failed there before (the live state was fixed).",
+    ),
 }
 """Each command: where it lives, and the one-line help ``syncer --help`` lists without importing it
 (a unit test checks it is the command's own)."""

@@ -1,6 +1,7 @@
 """``syncer diff``: what a revision would change, per wave, cluster and object, before it is synced.
 
-Exit codes as ``kubectl diff``: 0 nothing would change, 1 something would, 2 an error (bad repository
+Exit codes as ``kubectl diff``: 0 nothing would change, 1 something would (or a cluster refuses the
+revision because it failed there before: the sync halts and exits 1 too), 2 an error (bad repository
 or manifests, unreachable cluster, a dry-run the server refused); and 3 when the agent's guard policy
 (the config's ``guardPolicy``) would reject the revision.
 """
@@ -130,7 +131,8 @@ def diff(
 
     Every object's action is computed three ways (desired, last applied, live); updates are predicted
     by a server-side dry-run apply; the config's guard policy judges each change. Exit 0: no changes,
-    1: changes, 2: error, 3: the guard policy would reject the revision.
+    1: changes, or a cluster refuses the revision (it failed there before), 2: error, 3: the guard
+    policy would reject the revision.
     """
     from syncer.config import load_agent_config
     from syncer.config.loading import check_kubeconfig
@@ -183,4 +185,4 @@ def diff(
         raise SystemExit(EXIT_ERROR)
     if guards[0] is not None and guards[0].rejected:
         raise SystemExit(EXIT_GUARDED)
-    raise SystemExit(EXIT_CHANGED if plan.has_changes else EXIT_SAME)
+    raise SystemExit(EXIT_CHANGED if plan.has_changes or plan.refused else EXIT_SAME)

@@ -77,6 +77,21 @@ def status(config_path: Path, kubeconfig: str, state_namespace: str, output: str
                 lastGood=state.last_good,
                 lastError=state.last_error or loaded.problem,
                 badRevisions=list(state.bad_revisions),
+                failures=[
+                    {"revision": f.revision, "cause": str(f.cause), "reason": f.reason, "at": f.at}
+                    for f in state.failures
+                ],
+                degradedBefore=state.degraded_before,
+                retry=(
+                    {
+                        "revision": state.retry.revision,
+                        "by": state.retry.by,
+                        "reason": state.retry.reason,
+                        "at": state.retry.at,
+                    }
+                    if state.retry.at
+                    else None
+                ),
                 updatedAt=state.updated_at,
                 window=state.window,
                 windowOverride=_override_text(state.window_override, state.window_override_until),

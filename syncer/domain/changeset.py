@@ -10,6 +10,16 @@ from syncer.domain.objects import ObjectKey
 from syncer.domain.plans import Action
 
 
+class FailureCause(StrEnum):
+    """Why a revision failed on a cluster. ``content``: the apiserver refused its objects (invalid,
+    an admission denial) or what it applied did not become healthy; only a change in git helps.
+    ``live``: the cluster's live state stood in the way (another field manager's fields, an object
+    syncer does not own, a permission, an apiserver that did not answer); a change there may help."""
+
+    CONTENT = "content"
+    LIVE = "live"
+
+
 class EntryOutcome(StrEnum):
     """``applied``: the server accepted it; ``skipped``: nothing to do or not attempted (the cluster
     stopped before it, or pruning was opted out); ``failed``: the server refused it."""
@@ -21,13 +31,15 @@ class EntryOutcome(StrEnum):
 
 @dataclass(frozen=True)
 class ChangeEntry:
-    """One object of a change set: ``Kind/ns/name``, the planned action, what happened and why."""
+    """One object of a change set: ``Kind/ns/name``, the planned action, what happened and why; for a
+    failed one, ``cause`` says whether the objects or the live state were refused (None: unknown)."""
 
     key: ObjectKey
     action: Action
     outcome: EntryOutcome
     message: str = ""
     uid: str = ""
+    cause: FailureCause | None = None
 
     @property
     def subject(self) -> str:

@@ -91,8 +91,9 @@ class ClusterPlan:
     """Every change of one cluster, in key order; ``error`` is set when the cluster could not be read.
 
     ``blocked`` says why a sync would write nothing at all to this cluster (conflicts under the
-    ``report`` policy, a dry-run the server refused); ``inventory`` where the inventory that decided
-    the prunes came from (``recorded``, ``rebuilt`` or ``missing``)."""
+    ``report`` policy, a dry-run the server refused, a revision it refuses because it failed there
+    before: ``refused``, or a wave before it that refuses); ``inventory`` where the inventory that
+    decided the prunes came from (``recorded``, ``rebuilt`` or ``missing``)."""
 
     cluster: str
     changes: tuple[Change, ...] = ()
@@ -100,6 +101,7 @@ class ClusterPlan:
     dry_runs: int = 0
     blocked: str = ""
     inventory: str = "recorded"
+    refused: bool = False
 
     def count(self, action: Action) -> int:
         return sum(1 for c in self.changes if c.action == action)
@@ -145,3 +147,8 @@ class FleetPlan:
     @property
     def has_errors(self) -> bool:
         return bool(self.errors) or any(c.has_errors for c in self.clusters)
+
+    @property
+    def refused(self) -> bool:
+        """Whether a cluster refuses the revision: the sync halts there and does not sync it."""
+        return any(c.refused for c in self.clusters)

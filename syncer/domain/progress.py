@@ -47,6 +47,7 @@ class Step(StrEnum):
     CLUSTER_RECOVERED = "cluster-recovered"
     CLUSTER_UNREACHABLE = "cluster-unreachable"
     ROLLBACK_UNAVAILABLE = "rollback-unavailable"
+    NOT_BLAMED = "not-blamed"
     FENCED_OUT = "fenced-out"
     SUPERSEDED = "superseded"
     WINDOW_OPEN = "window-open"
@@ -159,6 +160,8 @@ TREATMENTS: Mapping[Step, Treatment] = MappingProxyType(
         Step.CLUSTER_RECOVERED: Treatment("ClusterRecovered", mark="✓"),
         Step.CLUSTER_UNREACHABLE: Treatment(warning=True, mark="✗"),
         Step.ROLLBACK_UNAVAILABLE: Treatment("RollbackUnavailable", warning=True, mark="✗"),
+        # A failed cluster that was not healthy before the revision came: the revision is not blamed.
+        Step.NOT_BLAMED: Treatment("RevisionNotBlamed", warning=True, mark="!"),
         Step.FENCED_OUT: Treatment(warning=True, mark="✗"),
         Step.SUPERSEDED: Treatment("RevisionSuperseded", mark="↻", names_revision=True),
         Step.WINDOW_OPEN: Treatment(mark="", quiet=True),

@@ -6,9 +6,10 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from syncer.domain.applied import Inventory, InventorySource
+from syncer.domain.changeset import FailureCause
 from syncer.domain.objects import ObjectKey
 
-# How many rejected revisions a cluster remembers (oldest forgotten first).
+# How many failed revisions a cluster remembers (oldest forgotten first).
 BAD_REVISIONS_KEPT = 20
 
 
@@ -40,12 +41,55 @@ class InventoryEntry:
 
 
 @dataclass(frozen=True)
+class FailedRevision:
+    """A revision that failed on one cluster after its own apply there, and why.
+
+    ``content`` is the hash of the objects it had for the cluster (the same objects under another
+    commit are the same failure). ``cause`` says whether git has to change them (``content``) or the
+    live state may (``live``); for a live cause ``objects`` are the objects whose live state stood
+    in the way and ``fingerprint`` what their live state was when it failed (empty: nothing to
+    watch). ``at`` is when it was recorded (seconds since the epoch)."""
+
+    revision: str
+    content: str = ""
+    cause: FailureCause = FailureCause.CONTENT
+    reason: str = ""
+    objects: tuple[InventoryEntry, ...] = ()
+    fingerprint: str = ""
+    at: float = 0.0
+
+    def matches(self, revision: str, content: str) -> bool:
+        """Whether this is the failure of ``revision``, or of the same objects under another id."""
+        return (bool(self.revision) and self.revision == revision) or (
+            bool(content) and self.content == content
+        )
+
+
+@dataclass(frozen=True)
+class RetryRequest:
+    """A person's ``syncer retry``: failures recorded before ``at`` (of ``revision``; of any revision
+    when empty) are tried again. ``by`` and ``reason`` say who asked and why."""
+
+    revision: str = ""
+    by: str = ""
+    reason: str = ""
+    at: float = 0.0
+
+    def covers(self, failure: FailedRevision) -> bool:
+        return failure.at < self.at and self.revision in ("", failure.revision)
+
+
+@dataclass(frozen=True)
 class ClusterSyncState:
     """The sync state one cluster keeps (in a ConfigMap in the agent's namespace).
 
     Times are seconds since the epoch (0 when never). ``revision`` is what was last applied (or being
-    applied), ``last_good`` the last revision that was applied and healthy, ``bad_revisions`` those
-    that failed here and are not retried until a newer revision arrives. ``rebuilt`` and ``stored``
+    applied), ``last_good`` the last revision that was applied and healthy, ``failures`` the
+    revisions that failed here after their own apply, with the cause (kept beside the state, so that
+    a rebuilt state keeps them), ``apply_failure`` why the apply of ``revision`` failed (None: it did
+    not), ``degraded_before`` why the cluster was not healthy just before ``revision`` was applied
+    (empty: it was, or it ran nothing), ``retry`` a person's request to try failures again.
+    ``rebuilt`` and ``stored``
     say how the state was read: rebuilt from labelled objects (the stored one was unreadable), or
     not stored at all (``stored=False``: the cluster has no sync state). ``window_override`` is an
     operator's reason to change the cluster outside its maintenance windows until
@@ -61,8 +105,10 @@ class ClusterSyncState:
     health: str = ""
     health_detail: str = ""
     last_good: str = ""
-    bad_revisions: tuple[str, ...] = ()
-    bad_contents: tuple[str, ...] = ()
+    failures: tuple[FailedRevision, ...] = ()
+    apply_failure: FailedRevision | None = None
+    degraded_before: str = ""
+    retry: RetryRequest = RetryRequest()
     last_error: str = ""
     applied_at: float = 0.0
     healthy_since: float = 0.0
@@ -73,16 +119,20 @@ class ClusterSyncState:
     rebuilt: bool = field(default=False, compare=False)
     stored: bool = field(default=True, compare=False)
 
-    def with_bad(self, revision: str, content: str = "") -> ClusterSyncState:
-        kept = tuple(r for r in self.bad_revisions if r != revision)[-(BAD_REVISIONS_KEPT - 1) :]
-        contents = self.bad_contents
-        if content:
-            contents = (*tuple(c for c in contents if c != content)[-(BAD_REVISIONS_KEPT - 1) :], content)
-        return replace(self, bad_revisions=(*kept, revision), bad_contents=contents)
+    @property
+    def bad_revisions(self) -> tuple[str, ...]:
+        """The revisions that failed here, oldest first."""
+        return tuple(f.revision for f in self.failures if f.revision)
 
-    def refuses(self, revision: str, content: str) -> bool:
-        """Whether ``revision`` (or, by its content hash, the same objects under another id) failed here."""
-        return revision in self.bad_revisions or (bool(content) and content in self.bad_contents)
+    def with_failure(self, failure: FailedRevision) -> ClusterSyncState:
+        """This state remembering ``failure`` (in place of an earlier failure of the same revision
+        or objects), the oldest forgotten beyond ``BAD_REVISIONS_KEPT``."""
+        kept = tuple(f for f in self.failures if not f.matches(failure.revision, failure.content))
+        return replace(self, failures=(*kept[-(BAD_REVISIONS_KEPT - 1) :], failure))
+
+    def failure_of(self, revision: str, content: str) -> FailedRevision | None:
+        """The recorded failure of ``revision`` (or of the same objects under another id), if any."""
+        return next((f for f in reversed(self.failures) if f.matches(revision, content)), None)
 
     def inventory_keys(self) -> frozenset[ObjectKey]:
         return frozenset(entry.key(self.cluster) for entry in self.inventory)

@@ -4,7 +4,9 @@ Per cluster: one list per kind of every syncer-managed object (label selector, a
 inventory from the cluster's sync state (read exactly as a sync reads it), the local comparison, and a
 server-side dry-run apply of every object the sync would write that is not provably unchanged
 (creates included). Clusters are read in parallel, and so are the kinds and the dry-runs of a cluster;
-each client bounds its own concurrency and rate.
+each client bounds its own concurrency and rate. A cluster that refuses the revision because it failed
+there before (``syncer.engine.failures``, asked as the sync asks it) is blocked with that reason, and
+so are the rest of its wave and the later waves, where the sync halts.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from syncer.domain.objects import ClusterManifests, DesiredFleet, ObjectKey, api
 from syncer.domain.plans import Action, ClusterPlan, FleetPlan, WavePlan
 from syncer.domain.rules import SyncRules
 from syncer.domain.secrets import SensitiveFields
+from syncer.domain.sync_state import ClusterSyncState
+from syncer.engine.failures import refusal_now
 from syncer.errors import Conflict, KubeError, NotFound, SyncerError
 from syncer.kube import FIELD_MANAGER, ApplyOptions, ClientOptions, KubeApi, KubeObject
 from syncer.manifests import LoadOptions, ResourceKind
@@ -167,7 +171,9 @@ def plan_live_cluster(
     return plan_cluster(state, predictions, plan_options)
 
 
-def _plan_target(desired: ClusterManifests, target: ClusterTarget, options: DiffOptions) -> ClusterPlan:
+def _plan_target(
+    desired: ClusterManifests, target: ClusterTarget, options: DiffOptions, revision: str
+) -> ClusterPlan:
     from syncer.kube.client import ClusterClient  # the Kubernetes client, only once a cluster is contacted
 
     try:
@@ -177,20 +183,24 @@ def _plan_target(desired: ClusterManifests, target: ClusterTarget, options: Diff
     try:
         # The sync state and the live lists are read at the same time: neither depends on the other.
         with ThreadPoolExecutor(max_workers=1) as pool:
-            inventory = pool.submit(stored_inventory, client, options)
+            stored = pool.submit(stored_state, client, options)
             live = read_live(client, options.kinds)
-            return plan_live_cluster(client, desired, options, inventory.result(), live=live)
+            state = stored.result()
+            plan = plan_live_cluster(client, desired, options, state.applied_inventory(), live=live)
+            refused = refusal_now(client, state, revision, desired.content_hash, options.field_manager)
+            return plan if refused is None else replace(plan, blocked=refused.why, refused=True)
     except KubeError as err:
         return ClusterPlan(target.name, error=str(err))
     finally:
         client.close()
 
 
-def stored_inventory(api: KubeApi, options: DiffOptions) -> Inventory:
-    """The inventory a sync would use: the cluster's stored sync state, read the way a sync reads it
-    (missing: nothing is pruned; unreadable: rebuilt, each prune still needing proof)."""
+def stored_state(api: KubeApi, options: DiffOptions) -> ClusterSyncState:
+    """The cluster's stored sync state, read the way a sync reads it: its inventory says what a sync
+    would prune (missing: nothing; unreadable: rebuilt, each prune still needing proof), its failures
+    what the sync would refuse."""
     kinds = [(k.api_version, k.kind) for k in options.kinds]
-    return StateStore(api, options.state_namespace).load(kinds).state.applied_inventory()
+    return StateStore(api, options.state_namespace).load(kinds).state
 
 
 def _fleet_plan(
@@ -199,9 +209,11 @@ def _fleet_plan(
     """The cluster plans grouped into the rollout's waves, and every dry-run failure as an error."""
     by_name = {plan.cluster: plan for plan in plans}
     labels = {name: fleet.clusters[name].labels for name in by_name}
-    waves = tuple(
-        WavePlan(wave.name, tuple(by_name[name] for name in wave.clusters))
-        for wave in plan_waves(labels, policy)
+    waves = blocked_after_refusal(
+        tuple(
+            WavePlan(wave.name, tuple(by_name[name] for name in wave.clusters))
+            for wave in plan_waves(labels, policy)
+        )
     )
     errors = tuple(
         f"{plan.cluster}: {change.key.subject}: {change.message}"
@@ -210,6 +222,24 @@ def _fleet_plan(
         if change.action is Action.ERROR
     )
     return FleetPlan(fleet.revision, waves, offline=offline, errors=errors)
+
+
+def blocked_after_refusal(waves: tuple[WavePlan, ...]) -> tuple[WavePlan, ...]:
+    """``waves`` with the clusters the sync would not reach blocked: from the first wave where a
+    cluster refuses the revision on, every cluster (the sync halts there, before applying it)."""
+    refusing = next((w for w in waves if any(c.refused for c in w.clusters)), None)
+    if refusing is None:
+        return waves
+    names = ", ".join(c.cluster for c in refusing.clusters if c.refused)
+    why = f"the sync halts at wave {refusing.name}: {names} refuse(s) the revision"
+    at = waves.index(refusing)
+    return waves[:at] + tuple(
+        replace(
+            wave,
+            clusters=tuple(c if c.refused or c.error else replace(c, blocked=why) for c in wave.clusters),
+        )
+        for wave in waves[at:]
+    )
 
 
 def diff_fleet(
@@ -222,7 +252,9 @@ def diff_fleet(
     if not targets:
         return _fleet_plan(fleet, [], options.rollout)
     with ThreadPoolExecutor(max_workers=len(targets)) as pool:
-        plans = list(pool.map(lambda t: _plan_target(fleet.clusters[t.name], t, options), targets))
+        plans = list(
+            pool.map(lambda t: _plan_target(fleet.clusters[t.name], t, options, fleet.revision), targets)
+        )
     return _fleet_plan(fleet, plans, options.rollout)
 
 

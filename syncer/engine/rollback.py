@@ -1,19 +1,24 @@
-"""A failed wave: its clusters are marked as having failed the revision and, when the policy asks for
-it, each is put back on the revision *it* last ran healthy (``syncer.rollout.rollback``), never on a
-revision voted by the fleet, never on the failing one. Clusters without such a revision stay failed,
-and the report says why."""
+"""A failed wave: the clusters where the revision itself failed remember it, with the cause
+(``syncer.rollout.failures.blame``: not those that applied it cleanly, not those that were not
+healthy before it), and, when the policy asks for it, each is put back on the revision *it* last ran
+healthy (``syncer.rollout.rollback``), never on a revision voted by the fleet, never on the failing
+one. Clusters without such a revision, and clusters that were not healthy before the revision, stay
+where they are, and the report says why."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
 
+from syncer.domain.changeset import FailureCause
 from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import PassEvent, Step
-from syncer.domain.sync_state import SyncPhase
+from syncer.domain.sync_state import FailedRevision, SyncPhase
+from syncer.engine.failures import live_fingerprint
 from syncer.engine.rollout_gate import WaveGate
 from syncer.engine.rollout_model import RolloutOutcome, RolloutReport, WaveReport
 from syncer.rollout import Decision, Wave, phase_after_rollback
+from syncer.rollout.failures import blame, not_blamed
 from syncer.rollout.rollback import rollback_targets
 
 FleetsOf = Callable[[str], DesiredFleet | None]
@@ -30,13 +35,10 @@ def roll_back_wave(
     """Record the failure of ``wave`` on ``fleet``'s revision and roll its clusters back one by one
     to their own last good revision when ``failed``'s decision is a rollback."""
     decision, reports = failed
-    reason = reports[-1].reason
-    owned = tuple(filter(rollout.owns, wave.clusters))  # a sharded replica rolls back only its own
+    spared = _record_failures(rollout, wave, fleet, reports[-1])
+    reason = "; ".join([reports[-1].reason, *(f"{n}: not blamed: {why}" for n, why in spared.items())])
+    owned = tuple(n for n in wave.clusters if rollout.owns(n) and n not in spared)
     targets = rollback_targets(owned, rollout.states, fleet.revision)
-    for name in owned:
-        state = rollout.states[name]
-        bad = state.with_bad(fleet.revision, fleet.clusters[name].content_hash)
-        rollout._save(name, replace(bad, phase=SyncPhase.FAILED, last_error=reason))
     if decision is not Decision.ROLLBACK:
         return RolloutReport(fleet.revision, RolloutOutcome.HALTED, reports, reason)
     groups: dict[str, tuple[DesiredFleet, list[str]]] = {}
@@ -66,5 +68,36 @@ def roll_back_wave(
             state = rollout.states[name]
             rollout._save(name, replace(state, phase=phase_after_rollback(state, verdict)))
         outcomes.append(f"{', '.join(names)} rolled back to {revision[:12]}: {verdict.reason}")
+    outcomes += [f"{name}: not rolled back: it was not healthy before either" for name in spared]
     outcome = RolloutOutcome.ROLLED_BACK if groups else RolloutOutcome.HALTED
     return RolloutReport(fleet.revision, outcome, reports, f"{reason}; " + "; ".join(outcomes))
+
+
+def _record_failures(
+    rollout: WaveGate, wave: Wave, fleet: DesiredFleet, report: WaveReport
+) -> dict[str, str]:
+    """Record the failure of ``wave`` on the clusters this replica owns: those where the revision
+    itself failed remember it with its cause (a live one with the live state of the objects in the
+    way, to see it change); the others only end the wave. Returns the failed clusters the revision
+    is not blamed on (they were not healthy before it), each with why."""
+    why = dict(report.failed)
+    spared: dict[str, str] = {}
+    for name in filter(rollout.owns, wave.clusters):
+        state = rollout.states[name]
+        content = fleet.clusters[name].content_hash
+        failure = blame(state, fleet.revision, why[name], content, rollout.clock()) if name in why else None
+        if failure is not None:
+            state = state.with_failure(_watching(rollout, name, failure))
+        elif name in why:
+            spared[name] = reason = not_blamed(state, fleet.revision)
+            rollout.listener(PassEvent(Step.NOT_BLAMED, wave.name, name, fleet.revision, reason=reason))
+        rollout._save(name, replace(state, phase=SyncPhase.FAILED, last_error=report.reason))
+    return spared
+
+
+def _watching(rollout: WaveGate, cluster: str, failure: FailedRevision) -> FailedRevision:
+    """``failure`` with the live state of the objects in its way, when it has a live cause."""
+    if failure.cause is not FailureCause.LIVE or not failure.objects:
+        return failure
+    found = live_fingerprint(rollout.clients[cluster], failure.objects, rollout.options.apply.field_manager)
+    return replace(failure, fingerprint=found or "")

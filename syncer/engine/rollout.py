@@ -21,10 +21,11 @@ from dataclasses import replace
 from syncer.domain.changeset import ChangeSet
 from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import PassEvent, Step, Waiting
+from syncer.engine.failures import refusals
 from syncer.engine.rollback import FleetsOf, roll_back_wave
 from syncer.engine.rollout_gate import Superseded, WaveGate
 from syncer.engine.rollout_model import RolloutOutcome, RolloutReport, WaveReport
-from syncer.rollout import Decision, Wave, is_done, plan_waves, refusing
+from syncer.rollout import Decision, Wave, is_done, plan_waves
 from syncer.rollout.rollback import wave_passed
 
 __all__ = ["FleetRollout"]
@@ -79,12 +80,9 @@ class FleetRollout(WaveGate):
                 touched = touched or any(cs.writes for cs in reports[-1].change_sets)
                 continue
             reachable = tuple(c for c in wave.clusters if c not in self.unreachable)
-            refused = refusing(reachable, fleet, self.states)
+            refused = refusals(self.clients, reachable, fleet, self.states, self.options.apply.field_manager)
             if refused:
-                reason = (
-                    f"revision (or the same objects under another commit) failed before on "
-                    f"{', '.join(refused)}; not retried until they change"
-                )
+                reason = "; ".join(r.reason for r in refused)
                 reports.append(WaveReport(wave.name, wave.clusters, Decision.HALT, reason))
                 return RolloutReport(fleet.revision, RolloutOutcome.HALTED, tuple(reports), reason)
             closed = self.closed_windows(wave.clusters, fleet, wave.name)
@@ -115,7 +113,9 @@ class FleetRollout(WaveGate):
                 message = "a newer verified revision takes over while the wave waits"
                 return RolloutReport(fleet.revision, RolloutOutcome.SUPERSEDED, tuple(reports), message)
             reports.append(
-                WaveReport(wave.name, wave.clusters, verdict.decision, verdict.reason, change_sets)
+                WaveReport(
+                    wave.name, wave.clusters, verdict.decision, verdict.reason, change_sets, verdict.reasons
+                )
             )
             if verdict.decision is Decision.WAIT:
                 if self.stop.is_set():
@@ -144,7 +144,9 @@ class FleetRollout(WaveGate):
         if reachable and not wave_passed(reachable, self.states, fleet.revision):
             verdict = self._gate(part, fleet)
             if verdict.decision in {Decision.HALT, Decision.ROLLBACK}:
-                failed = WaveReport(wave.name, reachable, verdict.decision, verdict.reason, change_sets)
+                failed = WaveReport(
+                    wave.name, reachable, verdict.decision, verdict.reason, change_sets, verdict.reasons
+                )
                 return roll_back_wave(self, part, fleet, fleets, (verdict.decision, (*reports, failed)))
         reason = "waiting for " + "; ".join(f"{c}: {self.unreachable[c]}" for c in blocked)
         self.listener(PassEvent(Step.GATE_WAIT, wave.name, revision=fleet.revision, reason=reason))

@@ -15,9 +15,11 @@ from syncer.domain.objects import ClusterManifests, DesiredFleet
 from syncer.domain.progress import PassEvent, Step, Waiting
 from syncer.domain.sync_state import InventoryEntry, SyncPhase
 from syncer.engine.diff import plan_live_cluster
+from syncer.engine.failures import health_before
 from syncer.engine.rollout_state import RolloutStates
 from syncer.errors import FencedOut, KubeError
 from syncer.rollout import Wave, is_done
+from syncer.rollout.failures import apply_failure
 from syncer.rollout.windows import WindowOverride, judge_cluster
 
 
@@ -82,8 +84,18 @@ class WaveApply(RolloutStates):
         api = self.clients[name]
         state = self.states[name]
         self.listener(PassEvent(Step.APPLYING, wave.name, name, revision))
+        before = state.degraded_before if state.revision == revision else health_before(api, state)
         self._save(
-            name, replace(state, revision=revision, phase=SyncPhase.APPLYING, wave=wave.name, last_error="")
+            name,
+            replace(
+                state,
+                revision=revision,
+                phase=SyncPhase.APPLYING,
+                wave=wave.name,
+                last_error="",
+                apply_failure=None,
+                degraded_before=before,
+            ),
         )
         inventory = state.applied_inventory()
         rules = self.options.apply.rules
@@ -112,8 +124,15 @@ class WaveApply(RolloutStates):
                 inventory=_inventory(desired, result),
             )
         else:
+            versions = {e.key(name): e.api_version for e in state.inventory}  # prunes too
+            versions |= {m.key: m.api_version for m in desired.manifests}
+            failure = apply_failure(result, versions, desired.content_hash, now)
             applied = replace(
-                self.states[name], phase=SyncPhase.FAILED, applied_at=now, last_error=result.error
+                self.states[name],
+                phase=SyncPhase.FAILED,
+                applied_at=now,
+                last_error=result.error,
+                apply_failure=failure,
             )
         self._save(name, applied)
         step = Step.APPLIED if result.ok else Step.APPLY_FAILED

@@ -39,13 +39,15 @@ class RolloutOptions:
 
 @dataclass(frozen=True)
 class WaveReport:
-    """What happened to one wave: the gate's last decision and why, and each cluster's change set."""
+    """What happened to one wave: the gate's last decision and why, each cluster's change set, and
+    the clusters the gate found failed, each with why."""
 
     name: str
     clusters: tuple[str, ...]
     decision: Decision
     reason: str
     change_sets: tuple[ChangeSet, ...] = ()
+    failed: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

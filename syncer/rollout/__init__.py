@@ -3,8 +3,9 @@
 Owns: stable wave assignment by percentage and label (``plan_waves``), the proceed / wait / halt /
 rollback decision for a wave from its clusters' progress and the time (``judge_wave``), whether a
 cluster is inside its maintenance windows at a time, and when that changes (``judge_cluster``), and
-what the clusters' recorded states say about revisions (``revisions``: what is done, what is
-refused, how a rollback ends; ``rollback``: each cluster's own rollback target). Must not do I/O
+what the clusters' recorded states say about revisions (``revisions``: what is done, how a
+rollback ends; ``failures``: where a revision failed, for which cause, and what refuses it;
+``rollback``: each cluster's own rollback target). Must not do I/O
 or apply anything, nor read the clock; the engine passes progress, states and the time in and acts
 on the decision.
 
@@ -19,21 +20,18 @@ from typing import TYPE_CHECKING
 from syncer.lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from syncer.rollout.failures import Refusal, refusing
     from syncer.rollout.gate import ClusterProgress, Decision, GateVerdict, judge_wave
-    from syncer.rollout.revisions import (
-        failed_apply,
-        is_done,
-        phase_after_rollback,
-        refusing,
-    )
+    from syncer.rollout.revisions import failed_apply, is_done, phase_after_rollback
     from syncer.rollout.waves import Wave, plan_waves, stable_rank
     from syncer.rollout.windows import WindowOverride, WindowVerdict, judge_cluster, judge_clusters
 
 __getattr__ = lazy_getattr(
     __name__,
     {
+        "failures": ("Refusal", "refusing"),
         "gate": ("ClusterProgress", "Decision", "GateVerdict", "judge_wave"),
-        "revisions": ("failed_apply", "is_done", "phase_after_rollback", "refusing"),
+        "revisions": ("failed_apply", "is_done", "phase_after_rollback"),
         "waves": ("Wave", "plan_waves", "stable_rank"),
         "windows": ("WindowOverride", "WindowVerdict", "judge_cluster", "judge_clusters"),
     },
@@ -43,6 +41,7 @@ __all__ = [
     "ClusterProgress",
     "Decision",
     "GateVerdict",
+    "Refusal",
     "Wave",
     "WindowOverride",
     "WindowVerdict",

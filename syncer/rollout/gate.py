@@ -36,14 +36,15 @@ class ClusterProgress:
 
 @dataclass(frozen=True)
 class GateVerdict:
-    """What to do about a wave, why, how long to wait before asking again, which clusters failed,
-    and, when it waits, what for."""
+    """What to do about a wave, why, how long to wait before asking again, which clusters failed
+    (``reasons``: each with why), and, when it waits, what for."""
 
     decision: Decision
     reason: str
     wait: float = 0.0
     failed: tuple[str, ...] = ()
     waiting: Waiting | None = None
+    reasons: tuple[tuple[str, str], ...] = ()
 
 
 def judge_wave(
@@ -78,7 +79,9 @@ def judge_wave(
     if failures:
         decision = Decision.ROLLBACK if rollback else Decision.HALT
         reason = "; ".join(f"{name}: {why}" for name, why in failures.items())
-        return GateVerdict(decision, reason, failed=tuple(sorted(failures)))
+        return GateVerdict(
+            decision, reason, failed=tuple(sorted(failures)), reasons=tuple(sorted(failures.items()))
+        )
     if waits:
         pending = sum(
             1 for n in wave.clusters if progress.get(n, ClusterProgress(n)).health is not Health.HEALTHY

@@ -1,15 +1,12 @@
 """Decisions about revisions, from the states the clusters recorded. Pure: states in, answers out.
 
-Whether a cluster still has to be applied, which clusters refuse a revision that failed there before,
-and what phase a cluster of a rolled-back wave ends in. Where a failed cluster goes back to is
-``syncer.rollout.rollback``: per cluster, never a vote of the fleet.
+Whether a cluster still has to be applied and what phase a cluster of a rolled-back wave ends in.
+Which clusters refuse a revision that failed there before is ``syncer.rollout.failures``. Where a
+failed cluster goes back to is ``syncer.rollout.rollback``: per cluster, never a vote of the fleet.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
-from syncer.domain.objects import DesiredFleet
 from syncer.domain.sync_state import ClusterSyncState, SyncPhase
 from syncer.rollout.gate import ClusterProgress, Decision, GateVerdict
 
@@ -17,16 +14,6 @@ from syncer.rollout.gate import ClusterProgress, Decision, GateVerdict
 def is_done(state: ClusterSyncState, revision: str) -> bool:
     """True when ``revision`` was applied to the cluster and finished there: it is not applied again."""
     return state.revision == revision and state.phase in {SyncPhase.APPLIED, SyncPhase.HEALTHY}
-
-
-def refusing(
-    clusters: Sequence[str], fleet: DesiredFleet, states: Mapping[str, ClusterSyncState]
-) -> tuple[str, ...]:
-    """The clusters of a wave where ``fleet``'s revision (or the same objects under another commit)
-    failed before: the wave does not try it again until they change."""
-    return tuple(
-        name for name in clusters if states[name].refuses(fleet.revision, fleet.clusters[name].content_hash)
-    )
 
 
 def failed_apply(state: ClusterSyncState, revision: str) -> ClusterProgress | None:

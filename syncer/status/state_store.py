@@ -3,6 +3,11 @@
 Reading never crashes on what it finds: a missing ConfigMap is a cluster never synced, and a corrupt
 one (bad JSON, wrong shape, unknown version) is reported and rebuilt from the objects that carry
 syncer's managed-by label, so an agent can always resume from the clusters alone.
+
+The revisions that failed on the cluster are kept under a key of their own (``FAILURES_KEY``), written
+with the state: a corrupt state is rebuilt without losing them. A person's ``syncer retry`` and
+window override are keys of their own too, under their own field managers, so the agent's state
+writes never drop them.
 """
 
 from __future__ import annotations
@@ -15,7 +20,14 @@ from typing import Any
 
 from syncer.config.settings import AGENT_NAMESPACE
 from syncer.domain.applied import MANAGED_BY_LABEL, MANAGED_BY_VALUE
-from syncer.domain.sync_state import ClusterSyncState, InventoryEntry, SyncPhase
+from syncer.domain.changeset import FailureCause
+from syncer.domain.sync_state import (
+    ClusterSyncState,
+    FailedRevision,
+    InventoryEntry,
+    RetryRequest,
+    SyncPhase,
+)
 from syncer.errors import Conflict, FencedOut, NotFound
 from syncer.kube import ApplyOptions, KubeApi
 from syncer.leader.fence import UNFENCED, Fence
@@ -24,6 +36,10 @@ STATE_CONFIGMAP = "syncer-sync-state"
 STATE_KEY = "state.json"
 OVERRIDE_KEY = "window-override.json"
 OVERRIDE_FIELD_MANAGER = "syncer-window-override"
+FAILURES_KEY = "failed-revisions.json"
+RETRY_KEY = "retry.json"
+RETRY_FIELD_MANAGER = "syncer-retry"
+LEGACY_REASON = "recorded before failures kept their cause"
 FORMAT_VERSION = 1
 STATE_FIELD_MANAGER = "syncer-state"
 FENCING_TOKEN = "syncer.dev/fencing-token"
@@ -36,10 +52,74 @@ class StateFormatError(ValueError):
 
 def encode(state: ClusterSyncState) -> str:
     data = asdict(state)
-    for kept_apart in ("rebuilt", "stored", "window_override", "window_override_until"):
+    for kept_apart in ("rebuilt", "stored", "window_override", "window_override_until", "failures", "retry"):
         data.pop(kept_apart)
     data["phase"] = str(state.phase)
     return json.dumps({"version": FORMAT_VERSION, "state": data}, sort_keys=True, separators=(",", ":"))
+
+
+def encode_failures(failures: Iterable[FailedRevision]) -> str:
+    """The failed revisions as kept under ``FAILURES_KEY``."""
+    document = {"version": FORMAT_VERSION, "failures": [asdict(f) for f in failures]}
+    return json.dumps(document, sort_keys=True, separators=(",", ":"))
+
+
+def _entries(raw: Any) -> tuple[InventoryEntry, ...]:
+    try:
+        return tuple(
+            InventoryEntry(
+                str(e["api_version"]), str(e["kind"]), str(e["namespace"]), str(e["name"]), str(e["uid"])
+            )
+            for e in raw
+        )
+    except (KeyError, TypeError) as err:
+        raise StateFormatError(f"bad object entry: {err}") from err
+
+
+def _failure(raw: Any) -> FailedRevision:
+    if not isinstance(raw, dict):
+        raise StateFormatError("a failed revision must be an object")
+    try:
+        cause = FailureCause(raw.get("cause", FailureCause.CONTENT))
+    except ValueError as err:
+        raise StateFormatError(f"bad failure cause: {err}") from err
+    return FailedRevision(
+        revision=_text(raw, "revision"),
+        content=_text(raw, "content"),
+        cause=cause,
+        reason=_text(raw, "reason"),
+        objects=_entries(raw.get("objects", [])),
+        fingerprint=_text(raw, "fingerprint"),
+        at=_number(raw, "at"),
+    )
+
+
+def decode_failures(text: str) -> tuple[FailedRevision, ...]:
+    """The failed revisions kept under ``FAILURES_KEY``; StateFormatError says what is wrong."""
+    try:
+        document = json.loads(text)
+    except ValueError as err:
+        raise StateFormatError(f"not JSON: {err}") from err
+    if not isinstance(document, dict) or document.get("version") != FORMAT_VERSION:
+        raise StateFormatError(f"unknown format (expected version {FORMAT_VERSION})")
+    found = document.get("failures")
+    if not isinstance(found, list):
+        raise StateFormatError("failures must be a list")
+    return tuple(_failure(f) for f in found)
+
+
+def _legacy_failures(raw: Mapping[str, Any]) -> tuple[FailedRevision, ...]:
+    """``bad_revisions`` and ``bad_contents`` of a state written before failures kept their cause:
+    each a content failure, as they were judged then."""
+    listed = {}
+    for key in ("bad_revisions", "bad_contents"):
+        listed[key] = raw.get(key, [])
+        if not isinstance(listed[key], list) or not all(isinstance(r, str) for r in listed[key]):
+            raise StateFormatError(f"{key} must be a list of strings")
+    return (
+        *(FailedRevision(r, reason=LEGACY_REASON) for r in listed["bad_revisions"]),
+        *(FailedRevision("", c, reason=LEGACY_REASON) for c in listed["bad_contents"]),
+    )
 
 
 def _text(raw: Mapping[str, Any], key: str) -> str:
@@ -68,21 +148,11 @@ def decode(cluster: str, text: str) -> ClusterSyncState:
     if not isinstance(raw, dict):
         raise StateFormatError("no state object")
     try:
-        inventory = tuple(
-            InventoryEntry(
-                str(e["api_version"]), str(e["kind"]), str(e["namespace"]), str(e["name"]), str(e["uid"])
-            )
-            for e in raw.get("inventory", [])
-        )
+        inventory = _entries(raw.get("inventory", []))
         phase = SyncPhase(raw.get("phase", SyncPhase.NEVER))
-    except (KeyError, TypeError, ValueError) as err:
+    except (StateFormatError, ValueError) as err:
         raise StateFormatError(f"bad inventory or phase: {err}") from err
-    bad = raw.get("bad_revisions", [])
-    if not isinstance(bad, list) or not all(isinstance(r, str) for r in bad):
-        raise StateFormatError("bad_revisions must be a list of strings")
-    bad_contents = raw.get("bad_contents", [])
-    if not isinstance(bad_contents, list) or not all(isinstance(r, str) for r in bad_contents):
-        raise StateFormatError("bad_contents must be a list of strings")
+    failed = raw.get("apply_failure")
     return ClusterSyncState(
         cluster=cluster,
         revision=_text(raw, "revision"),
@@ -92,8 +162,9 @@ def decode(cluster: str, text: str) -> ClusterSyncState:
         health=_text(raw, "health"),
         health_detail=_text(raw, "health_detail"),
         last_good=_text(raw, "last_good"),
-        bad_revisions=tuple(bad),
-        bad_contents=tuple(bad_contents),
+        failures=_legacy_failures(raw),
+        apply_failure=None if failed is None else _failure(failed),
+        degraded_before=_text(raw, "degraded_before"),
         last_error=_text(raw, "last_error"),
         applied_at=_number(raw, "applied_at"),
         healthy_since=_number(raw, "healthy_since"),
@@ -114,6 +185,19 @@ def _override(configmap: Mapping[str, Any]) -> tuple[str, float]:
     if not isinstance(reason, str) or isinstance(until, bool) or not isinstance(until, int | float):
         return "", 0.0
     return reason, float(until)
+
+
+def _retry(configmap: Mapping[str, Any]) -> RetryRequest:
+    """The person's retry recorded beside the state (its own key and field manager); none when
+    absent or unreadable."""
+    text = (configmap.get("data") or {}).get(RETRY_KEY, "")
+    try:
+        raw = json.loads(text) if text else {}
+        return RetryRequest(
+            _text(raw, "revision"), _text(raw, "by"), _text(raw, "reason"), _number(raw, "at")
+        )
+    except (ValueError, AttributeError):
+        return RetryRequest()
 
 
 def inventory_of(objects: Iterable[Mapping[str, Any]]) -> tuple[InventoryEntry, ...]:
@@ -195,17 +279,31 @@ class StateStore:
 
     def _decoded(self, configmap: Mapping[str, Any], managed_kinds: Iterable[tuple[str, str]]) -> LoadedState:
         cluster = self.kube.cluster
-        text = (configmap.get("data") or {}).get(STATE_KEY, "")
+        data = configmap.get("data") or {}
+        text = data.get(STATE_KEY, "")
         reason, until = _override(configmap)
+        where = f"sync state ConfigMap {self.namespace}/{STATE_CONFIGMAP}"
+        problems = []
         try:
-            state = decode(cluster, text) if text or not reason else ClusterSyncState(cluster, stored=False)
+            person_only = not text and (reason or RETRY_KEY in data)  # a person's record, no sync yet
+            state = ClusterSyncState(cluster, stored=False) if person_only else decode(cluster, text)
         except StateFormatError as err:
-            problem = (
-                f"sync state ConfigMap {self.namespace}/{STATE_CONFIGMAP} is unreadable ({err}); rebuilt"
-            )
-            rebuilt = self.rebuild(managed_kinds)
-            return LoadedState(replace(rebuilt, window_override=reason, window_override_until=until), problem)
-        return LoadedState(replace(state, window_override=reason, window_override_until=until))
+            problems.append(f"{where} is unreadable ({err}); rebuilt")
+            state = self.rebuild(managed_kinds)
+        failures = state.failures
+        if FAILURES_KEY in data:
+            try:
+                failures = decode_failures(data[FAILURES_KEY])
+            except StateFormatError as err:
+                problems.append(f"{where}: {FAILURES_KEY} is unreadable ({err}); failed revisions forgotten")
+        kept = replace(
+            state,
+            failures=failures,
+            retry=_retry(configmap),
+            window_override=reason,
+            window_override_until=until,
+        )
+        return LoadedState(kept, "; ".join(problems))
 
     def rebuild(self, managed_kinds: Iterable[tuple[str, str]]) -> ClusterSyncState:
         """A state whose inventory is every labelled object of ``managed_kinds``; the revision is unknown."""
@@ -234,7 +332,7 @@ class StateStore:
                 "namespace": self.namespace,
                 "labels": {"app.kubernetes.io/part-of": "syncer", "syncer.dev/role": "sync-state"},
             },
-            "data": {STATE_KEY: encode(stamped)},
+            "data": {STATE_KEY: encode(stamped), FAILURES_KEY: encode_failures(stamped.failures)},
         }
         token, lease = self.fence.token, self.fence.lease
         if token:
@@ -295,6 +393,19 @@ class StateStore:
             "data": {OVERRIDE_KEY: value},
         }
         self.kube.apply(body, ApplyOptions(field_manager=OVERRIDE_FIELD_MANAGER, force=True))
+
+    def record_retry(self, request: RetryRequest) -> None:
+        """Let the failures recorded before ``request.at`` (of ``request.revision``, or of any revision)
+        be tried again; written beside the state under its own field manager, seen at the next pass."""
+        self._ensure_namespace()
+        value = json.dumps(asdict(request), sort_keys=True)
+        body: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": STATE_CONFIGMAP, "namespace": self.namespace},
+            "data": {RETRY_KEY: value},
+        }
+        self.kube.apply(body, ApplyOptions(field_manager=RETRY_FIELD_MANAGER, force=True))
 
     def _ensure_namespace(self) -> None:
         if self._namespace_ready:

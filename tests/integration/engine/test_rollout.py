@@ -135,12 +135,12 @@ def test_a_canary_that_never_becomes_ready_halts_and_rolls_back(
 
     retry = rollout(clients, prefix, policy(bake=0, timeout=3), []).sync(bad, last_good=good)
     assert retry.outcome is RolloutOutcome.HALTED
-    assert "failed before on canary; not retried until they change" in retry.message
+    assert retry.message.startswith("canary: refused: failed before (content): not healthy 3s after apply")
     # The same objects under another commit id (a re-signed or re-wrapped commit) are refused too.
     rewrapped = replace(bad, revision="rev-bad-rewrapped")
     again = rollout(clients, prefix, policy(bake=0, timeout=3), []).sync(rewrapped, last_good=good)
     assert again.outcome is RolloutOutcome.HALTED
-    assert "failed before on canary; not retried until they change" in again.message
+    assert again.message.startswith("canary: refused: failed before (content): not healthy 3s after apply")
     assert StateStore(clients["canary"], f"{prefix}-state").load().state.revision == "rev-good"
 
 

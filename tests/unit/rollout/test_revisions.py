@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from syncer.domain.objects import ClusterManifests, DesiredFleet
 from syncer.domain.sync_state import ClusterSyncState, SyncPhase
 from syncer.rollout import (
     Decision,
@@ -12,7 +11,6 @@ from syncer.rollout import (
     failed_apply,
     is_done,
     phase_after_rollback,
-    refusing,
 )
 
 
@@ -35,17 +33,6 @@ def test_only_a_finished_apply_of_the_same_revision_is_done(
     revision: str, phase: SyncPhase, done: bool
 ) -> None:
     assert is_done(state("a", revision=revision, phase=phase), "r1") is done
-
-
-def test_clusters_where_the_revision_failed_before_refuse_it() -> None:
-    states = {
-        "a": state("a", bad_revisions=("r1", "r2")),
-        "b": state("b"),
-        "c": state("c", bad_revisions=("r2",)),
-    }
-    fleet = {n: ClusterManifests(n, ()) for n in ("a", "b", "c")}
-    assert refusing(("a", "b", "c"), DesiredFleet("r2", fleet), states) == ("a", "c")
-    assert refusing(("a", "b", "c"), DesiredFleet("r3", fleet), states) == ()
 
 
 def test_a_failed_apply_counts_only_for_the_revision_being_judged() -> None:

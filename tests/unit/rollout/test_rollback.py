@@ -8,7 +8,7 @@ import itertools
 
 import pytest
 
-from syncer.domain.sync_state import ClusterSyncState, SyncPhase
+from syncer.domain.sync_state import ClusterSyncState, FailedRevision, SyncPhase
 from syncer.rollout.rollback import rollback_target, rollback_targets, wave_passed
 
 REVISIONS = ("", "a" * 40, "b" * 40, "c" * 40)
@@ -19,7 +19,13 @@ def all_states(cluster: str = "eu-1") -> list[ClusterSyncState]:
     """Every combination of applied revision, phase, last good revision and set of bad revisions."""
     bad_sets = [c for n in range(len(REAL) + 1) for c in itertools.combinations(REAL, n)]
     return [
-        ClusterSyncState(cluster, revision=rev, phase=phase, last_good=good, bad_revisions=bad)
+        ClusterSyncState(
+            cluster,
+            revision=rev,
+            phase=phase,
+            last_good=good,
+            failures=tuple(FailedRevision(r) for r in bad),
+        )
         for rev, phase, good, bad in itertools.product(REVISIONS, SyncPhase, REVISIONS, bad_sets)
     ]
 
