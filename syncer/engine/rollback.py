@@ -15,7 +15,7 @@ from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import PassEvent, Step
 from syncer.domain.sync_state import FailedRevision, SyncPhase
 from syncer.engine.failures import live_fingerprint
-from syncer.engine.rollout_gate import WaveGate
+from syncer.engine.rollout_gate import RolloutGate
 from syncer.engine.rollout_model import RolloutOutcome, RolloutReport, WaveReport
 from syncer.rollout import Decision, Wave, phase_after_rollback
 from syncer.rollout.failures import blame, not_blamed
@@ -26,7 +26,7 @@ FleetsOf = Callable[[str], DesiredFleet | None]
 
 
 def roll_back_wave(
-    rollout: WaveGate,
+    rollout: RolloutGate,
     wave: Wave,
     fleet: DesiredFleet,
     fleets: FleetsOf,
@@ -74,7 +74,7 @@ def roll_back_wave(
 
 
 def _record_failures(
-    rollout: WaveGate, wave: Wave, fleet: DesiredFleet, report: WaveReport
+    rollout: RolloutGate, wave: Wave, fleet: DesiredFleet, report: WaveReport
 ) -> dict[str, str]:
     """Record the failure of ``wave`` on the clusters this replica owns: those where the revision
     itself failed remember it with its cause (a live one with the live state of the objects in the
@@ -95,7 +95,7 @@ def _record_failures(
     return spared
 
 
-def _watching(rollout: WaveGate, cluster: str, failure: FailedRevision) -> FailedRevision:
+def _watching(rollout: RolloutGate, cluster: str, failure: FailedRevision) -> FailedRevision:
     """``failure`` with the live state of the objects in its way, when it has a live cause."""
     if failure.cause is not FailureCause.LIVE or not failure.objects:
         return failure

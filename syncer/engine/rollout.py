@@ -23,7 +23,7 @@ from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import PassEvent, Step, Waiting
 from syncer.engine.failures import refusals
 from syncer.engine.rollback import FleetsOf, roll_back_wave
-from syncer.engine.rollout_gate import Superseded, WaveGate
+from syncer.engine.rollout_gate import RolloutGate, Superseded
 from syncer.engine.rollout_model import RolloutOutcome, RolloutReport, WaveReport
 from syncer.rollout import Decision, Wave, is_done, plan_waves
 from syncer.rollout.rollback import wave_passed
@@ -31,7 +31,7 @@ from syncer.rollout.rollback import wave_passed
 __all__ = ["FleetRollout"]
 
 
-class FleetRollout(WaveGate):
+class FleetRollout(RolloutGate):
     """Rolls revisions out to the clusters it has clients for, and repairs their drift."""
 
     # -- the rollout ------------------------------------------------------------------------------

@@ -142,11 +142,19 @@ class WaveApply(RolloutStates):
     # -- whether a cluster may be changed now --------------------------------------------------------
 
     def closed_windows(
-        self, clusters: tuple[str, ...], fleet: DesiredFleet, wave: str = "", *, pending_only: bool = True
+        self,
+        clusters: tuple[str, ...],
+        fleet: DesiredFleet,
+        wave: str = "",
+        *,
+        pending_only: bool = True,
+        changes_only: bool = False,
     ) -> list[str]:
         """The clusters of ``clusters`` that are outside their maintenance window now (with why and
         when they open), of those still to get ``fleet`` (all with ``pending_only=False``, for drift
-        repair); each judgement is told to the listener.
+        repair); each judgement is told to the listener (with ``changes_only``, only one that changes
+        what the cluster records: the watch over a passed wave keeps the record current without
+        telling the same judgement every poll).
         Every replica judges every cluster the same way, from its labels, the clock and the override
         recorded in its state, so a wave waits as a whole whichever replica applies it."""
         windows = self.options.rollout.windows
@@ -163,11 +171,14 @@ class WaveApply(RolloutStates):
             step = Step.WINDOW_OPEN if verdict.open else Step.WINDOW_CLOSED
             step = Step.WINDOW_OVERRIDDEN if verdict.overridden else step
             waiting = None if verdict.open else Waiting.WINDOW
-            self.listener(PassEvent(step, wave, name, fleet.revision, reason=verdict.reason, waiting=waiting))
+            recorded = "" if verdict.open else verdict.reason
+            if not changes_only or state.window != recorded:
+                event = PassEvent(step, wave, name, fleet.revision, reason=verdict.reason, waiting=waiting)
+                self.listener(event)
             if not verdict.open:
                 closed.append(f"{name}: {verdict.reason}")
-            if self.owns(name) and state.window != ("" if verdict.open else verdict.reason):
-                self._save(name, replace(state, window="" if verdict.open else verdict.reason))
+            if self.owns(name) and state.window != recorded:
+                self._save(name, replace(state, window=recorded))
         return closed
 
     # -- drift repair -----------------------------------------------------------------------------

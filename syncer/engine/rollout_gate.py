@@ -37,7 +37,7 @@ _GATE_STEPS = {
 }
 
 
-class WaveGate(WaveApply):
+class RolloutGate(WaveApply):
     """Judges and watches the health of waves (see the module docstring)."""
 
     def _health(self, name: str, fleet: DesiredFleet) -> tuple[Health, str]:
@@ -58,6 +58,9 @@ class WaveGate(WaveApply):
         for name in wave.clusters:
             if name in self.unreachable or not self.owns(name):
                 continue
+            # What the cluster records of its window stays current, so that status never shows a
+            # window that has since opened or closed.
+            self.closed_windows((name,), fleet, pending_only=False, changes_only=True)
             repaired = self.repair_drift(fleet, name, wave.name)
             repairs.extend([repaired] if repaired is not None else [])
             state = self.states[name]

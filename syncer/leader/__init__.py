@@ -7,6 +7,6 @@ fleet's clusters among replicas (``assignment``: pure rendezvous hashing with bo
 leader or a replica does with what it holds; the controller and the agent both use it.
 """
 
-from syncer.leader.election import LeaderElector, LeaseRecord, Verdict, judge
+from syncer.leader.election import LeaderElector, LeaseRecord, LeaseVerdict, judge
 
-__all__ = ["LeaderElector", "LeaseRecord", "Verdict", "judge"]
+__all__ = ["LeaderElector", "LeaseRecord", "LeaseVerdict", "judge"]

@@ -47,22 +47,22 @@ class LeaseRecord:
         )
 
 
-class Verdict(StrEnum):
+class LeaseVerdict(StrEnum):
     CREATE = "create"  # no Lease yet
     ACQUIRE = "acquire"  # released or expired: take it over
     RENEW = "renew"  # ours: renew it
     WAIT = "wait"  # someone else holds it
 
 
-def judge(record: LeaseRecord | None, identity: str, observed_at: float, now: float) -> Verdict:
+def judge(record: LeaseRecord | None, identity: str, observed_at: float, now: float) -> LeaseVerdict:
     """What a candidate may do with the Lease it just read; ``observed_at`` is when it last changed."""
     if record is None:
-        return Verdict.CREATE
+        return LeaseVerdict.CREATE
     if record.holder == identity:
-        return Verdict.RENEW
+        return LeaseVerdict.RENEW
     if not record.holder or now >= observed_at + record.duration:
-        return Verdict.ACQUIRE
-    return Verdict.WAIT
+        return LeaseVerdict.ACQUIRE
+    return LeaseVerdict.WAIT
 
 
 def _micro_time(seconds: float) -> str:
@@ -149,12 +149,12 @@ class LeaderElector:
         record = self._read()
         started = self._clock()
         verdict = judge(record, self.identity, self._seen_at, started)
-        if verdict == Verdict.WAIT:
+        if verdict == LeaseVerdict.WAIT:
             self._holding = False
             return False
         body = self._body(record, self.identity, max(int(self.lease.duration), 1))
         try:
-            if verdict == Verdict.CREATE:
+            if verdict == LeaseVerdict.CREATE:
                 self._kube.create(body)
             else:
                 self._kube.replace(body)

@@ -37,7 +37,7 @@ from typing import Any
 from syncer.errors import Conflict, FencedOut, KubeError, NotFound
 from syncer.kube import KubeApi
 from syncer.leader.assignment import DEFAULT_SLACK, assign
-from syncer.leader.election import LEASE_API, LeaseRecord, Verdict, _micro_time, judge
+from syncer.leader.election import LEASE_API, LeaseRecord, LeaseVerdict, _micro_time, judge
 
 log = logging.getLogger(__name__)
 
@@ -124,9 +124,9 @@ class _Holder:
         if self.record is None or self.record.holder != identity or self.renewed_at is None:
             record = self.read()
             verdict = judge(record, identity, self._seen_at, self.clock())
-            if verdict is Verdict.WAIT and live is not None and record is not None:
-                verdict = Verdict.WAIT if record.holder in live else Verdict.ACQUIRE
-            if verdict is Verdict.WAIT:
+            if verdict is LeaseVerdict.WAIT and live is not None and record is not None:
+                verdict = LeaseVerdict.WAIT if record.holder in live else LeaseVerdict.ACQUIRE
+            if verdict is LeaseVerdict.WAIT:
                 self.renewed_at = None
                 return False
         started = self.clock()

@@ -135,3 +135,24 @@ def test_every_drift_repair_path_of_a_pass_waits_for_the_window() -> None:
     assert waiting == ["eu-1", "us-1"]
     assert all(e.waiting is Waiting.WINDOW for e in rig.events if e.step is Step.DRIFT_REPAIR_WAITING)
     assert rig.applies() == {"canary": 2, "eu-1": 1, "us-1": 1}, "eu-1 and us-1 were written in a window"
+
+
+def test_a_cluster_that_passed_records_its_window_as_it_opens_and_closes() -> None:
+    """What ``syncer status`` shows of a window is never stale: the watch over a passed wave keeps
+    each cluster's recorded window current, and tells only a change."""
+    rig = WindowRig(NEW_YEAR)
+    rig.revisions.push(fleet("rev-1"))
+    assert rig.run().synced
+    assert rig.state("eu-1").window == ""
+    rig.window = ALWAYS
+    rig.fleet_pass = rig.new_pass()
+    rig.run()
+    assert rig.state("eu-1").window.startswith("deny window freeze is active")
+    assert rig.state("canary").window == ""
+    rig.events.clear()
+    rig.run()
+    assert rig.steps(Step.WINDOW_CLOSED) == [], "an unchanged window is not told again"
+    rig.window = NEW_YEAR
+    rig.fleet_pass = rig.new_pass()
+    rig.run()
+    assert rig.state("eu-1").window == ""
