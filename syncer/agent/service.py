@@ -161,8 +161,10 @@ class Agent:
         for name, state in result.states.items():
             self.metrics.cluster_healthy.labels(cluster=name).set(1 if state.health == "healthy" else 0)
             self.metrics.cluster_reachable.labels(cluster=name).set(1)
+            self.metrics.cluster_suspended.labels(cluster=name).set(1 if state.suspension.active else 0)
         for name in result.unreachable:
-            self.metrics.cluster_reachable.labels(cluster=name).set(0)
+            suspended = name in result.states and result.states[name].suspension.active
+            self.metrics.cluster_reachable.labels(cluster=name).set(1 if suspended else 0)
         if result.synced:
             self.metrics.set_revision(report.revision)
         log.info("sync %s", counted, extra={"revision": report.revision, "detail": report.message})

@@ -54,6 +54,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "syncer.cli.retry:retry",
         "Try again on one cluster a revision that failed there before (the live state was fixed).",
     ),
+    "suspend": (
+        "syncer.cli.suspend:suspend",
+        "Stop every change syncer makes to clusters until `syncer resume` (an incident, a freeze).",
+    ),
+    "resume": (
+        "syncer.cli.suspend:resume",
+        "Let syncer change suspended clusters again: the next pass carries on where they were left.",
+    ),
 }
 """Each command: where it lives, and the one-line help ``syncer --help`` lists without importing it
 (a unit test checks it is the command's own)."""

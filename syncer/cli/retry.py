@@ -46,7 +46,7 @@ def retry(
     from syncer.domain.sync_state import RetryRequest
     from syncer.errors import SyncerError
     from syncer.kube import ClusterClient
-    from syncer.status.state_store import StateStore
+    from syncer.status.acts import PersonActs
 
     try:
         if not reason.strip():
@@ -56,7 +56,7 @@ def retry(
         client = ClusterClient.from_kubeconfig(str(access.kubeconfig or kubeconfig), access.context, cluster)
         request = RetryRequest(revision.strip(), by.strip() or getpass.getuser(), reason.strip(), time.time())
         try:
-            StateStore(client, state_namespace).record_retry(request)
+            PersonActs(client, state_namespace).record_retry(request)
         finally:
             client.close()
     except (SyncerError, ValueError, OSError) as err:

@@ -95,6 +95,11 @@ def status(config_path: Path, kubeconfig: str, state_namespace: str, output: str
                 updatedAt=state.updated_at,
                 window=state.window,
                 windowOverride=_override_text(state.window_override, state.window_override_until),
+                suspended=(
+                    {"reason": state.suspension.reason, "by": state.suspension.by, "at": state.suspension.at}
+                    if state.suspension.active
+                    else None
+                ),
             )
         except SyncerError as err:
             row.update(error=str(err))
@@ -116,10 +121,20 @@ def status(config_path: Path, kubeconfig: str, state_namespace: str, output: str
             row.get("phase", ""),
             row.get("health", ""),
             row.get("lastGood", "")[:12],
-            "; ".join(part for part in (row.get("window", ""), row.get("windowOverride", "")) if part),
+            "; ".join(
+                part
+                for part in (_suspended_text(row), row.get("window", ""), row.get("windowOverride", ""))
+                if part
+            ),
             row.get("lastError") or row.get("error", ""),
         )
     Console().print(table)
+
+
+def _suspended_text(row: dict[str, Any]) -> str:
+    """A suspension as the table shows it, in the window column (both say why it may not change)."""
+    suspended = row.get("suspended")
+    return f"SUSPENDED by {suspended['by']}: {suspended['reason']}" if suspended else ""
 
 
 def _override_text(reason: str, until: float) -> str:

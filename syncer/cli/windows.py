@@ -45,7 +45,7 @@ def override_window(
     from syncer.domain.durations import format_duration, parse_duration
     from syncer.errors import SyncerError
     from syncer.kube import ClusterClient
-    from syncer.status.state_store import StateStore
+    from syncer.status.acts import PersonActs
 
     try:
         if not clear and not reason.strip():
@@ -58,7 +58,7 @@ def override_window(
         client = ClusterClient.from_kubeconfig(str(access.kubeconfig or kubeconfig), access.context, cluster)
         try:
             until = time.time() + seconds
-            StateStore(client, state_namespace).record_window_override("" if clear else reason.strip(), until)
+            PersonActs(client, state_namespace).record_window_override("" if clear else reason.strip(), until)
         finally:
             client.close()
     except (SyncerError, ValueError) as err:

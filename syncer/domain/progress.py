@@ -41,6 +41,7 @@ class Step(StrEnum):
     DRIFT_REPAIRED = "drift-repaired"
     DRIFT_REPAIR_FAILED = "drift-repair-failed"
     DRIFT_REPAIR_WAITING = "drift-repair-waiting"  # drift found outside the cluster's window
+    CLUSTER_SUSPENDED = "cluster-suspended"  # a person's suspension holds a change back
     IN_FORCE_WAIT = "in-force-wait"  # sharded replicas do not agree yet on the revision in force
     HEALTH_CHECKED = "health-checked"
     CLUSTER_DEGRADED = "cluster-degraded"
@@ -62,6 +63,7 @@ class Waiting(StrEnum):
     HEALTH = "health"
     BAKE = "bake"
     WINDOW = "window"
+    SUSPENDED = "suspended"  # a person suspended a cluster of the wave (``syncer resume`` ends it)
 
 
 class WaveState(StrEnum):
@@ -154,6 +156,7 @@ TREATMENTS: Mapping[Step, Treatment] = MappingProxyType(
         Step.DRIFT_REPAIRED: Treatment("DriftRepaired", mark="✓"),
         Step.DRIFT_REPAIR_FAILED: Treatment(mark="✗"),
         Step.DRIFT_REPAIR_WAITING: Treatment("DriftRepairWaiting", mark="⏸"),
+        Step.CLUSTER_SUSPENDED: Treatment("ClusterSuspended", mark="⏸"),
         Step.IN_FORCE_WAIT: Treatment(warning=True, mark="⏸", names_revision=True),
         Step.HEALTH_CHECKED: Treatment(mark="", quiet=True),
         Step.CLUSTER_DEGRADED: Treatment("ClusterDegraded", warning=True, mark="!"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -80,6 +81,28 @@ class RetryRequest:
 
 
 @dataclass(frozen=True)
+class Suspension:
+    """A person's ``syncer suspend``: while ``reason`` is set, nothing syncer does changes the
+    cluster (no apply, prune, drift repair or rollback from any replica) until ``syncer resume``;
+    ``by`` and ``at`` say who and when."""
+
+    reason: str = ""
+    by: str = ""
+    at: float = 0.0
+
+    @property
+    def active(self) -> bool:
+        return bool(self.reason)
+
+    def describe(self) -> str:
+        """``suspended by ops at 2026-12-03 10:00 UTC: incident 42`` ("" when not suspended)."""
+        if not self.active:
+            return ""
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.at)) if self.at else "an unknown time"
+        return f"suspended by {self.by or 'someone'} at {when}: {self.reason}"
+
+
+@dataclass(frozen=True)
 class ClusterSyncState:
     """The sync state one cluster keeps (in a ConfigMap in the agent's namespace).
 
@@ -94,7 +117,8 @@ class ClusterSyncState:
     not stored at all (``stored=False``: the cluster has no sync state). ``window_override`` is an
     operator's reason to change the cluster outside its maintenance windows until
     ``window_override_until`` (``syncer override-window``); ``window`` says why a change to it waits
-    for its maintenance window (empty when none waits).
+    for its maintenance window (empty when none waits); ``suspension`` is a person's ``syncer
+    suspend`` (kept beside the state like the override).
     """
 
     cluster: str
@@ -116,6 +140,7 @@ class ClusterSyncState:
     window: str = ""
     window_override: str = ""
     window_override_until: float = 0.0
+    suspension: Suspension = Suspension()
     rebuilt: bool = field(default=False, compare=False)
     stored: bool = field(default=True, compare=False)
 

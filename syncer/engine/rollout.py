@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from syncer.domain.changeset import ChangeSet
 from syncer.domain.objects import DesiredFleet
-from syncer.domain.progress import PassEvent, Step, Waiting
+from syncer.domain.progress import PassEvent, Step
 from syncer.engine.failures import refusals
 from syncer.engine.rollback import FleetsOf, roll_back_wave
 from syncer.engine.rollout_gate import RolloutGate, Superseded
@@ -85,16 +85,16 @@ class FleetRollout(RolloutGate):
                 reason = "; ".join(r.reason for r in refused)
                 reports.append(WaveReport(wave.name, wave.clusters, Decision.HALT, reason))
                 return RolloutReport(fleet.revision, RolloutOutcome.HALTED, tuple(reports), reason)
-            closed = self.closed_windows(wave.clusters, fleet, wave.name)
-            if closed:
-                reason = "outside maintenance window: " + "; ".join(closed)
+            held = self.held_now(wave.clusters, fleet, wave.name)
+            if held:
+                reason = held.reason
                 self.listener(
                     PassEvent(
                         Step.GATE_WAIT,
                         wave.name,
                         revision=fleet.revision,
                         reason=reason,
-                        waiting=Waiting.WINDOW,
+                        waiting=held.waiting,
                     )
                 )
                 reports.append(WaveReport(wave.name, wave.clusters, Decision.WAIT, reason))
@@ -105,7 +105,7 @@ class FleetRollout(RolloutGate):
                 return self._wait_for(wave, fleet, fleets, (tuple(reports), observed.change_sets))
             change_sets = self._apply_wave(wave, fleet)
             touched = touched or any(cs.writes for cs in change_sets)
-            if len(reachable) < len(wave.clusters):
+            if any(c in self.unreachable for c in wave.clusters):  # also: suspended while applying
                 return self._wait_for(wave, fleet, fleets, (tuple(reports), change_sets))
             try:
                 verdict = self._gate(wave, fleet, rolling_out=True)

@@ -18,7 +18,7 @@ from syncer.engine.diff import plan_live_cluster
 from syncer.engine.failures import health_before
 from syncer.engine.rollout_state import RolloutStates
 from syncer.errors import FencedOut, KubeError
-from syncer.rollout import Wave, is_done
+from syncer.rollout import Held, Wave, is_done
 from syncer.rollout.failures import apply_failure
 from syncer.rollout.windows import WindowOverride, judge_cluster
 
@@ -141,6 +141,27 @@ class WaveApply(RolloutStates):
 
     # -- whether a cluster may be changed now --------------------------------------------------------
 
+    def held_now(
+        self, clusters: tuple[str, ...], fleet: DesiredFleet, wave: str = "", *, pending_only: bool = True
+    ) -> Held:
+        """The one decision whether clusters may be changed now, asked by every writer: a wave before
+        it applies, each cluster's apply, drift repair and a rollback. A cluster a person suspended
+        may not (whatever its window), then one outside its maintenance window may not
+        (``closed_windows``). ``pending_only``: only the clusters still to get ``fleet``."""
+        suspended = []
+        for name in sorted(clusters):
+            state = self.states.get(name)
+            if state is None or not state.suspension.active:
+                continue
+            if pending_only and is_done(state, fleet.revision):
+                continue
+            why = state.suspension.describe()
+            self.listener(PassEvent(Step.CLUSTER_SUSPENDED, wave, name, fleet.revision, reason=why))
+            suspended.append(f"{name}: {why}")
+        open_ones = tuple(c for c in clusters if not any(s.startswith(f"{c}: ") for s in suspended))
+        closed = self.closed_windows(open_ones, fleet, wave, pending_only=pending_only)
+        return Held(tuple(suspended), tuple(closed))
+
     def closed_windows(
         self,
         clusters: tuple[str, ...],
@@ -181,6 +202,13 @@ class WaveApply(RolloutStates):
                 self._save(name, replace(state, window=recorded))
         return closed
 
+    def _not_applied(self, wave: Wave, name: str, revision: str) -> ChangeSet:
+        """A cluster a person suspended: nothing is written to it, and the wave waits for it."""
+        why = self.states[name].suspension.describe()
+        self.listener(PassEvent(Step.CLUSTER_SUSPENDED, wave.name, name, revision, reason=why))
+        self.unreachable[name] = why
+        return ChangeSet(name, revision, error=why)
+
     # -- drift repair -----------------------------------------------------------------------------
 
     def repair_drift(self, fleet: DesiredFleet, name: str, wave: str = "") -> ChangeSet | None:
@@ -206,17 +234,16 @@ class WaveApply(RolloutStates):
         else:
             if not plan.error and not plan.has_changes:
                 return None
-            closed = self.closed_windows((name,), fleet, wave, pending_only=False)
-            if closed:
+            held = self.held_now((name,), fleet, wave, pending_only=False)
+            if held:
                 self.listener(
                     PassEvent(
                         Step.DRIFT_REPAIR_WAITING,
                         wave,
                         name,
                         state.revision,
-                        reason="drift found; repaired once the cluster is inside its maintenance window: "
-                        + "; ".join(closed),
-                        waiting=Waiting.WINDOW,
+                        reason=f"drift found; repaired once it may be changed: {held.reason}",
+                        waiting=held.waiting,
                     )
                 )
                 return None

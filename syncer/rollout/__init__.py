@@ -2,7 +2,8 @@
 
 Owns: stable wave assignment by percentage and label (``plan_waves``), the proceed / wait / halt /
 rollback decision for a wave from its clusters' progress and the time (``judge_wave``), whether a
-cluster is inside its maintenance windows at a time, and when that changes (``judge_cluster``), and
+cluster is inside its maintenance windows at a time, and when that changes (``judge_cluster``), why
+clusters may not be changed now (``Held``: a suspension, a window), and
 what the clusters' recorded states say about revisions (``revisions``: what is done, how a
 rollback ends; ``failures``: where a revision failed, for which cause, and what refuses it;
 ``rollback``: each cluster's own rollback target). Must not do I/O
@@ -22,6 +23,7 @@ from syncer.lazy import lazy_getattr
 if TYPE_CHECKING:
     from syncer.rollout.failures import Refusal, refusing
     from syncer.rollout.gate import ClusterProgress, Decision, GateVerdict, judge_wave
+    from syncer.rollout.held import Held
     from syncer.rollout.revisions import failed_apply, is_done, phase_after_rollback
     from syncer.rollout.waves import Wave, plan_waves, stable_rank
     from syncer.rollout.windows import WindowOverride, WindowVerdict, judge_cluster, judge_clusters
@@ -31,6 +33,7 @@ __getattr__ = lazy_getattr(
     {
         "failures": ("Refusal", "refusing"),
         "gate": ("ClusterProgress", "Decision", "GateVerdict", "judge_wave"),
+        "held": ("Held",),
         "revisions": ("failed_apply", "is_done", "phase_after_rollback"),
         "waves": ("Wave", "plan_waves", "stable_rank"),
         "windows": ("WindowOverride", "WindowVerdict", "judge_cluster", "judge_clusters"),
@@ -41,6 +44,7 @@ __all__ = [
     "ClusterProgress",
     "Decision",
     "GateVerdict",
+    "Held",
     "Refusal",
     "Wave",
     "WindowOverride",

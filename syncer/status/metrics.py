@@ -51,6 +51,13 @@ class SyncerMetrics:
             ["cluster"],
             registry=r,
         )
+        self.cluster_suspended = Gauge(
+            "syncer_cluster_suspended",
+            "1 while a person's suspension (syncer suspend) holds every change to the cluster back, "
+            "0 otherwise; set at the end of each pass from what the cluster records.",
+            ["cluster"],
+            registry=r,
+        )
         self.cluster_reachable = Gauge(
             "syncer_cluster_reachable",
             "1 when the cluster's sync state could be read at the last pass, 0 when it could not.",

@@ -25,20 +25,17 @@ from syncer.domain.sync_state import (
     ClusterSyncState,
     FailedRevision,
     InventoryEntry,
-    RetryRequest,
     SyncPhase,
 )
 from syncer.errors import Conflict, FencedOut, NotFound
 from syncer.kube import ApplyOptions, KubeApi
 from syncer.leader.fence import UNFENCED, Fence
+from syncer.status import acts
+from syncer.status.acts import ACT_KEYS, with_acts
 
-STATE_CONFIGMAP = "syncer-sync-state"
+STATE_CONFIGMAP = acts.STATE_CONFIGMAP  # the ConfigMap a cluster keeps its state and the acts in
 STATE_KEY = "state.json"
-OVERRIDE_KEY = "window-override.json"
-OVERRIDE_FIELD_MANAGER = "syncer-window-override"
 FAILURES_KEY = "failed-revisions.json"
-RETRY_KEY = "retry.json"
-RETRY_FIELD_MANAGER = "syncer-retry"
 LEGACY_REASON = "recorded before failures kept their cause"
 FORMAT_VERSION = 1
 STATE_FIELD_MANAGER = "syncer-state"
@@ -52,7 +49,7 @@ class StateFormatError(ValueError):
 
 def encode(state: ClusterSyncState) -> str:
     data = asdict(state)
-    for kept_apart in ("rebuilt", "stored", "window_override", "window_override_until", "failures", "retry"):
+    for kept_apart in ("rebuilt", "stored", "failures", *acts.ACT_FIELDS):
         data.pop(kept_apart)
     data["phase"] = str(state.phase)
     return json.dumps({"version": FORMAT_VERSION, "state": data}, sort_keys=True, separators=(",", ":"))
@@ -173,33 +170,6 @@ def decode(cluster: str, text: str) -> ClusterSyncState:
     )
 
 
-def _override(configmap: Mapping[str, Any]) -> tuple[str, float]:
-    """The window override recorded beside the state (its own key and field manager, so that the
-    agent's writes of the state never drop it); ("", 0) when none or unreadable."""
-    text = (configmap.get("data") or {}).get(OVERRIDE_KEY, "")
-    try:
-        raw = json.loads(text) if text else {}
-        reason, until = raw.get("reason", ""), raw.get("until", 0)
-    except (ValueError, AttributeError):
-        return "", 0.0
-    if not isinstance(reason, str) or isinstance(until, bool) or not isinstance(until, int | float):
-        return "", 0.0
-    return reason, float(until)
-
-
-def _retry(configmap: Mapping[str, Any]) -> RetryRequest:
-    """The person's retry recorded beside the state (its own key and field manager); none when
-    absent or unreadable."""
-    text = (configmap.get("data") or {}).get(RETRY_KEY, "")
-    try:
-        raw = json.loads(text) if text else {}
-        return RetryRequest(
-            _text(raw, "revision"), _text(raw, "by"), _text(raw, "reason"), _number(raw, "at")
-        )
-    except (ValueError, AttributeError):
-        return RetryRequest()
-
-
 def inventory_of(objects: Iterable[Mapping[str, Any]]) -> tuple[InventoryEntry, ...]:
     """Inventory entries of live objects that carry syncer's managed-by label."""
     entries = []
@@ -281,11 +251,10 @@ class StateStore:
         cluster = self.kube.cluster
         data = configmap.get("data") or {}
         text = data.get(STATE_KEY, "")
-        reason, until = _override(configmap)
         where = f"sync state ConfigMap {self.namespace}/{STATE_CONFIGMAP}"
         problems = []
         try:
-            person_only = not text and (reason or RETRY_KEY in data)  # a person's record, no sync yet
+            person_only = not text and any(k in data for k in ACT_KEYS)  # a person's act, no sync yet
             state = ClusterSyncState(cluster, stored=False) if person_only else decode(cluster, text)
         except StateFormatError as err:
             problems.append(f"{where} is unreadable ({err}); rebuilt")
@@ -296,13 +265,7 @@ class StateStore:
                 failures = decode_failures(data[FAILURES_KEY])
             except StateFormatError as err:
                 problems.append(f"{where}: {FAILURES_KEY} is unreadable ({err}); failed revisions forgotten")
-        kept = replace(
-            state,
-            failures=failures,
-            retry=_retry(configmap),
-            window_override=reason,
-            window_override_until=until,
-        )
+        kept = with_acts(replace(state, failures=failures), configmap)
         return LoadedState(kept, "; ".join(problems))
 
     def rebuild(self, managed_kinds: Iterable[tuple[str, str]]) -> ClusterSyncState:
@@ -347,7 +310,9 @@ class StateStore:
             try:
                 options = ApplyOptions(field_manager=STATE_FIELD_MANAGER, force=True)
                 self._seen = self.kube.apply(body, options)
-                return stamped
+                # A person's act written since the state was read (a suspension, an override) is
+                # learnt here, before the caller acts on the state it saved.
+                return with_acts(stamped, self._seen)
             except Conflict:
                 if attempt:
                     raise
@@ -379,33 +344,6 @@ class StateStore:
                 f"not writing the sync state of {cluster}: a newer holder of the Lease "
                 f"{lease} wrote it (fencing token {recorded} > ours, {token})"
             )
-
-    def record_window_override(self, reason: str, until: float) -> None:
-        """Let the cluster change outside its maintenance windows until ``until`` (epoch seconds),
-        for ``reason``; an empty reason clears it. Written beside the state under its own field
-        manager: the agent's state writes keep it, and a running rollout sees it at its next pass."""
-        self._ensure_namespace()
-        value = json.dumps({"reason": reason, "until": until if reason else 0}, sort_keys=True)
-        body: dict[str, Any] = {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": STATE_CONFIGMAP, "namespace": self.namespace},
-            "data": {OVERRIDE_KEY: value},
-        }
-        self.kube.apply(body, ApplyOptions(field_manager=OVERRIDE_FIELD_MANAGER, force=True))
-
-    def record_retry(self, request: RetryRequest) -> None:
-        """Let the failures recorded before ``request.at`` (of ``request.revision``, or of any revision)
-        be tried again; written beside the state under its own field manager, seen at the next pass."""
-        self._ensure_namespace()
-        value = json.dumps(asdict(request), sort_keys=True)
-        body: dict[str, Any] = {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": STATE_CONFIGMAP, "namespace": self.namespace},
-            "data": {RETRY_KEY: value},
-        }
-        self.kube.apply(body, ApplyOptions(field_manager=RETRY_FIELD_MANAGER, force=True))
 
     def _ensure_namespace(self) -> None:
         if self._namespace_ready:

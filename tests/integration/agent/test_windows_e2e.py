@@ -22,7 +22,8 @@ from syncer.config.rollout import load_rollout_policy
 from syncer.domain.progress import Step
 from syncer.engine.rollout_model import RolloutOutcome
 from syncer.errors import NotFound
-from syncer.status.state_store import OVERRIDE_FIELD_MANAGER, STATE_CONFIGMAP
+from syncer.status.acts import OVERRIDE_FIELD_MANAGER
+from syncer.status.state_store import STATE_CONFIGMAP
 from tests.integration.agent.test_agent_e2e import ROLLOUT, Setup, redis_cluster, states
 from tests.integration.agent.test_agent_e2e import setup as e2e_setup
 from tests.support.waiting import eventually

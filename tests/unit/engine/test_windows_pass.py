@@ -15,7 +15,7 @@ from syncer.domain.selectors import LabelSelector
 from syncer.domain.sync_state import SyncPhase
 from syncer.engine.fleet_pass import FleetPass
 from syncer.engine.rollout_model import RolloutOutcome
-from syncer.status.state_store import StateStore
+from syncer.status.acts import PersonActs
 from tests.unit.engine.test_fleet_pass import STATE_NAMESPACE, Rig, fleet, options
 
 PROD = LabelSelector.from_dict({"matchLabels": {"tier": "prod"}})
@@ -69,7 +69,7 @@ def test_an_override_recorded_in_the_cluster_lets_it_change_and_is_reported(froz
     frozen.revisions.push(fleet("rev-1"))
     frozen.run()
     for name in ("eu-1", "us-1"):
-        StateStore(frozen.clusters[name], STATE_NAMESPACE).record_window_override("CVE fix", 4e9)
+        PersonActs(frozen.clusters[name], STATE_NAMESPACE).record_window_override("CVE fix", 4e9)
     result = frozen.run()
     assert result.report is not None
     assert result.report.outcome is RolloutOutcome.APPLIED, result.report
@@ -84,7 +84,7 @@ def test_an_override_recorded_in_the_cluster_lets_it_change_and_is_reported(froz
 def test_an_override_that_ended_no_longer_counts(frozen: WindowRig) -> None:
     frozen.revisions.push(fleet("rev-1"))
     for name in ("eu-1", "us-1"):
-        StateStore(frozen.clusters[name], STATE_NAMESPACE).record_window_override("yesterday's fix", 1.0)
+        PersonActs(frozen.clusters[name], STATE_NAMESPACE).record_window_override("yesterday's fix", 1.0)
     result = frozen.run()
     assert result.report is not None
     assert result.report.outcome is RolloutOutcome.WAITING

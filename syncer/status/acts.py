@@ -1,0 +1,140 @@
+"""A person's acts on a cluster, recorded in the cluster beside its sync state, where the memory lives.
+
+A window override (``syncer override-window``), a retry of failed revisions (``syncer retry``) and a
+suspension (``syncer suspend`` / ``resume``) each live under their own key of the sync-state
+ConfigMap and their own field manager: the agent's state writes never drop them, every replica's
+next pass (or its next state write, ``with_acts``) sees them, and they work with the agent down.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, replace
+from typing import Any
+
+from syncer.config.settings import AGENT_NAMESPACE
+from syncer.domain.sync_state import ClusterSyncState, RetryRequest, Suspension
+from syncer.errors import NotFound
+from syncer.kube import ApplyOptions, KubeApi
+
+STATE_CONFIGMAP = "syncer-sync-state"
+OVERRIDE_KEY = "window-override.json"
+OVERRIDE_FIELD_MANAGER = "syncer-window-override"
+RETRY_KEY = "retry.json"
+RETRY_FIELD_MANAGER = "syncer-retry"
+SUSPENSION_KEY = "suspension.json"
+SUSPENSION_FIELD_MANAGER = "syncer-suspend"
+ACT_KEYS = (OVERRIDE_KEY, RETRY_KEY, SUSPENSION_KEY)
+ACT_FIELDS = ("window_override", "window_override_until", "retry", "suspension")
+"""The fields of a ``ClusterSyncState`` that are a person's acts, never encoded with the state."""
+
+
+def _text(raw: Mapping[str, Any], key: str) -> str:
+    value = raw.get(key, "")
+    if not isinstance(value, str):
+        raise ValueError(f"{key} must be a string")
+    return value
+
+
+def _number(raw: Mapping[str, Any], key: str) -> float:
+    value = raw.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{key} must be a number")
+    return float(value)
+
+
+def _override(configmap: Mapping[str, Any]) -> tuple[str, float]:
+    """The window override recorded beside the state (its own key and field manager, so that the
+    agent's writes of the state never drop it); ("", 0) when none or unreadable."""
+    text = (configmap.get("data") or {}).get(OVERRIDE_KEY, "")
+    try:
+        raw = json.loads(text) if text else {}
+        reason, until = raw.get("reason", ""), raw.get("until", 0)
+    except (ValueError, AttributeError):
+        return "", 0.0
+    if not isinstance(reason, str) or isinstance(until, bool) or not isinstance(until, int | float):
+        return "", 0.0
+    return reason, float(until)
+
+
+def _retry(configmap: Mapping[str, Any]) -> RetryRequest:
+    """The person's retry recorded beside the state (its own key and field manager); none when
+    absent or unreadable."""
+    text = (configmap.get("data") or {}).get(RETRY_KEY, "")
+    try:
+        raw = json.loads(text) if text else {}
+        return RetryRequest(
+            _text(raw, "revision"), _text(raw, "by"), _text(raw, "reason"), _number(raw, "at")
+        )
+    except (ValueError, AttributeError):
+        return RetryRequest()
+
+
+def _suspension(configmap: Mapping[str, Any]) -> Suspension:
+    """The person's suspension recorded beside the state; none when absent. An unreadable record
+    counts as a suspension (fail closed: someone meant to stop the cluster)."""
+    text = (configmap.get("data") or {}).get(SUSPENSION_KEY, "")
+    if not text:
+        return Suspension()
+    try:
+        raw = json.loads(text)
+        return Suspension(_text(raw, "reason"), _text(raw, "by"), _number(raw, "at"))
+    except (ValueError, AttributeError):
+        return Suspension(f"unreadable {SUSPENSION_KEY}: taken as suspended", "", 0.0)
+
+
+def with_acts(state: ClusterSyncState, configmap: Mapping[str, Any]) -> ClusterSyncState:
+    """``state`` with the person's acts ``configmap`` records beside it (window override, retry,
+    suspension): they are never the agent's to decide, so the ConfigMap as read says what they are."""
+    reason, until = _override(configmap)
+    return replace(
+        state,
+        window_override=reason,
+        window_override_until=until,
+        retry=_retry(configmap),
+        suspension=_suspension(configmap),
+    )
+
+
+class PersonActs:
+    """Records a person's acts on one cluster (see the module docstring)."""
+
+    def __init__(self, kube: KubeApi, namespace: str = AGENT_NAMESPACE) -> None:
+        self.kube = kube
+        self.namespace = namespace
+
+    def record_window_override(self, reason: str, until: float) -> None:
+        """Let the cluster change outside its maintenance windows until ``until`` (epoch seconds),
+        for ``reason``; an empty reason clears it."""
+        value = {"reason": reason, "until": until if reason else 0}
+        self._record_act(OVERRIDE_KEY, OVERRIDE_FIELD_MANAGER, value)
+
+    def record_retry(self, request: RetryRequest) -> None:
+        """Let the failures recorded before ``request.at`` (of ``request.revision``, or of any revision)
+        be tried again."""
+        self._record_act(RETRY_KEY, RETRY_FIELD_MANAGER, asdict(request))
+
+    def record_suspension(self, suspension: Suspension) -> None:
+        """Stop every change syncer makes to the cluster (``suspension.reason`` set) or let them go on
+        again (empty reason: ``syncer resume``)."""
+        self._record_act(SUSPENSION_KEY, SUSPENSION_FIELD_MANAGER, asdict(suspension))
+
+    def _record_act(self, key: str, field_manager: str, value: Mapping[str, Any]) -> None:
+        """Record a person's act beside the state, under its own key and field manager: the agent's
+        state writes keep it, and every replica's next pass (or its next state write) sees it."""
+        self._ensure_namespace()
+        body: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": STATE_CONFIGMAP, "namespace": self.namespace},
+            "data": {key: json.dumps(value, sort_keys=True)},
+        }
+        self.kube.apply(body, ApplyOptions(field_manager=field_manager, force=True))
+
+    def _ensure_namespace(self) -> None:
+        try:
+            self.kube.get("v1", "Namespace", self.namespace)
+        except NotFound:
+            body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}
+            self.kube.apply(body, ApplyOptions(field_manager=SUSPENSION_FIELD_MANAGER))
