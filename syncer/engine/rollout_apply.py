@@ -83,6 +83,8 @@ class WaveApply(RolloutStates):
         name = desired.cluster
         api = self.clients[name]
         state = self.states[name]
+        if state.suspension.active:
+            return self._not_applied(wave, name, revision)
         self.listener(PassEvent(Step.APPLYING, wave.name, name, revision))
         before = state.degraded_before if state.revision == revision else health_before(api, state)
         self._save(
@@ -97,6 +99,11 @@ class WaveApply(RolloutStates):
                 degraded_before=before,
             ),
         )
+        if self.states[name].suspension.active:  # suspended since the pass read the state
+            self._save(
+                name, replace(self.states[name], revision=state.revision, phase=state.phase, wave=state.wave)
+            )
+            return self._not_applied(wave, name, revision)
         inventory = state.applied_inventory()
         rules = self.options.apply.rules
         try:
