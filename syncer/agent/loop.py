@@ -249,7 +249,7 @@ class AgentProcess:
                 # keeps leading without a renewal would leave: a frozen leader cannot write.
                 margin = self.settings.lease.duration - self.settings.lease.renew_deadline
                 fence = elector.fence(margin)
-                self.agent.fences.use(lambda _: fence)
+                self.agent.fences.use_for_all(fence)
                 while not self.stop.is_set():
                     # Losing the Lease, or its cluster, returns this replica to standby; it keeps
                     # serving HTTP and trying again, it never exits for it.

@@ -55,7 +55,7 @@ def one_pass(agent: Agent, settings: AgentSettings) -> PassResult:
         ensure_lease_namespace(client, settings.lease.namespace)
         _acquire(elector, client, settings, agent.stop)
         fence = elector.fence(settings.lease.duration - settings.lease.renew_deadline)
-        agent.fences.use(lambda _: fence)
+        agent.fences.use_for_all(fence)
         results: list[PassResult] = []
 
         def lead(stop_leading: threading.Event) -> None:

@@ -78,16 +78,22 @@ class FleetFences:
     given by ``of`` follows a later ``use``."""
 
     def __init__(self) -> None:
-        self._of: FenceOf = lambda _: UNFENCED
+        self._one: Fence = UNFENCED
+        self._of: FenceOf | None = None
 
     def use(self, of: FenceOf) -> None:
+        """Guard each cluster with its own fence (a sharded replica: each cluster's owner Lease)."""
         self._of = of
+
+    def use_for_all(self, fence: Fence) -> None:
+        """Guard every cluster with one fence (the leader Lease)."""
+        self._one, self._of = fence, None
 
     def of(self, cluster: str) -> Fence:
         return _FollowedFence(self, cluster)
 
     def current(self, cluster: str) -> Fence:
-        return self._of(cluster)
+        return self._of(cluster) if self._of is not None else self._one
 
 
 class _FollowedFence:

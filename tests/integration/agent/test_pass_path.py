@@ -158,21 +158,28 @@ def test_sync_once_enters_the_agent_once_and_the_engine_carries_the_revision_to_
         return module.startswith("syncer.agent")
 
     # The revision first exists when the engine's gate polls git; from there to the last apply of
-    # the revision's object, nothing of the agent module is called, in any thread.
+    # the revision's object, nothing of the agent module is called, in any thread, but the listeners
+    # the pass tells its typed events to (the agent's tally of what the pass did).
     first_poll = next(i for i, c in enumerate(calls) if c.name == "RevisionGate.advance")
     applied_at = [i for i, c in enumerate(calls) if c.applies]
     assert len(applied_at) == 3, "one apply per cluster"
     assert first_poll < applied_at[0]
-    on_the_way = [c for c in calls[first_poll : applied_at[-1]] if is_agent(c.module)]
+    told = {"syncer.domain.progress", "syncer.agent.service"}  # the listeners, and the tally's own calls
+    on_the_way = [
+        c for c in calls[first_poll : applied_at[-1]] if is_agent(c.module) and c.caller not in told
+    ]
     assert on_the_way == [], [f"{c.module}.{c.name}" for c in on_the_way]
 
     # When the gate is asked for the revision, the agent is on the stack once: one call, sync_once,
-    # made by the CLI; everything below it up to the gate is the engine.
+    # made by the one pass that holds the fleet's Lease (syncer.agent.once, entered by the CLI);
+    # everything below it up to the gate is the engine.
     poll = calls[first_poll]
     agent_frames = [m for m in poll.stack if is_agent(m)]
-    assert agent_frames == ["syncer.agent.service"]
+    assert agent_frames[:1] == ["syncer.agent.service"], agent_frames
+    assert set(agent_frames) <= {"syncer.agent.service", "syncer.agent.once"}, agent_frames
     entry = next(c for c in reversed(calls[:first_poll]) if c.name == "Agent.sync_once")
-    assert entry.caller == "syncer.cli.agent_cmds"
+    assert entry.caller == "syncer.agent.once"
+    assert any(c.name == "one_pass" and c.caller == "syncer.cli.agent_cmds" for c in calls[:first_poll])
     between = poll.stack[: poll.stack.index("syncer.agent.service")]
     assert set(between) <= {"syncer.engine.revision", "syncer.engine.fleet_pass"}, between
 
