@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from syncer.controller import children, upgrade
-from syncer.controller.events import EventRecorder, scrub
+from syncer.controller.events import ClusterEvents, scrub
 from syncer.controller.finalizer import delete, finalize
 from syncer.controller.model import (
     ANNOTATION_PAUSED,
@@ -101,6 +101,13 @@ def _observation(sts: Mapping[str, Any] | None) -> ShardObservation:
     )
 
 
+def is_warning(condition: Mapping[str, Any]) -> bool:
+    """Whether the Event of a condition's transition is a Warning: only Stalled turning True and Ready
+    turning False are; a reconcile that ends (Reconciling False) or recovers is Normal."""
+    bad = {"Stalled": "True", "Ready": "False"}
+    return bad.get(str(condition["type"])) == str(condition["status"])
+
+
 class Reconciler:
     def __init__(
         self,
@@ -111,7 +118,7 @@ class Reconciler:
         self._kube = kube
         self._options = options
         self._clock = clock
-        self._events = EventRecorder(kube, clock, options.identity)
+        self._events = ClusterEvents(kube, options.identity)
         # Topology events of the reconcile under way (failovers before restarts), emitted with the status.
         self._pending_events: list[tuple[str, str]] = []
 
@@ -356,9 +363,7 @@ class Reconciler:
         }
         self._kube.apply_status(body, APPLY)
         for condition in transitions(obj.get("status") or {}, status):
-            warning = (condition["type"] == "Stalled") == (condition["status"] == "True")
-            if condition["type"] == "Ready" and condition["status"] == "False":
-                warning = True
+            warning = is_warning(condition)
             reason = f"{condition['type']}{condition['status']}"
             self._events.emit(
                 obj, warning, reason, f"{condition['reason']}: {condition['message']}".rstrip(": ")
