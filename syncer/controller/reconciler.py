@@ -11,7 +11,7 @@ import base64
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from syncer.controller import children, upgrade
@@ -34,6 +34,7 @@ from syncer.controller.model import (
 from syncer.controller.status import Observed, Problem, ShardState, compute, transitions
 from syncer.controller.upgrade import Decision, RolloutState, ShardObservation, TemplateChoice
 from syncer.errors import Conflict, Invalid, NotFound
+from syncer.leader.fence import UNFENCED, Fence
 
 if TYPE_CHECKING:
     from syncer.controller.topology_link import TopologyPass
@@ -114,10 +115,14 @@ class Reconciler:
         kube: KubeApi,
         options: ControllerOptions = ControllerOptions(),
         clock: Callable[[], float] = time.time,
+        fence: Fence = UNFENCED,
     ) -> None:
+        """``fence`` is passed before every command to a Redis server; the writes through ``kube``
+        pass it too when ``kube`` is a ``FencedKube`` (``runner.run_controller``)."""
         self._kube = kube
         self._options = options
         self._clock = clock
+        self._fence = fence
         self._events = ClusterEvents(kube, options.identity)
         # Topology events of the reconcile under way (failovers before restarts), emitted with the status.
         self._pending_events: list[tuple[str, str]] = []
@@ -189,7 +194,7 @@ class Reconciler:
         from syncer.controller import topology_link
 
         try:
-            return topology_link.settings(self._options, password, tls)
+            return replace(topology_link.settings(self._options, password, tls), fence=self._fence)
         except SpecError as err:
             raise _Missing(Problem("SecretKeyNotFound", str(err))) from err
 
