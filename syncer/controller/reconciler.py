@@ -139,7 +139,7 @@ class Reconciler:
             log.info("paused (annotation %s): not reconciled", ANNOTATION_PAUSED)
             return ReconcileOutcome("paused", "success")
         if FINALIZER not in ((obj.get("metadata") or {}).get("finalizers") or ()):
-            self._apply_meta(obj, [FINALIZER])
+            obj = _written(obj, self._apply_meta(obj, [FINALIZER]))
         previous = obj.get("status") or {}
         try:
             spec = parse(obj)
@@ -198,11 +198,11 @@ class Reconciler:
         except SpecError as err:
             raise _Missing(Problem("SecretKeyNotFound", str(err))) from err
 
-    def _apply_meta(self, obj: Mapping[str, Any], finalizers: list[str]) -> None:
+    def _apply_meta(self, obj: Mapping[str, Any], finalizers: list[str]) -> KubeObject:
         meta: dict[str, Any] = {"name": obj["metadata"]["name"], "namespace": obj["metadata"]["namespace"]}
         if finalizers:
             meta["finalizers"] = finalizers
-        self._kube.apply({"apiVersion": API_VERSION, "kind": KIND, "metadata": meta}, APPLY)
+        return self._kube.apply({"apiVersion": API_VERSION, "kind": KIND, "metadata": meta}, APPLY)
 
     def _secrets(self, spec: ClusterSpec) -> tuple[str, str | None, dict[str, str]]:
         """A hash of the referenced Secrets' data (so rotating them rolls the pods), the password and
@@ -359,13 +359,14 @@ class Reconciler:
         return topology_link.observe_and_converge(self._kube, spec, live, access)
 
     def _write_status(self, obj: Mapping[str, Any], status: dict[str, Any], log: Log) -> None:
+        """Write ``status``, computed from ``obj`` as this reconcile read (or last wrote) it: the
+        resourceVersion is a precondition, so a status computed before another writer (a newer
+        leader, or a changed spec) wrote the object is refused (Conflict) and computed again."""
         meta = obj["metadata"]
-        body = {
-            "apiVersion": API_VERSION,
-            "kind": KIND,
-            "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
-            "status": status,
-        }
+        written = {"name": meta["name"], "namespace": meta["namespace"]}
+        if meta.get("resourceVersion"):
+            written["resourceVersion"] = meta["resourceVersion"]
+        body = {"apiVersion": API_VERSION, "kind": KIND, "metadata": written, "status": status}
         self._kube.apply_status(body, APPLY)
         for condition in transitions(obj.get("status") or {}, status):
             warning = is_warning(condition)
@@ -413,6 +414,12 @@ class Reconciler:
         if done:
             self._apply_meta(obj, [])
         return ReconcileOutcome("finalize", "success", requeue_after=requeue)
+
+
+def _written(obj: KubeObject, applied: Mapping[str, Any]) -> KubeObject:
+    """``obj`` as read, with the resourceVersion of this reconcile's own write of it."""
+    version = (applied.get("metadata") or {}).get("resourceVersion")
+    return {**obj, "metadata": {**obj["metadata"], "resourceVersion": version}} if version else obj
 
 
 class _Missing(Exception):

@@ -10,19 +10,25 @@ with every key kept."""
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 import redis
 
 from devfleet import audit
 from devfleet import fleet as devfleet
-from syncer.controller.model import CONTROLLER_LEASE, FIELD_MANAGER
+from syncer.controller.model import API_VERSION, CONTROLLER_LEASE, FIELD_MANAGER, KIND, ControllerOptions
+from syncer.controller.reconciler import Reconciler
+from syncer.errors import Conflict
+from syncer.kube import ApplyOptions, ClusterClient, KubeApi, KubeObject
 from syncer.leader.election import LEASE_API
 from tests.integration.controller.rediskit import (
     LOOPBACK_CLUSTER,
@@ -155,3 +161,41 @@ def test_a_leader_frozen_past_its_lease_writes_and_commands_nothing_more(
                 s.kube.delete("redis.syncer.dev/v1alpha1", "RedisCluster", NAME, s.namespace)
                 gone = "redis.syncer.dev/v1alpha1", "RedisCluster"
                 eventually("finalized", lambda: not s.kube.list(*gone, namespace=s.namespace).items, 120)
+
+
+class OvertakenBeforeStatus:
+    """The stale leader's client: right before its status write leaves, a newer leader (a real
+    Reconciler on its own client) reconciles the same RedisCluster and writes its status."""
+
+    def __init__(self, kube: ClusterClient, newer: Reconciler, log: logging.LoggerAdapter[logging.Logger]):
+        self._kube = kube
+        self._newer = newer
+        self._log = log
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._kube, name)
+
+    def apply_status(self, body: Mapping[str, Any], options: ApplyOptions = ApplyOptions()) -> KubeObject:
+        meta = body["metadata"]
+        self._newer.reconcile(meta["namespace"], meta["name"], self._log)
+        return self._kube.apply_status(body, options)
+
+
+@pytest.mark.timeout(300)
+def test_a_status_computed_before_a_newer_leader_wrote_is_refused(redis_scene: SceneStarter) -> None:
+    with redis_scene(persistence=False, controller=False) as s:
+        s.apply(shards=1, replicasPerShard=0)
+        log = logging.LoggerAdapter(logging.getLogger(__name__))
+        newer = Reconciler(s.kube, ControllerOptions(identity="newer"))
+        stale = Reconciler(cast(KubeApi, OvertakenBeforeStatus(s.kube, newer, log)), ControllerOptions())
+
+        with pytest.raises(Conflict):
+            stale.reconcile(s.namespace, NAME, log)
+
+        managers = {
+            m["manager"] for m in s.obj()["metadata"]["managedFields"] if m.get("subresource") == "status"
+        }
+        assert managers == {FIELD_MANAGER}
+        s.kube.delete(API_VERSION, KIND, NAME, s.namespace)
+        newer.reconcile(s.namespace, NAME, log)  # the finalizer lets it go
+        eventually("finalized", lambda: not s.kube.list(API_VERSION, KIND, namespace=s.namespace).items, 60)
