@@ -31,7 +31,7 @@ from syncer.controller.model import (
     SpecError,
     parse,
 )
-from syncer.controller.status import Observed, Problem, ShardState, compute, transitions
+from syncer.controller.status import Observed, Problem, ShardState, compute, is_warning, transitions
 from syncer.controller.upgrade import Decision, RolloutState, ShardObservation, TemplateChoice
 from syncer.errors import Conflict, Invalid, NotFound
 from syncer.leader.fence import UNFENCED, Fence
@@ -100,13 +100,6 @@ def _observation(sts: Mapping[str, Any] | None) -> ShardObservation:
         state.updated,
         state.ready,
     )
-
-
-def is_warning(condition: Mapping[str, Any]) -> bool:
-    """Whether the Event of a condition's transition is a Warning: only Stalled turning True and Ready
-    turning False are; a reconcile that ends (Reconciling False) or recovers is Normal."""
-    bad = {"Stalled": "True", "Ready": "False"}
-    return bad.get(str(condition["type"])) == str(condition["status"])
 
 
 class Reconciler:
