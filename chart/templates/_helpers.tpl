@@ -90,12 +90,9 @@ What the RedisCluster controller calls, in the namespaces it watches. Keep in st
   resources: ["pods"]
   verbs: ["list"]
 {{- end }}
-- apiGroups: [""]
-  resources: ["events"]
-  verbs: ["create", "patch"]
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
-  verbs: ["create", "patch"]
+  verbs: ["create", "patch", "update"]
 {{- end -}}
 
 {{/* What the agent calls in every cluster it syncs: the kinds a fleet repository holds, and Events. */}}
@@ -108,7 +105,7 @@ What the RedisCluster controller calls, in the namespaces it watches. Keep in st
   verbs: ["get", "list", "create", "patch", "delete"]
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
-  verbs: ["create", "patch"]
+  verbs: ["create", "patch", "update"]
 {{- end -}}
 
 {{/* The agent's sync-state ConfigMap, by name, in the state namespace. */}}

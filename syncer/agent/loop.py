@@ -18,6 +18,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -27,7 +28,7 @@ from syncer.agent.service import Agent
 from syncer.agent.sharding import sharded
 from syncer.config.loading import read_agent_file
 from syncer.config.settings import AgentSettings
-from syncer.controller.model import ControllerOptions
+from syncer.controller.model import CONTROLLER_LEASE, ControllerOptions
 from syncer.controller.runner import run_controller
 from syncer.errors import ConfigError, Conflict, KubeError, NotFound
 from syncer.kube import ClusterClient
@@ -64,7 +65,7 @@ def start_controllers(agent: Agent, settings: AgentSettings, stop: threading.Eve
             workers=chosen.workers,
             topology=chosen.topology,
             leader_elect=elect,
-            lease_namespace=settings.lease.namespace,
+            lease=replace(settings.lease, name=CONTROLLER_LEASE.name),
             # Local fleets: short watches so the process stops promptly when asked.
             watch_timeout_seconds=10 if chosen.every_cluster else 60,
         )

@@ -8,6 +8,7 @@ import signal
 import ssl
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -20,7 +21,7 @@ from syncer.config.loading import check_agent_file
 from syncer.config.settings import MAX_KUBECONFIG_BYTES
 from syncer.controller.admission_server import AdmissionOptions, AdmissionServer, start_admission_server
 from syncer.controller.logs import configure
-from syncer.controller.model import ControllerOptions
+from syncer.controller.model import CONTROLLER_LEASE, ControllerOptions
 from syncer.controller.runner import run_controller
 from syncer.errors import ConfigError, SyncerError
 from syncer.kube import ClusterClient
@@ -69,7 +70,34 @@ def admission_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.option(
     "--leader-elect/--no-leader-elect", default=True, show_default=True, help="Hold a Lease to lead."
 )
-@click.option("--lease-namespace", default="default", show_default=True, help="Namespace of the Lease.")
+@click.option(
+    "--lease-namespace",
+    default=CONTROLLER_LEASE.namespace,
+    show_default=True,
+    help="Namespace of the Lease.",
+)
+@click.option(
+    "--lease-duration",
+    type=click.FloatRange(1, 3600),
+    default=CONTROLLER_LEASE.duration,
+    show_default=True,
+    help="Seconds a Lease not renewed stays held: how soon another replica may take over.",
+)
+@click.option(
+    "--lease-renew-deadline",
+    type=click.FloatRange(0, 3600, min_open=True),
+    default=CONTROLLER_LEASE.renew_deadline,
+    show_default=True,
+    help="Seconds the leader keeps leading while it cannot renew the Lease (less than the duration); "
+    "it acts only while the Lease is held for the difference more.",
+)
+@click.option(
+    "--lease-retry-period",
+    type=click.FloatRange(0, 3600, min_open=True),
+    default=CONTROLLER_LEASE.retry_period,
+    show_default=True,
+    help="Seconds between renewals, or between a standby's tries (less than the renew deadline).",
+)
 @click.option(
     "--metrics-port", type=click.IntRange(0, 65535), default=8080, show_default=True, help="0: none."
 )
@@ -99,6 +127,9 @@ def controller(  # click passes every option by name
     watch_namespace: str,
     leader_elect: bool,
     lease_namespace: str,
+    lease_duration: float,
+    lease_renew_deadline: float,
+    lease_retry_period: float,
     metrics_port: int,
     topology: bool,
     topology_interval: float,
@@ -111,6 +142,18 @@ def controller(  # click passes every option by name
 
     Runs until SIGINT or SIGTERM. Logs are JSON lines on stderr, each reconcile with its own id.
     """
+    if not lease_retry_period < lease_renew_deadline < lease_duration:
+        raise click.BadParameter(
+            "needs --lease-retry-period < --lease-renew-deadline < --lease-duration",
+            param_hint="--lease-renew-deadline",
+        )
+    lease = replace(
+        CONTROLLER_LEASE,
+        namespace=lease_namespace,
+        duration=lease_duration,
+        renew_deadline=lease_renew_deadline,
+        retry_period=lease_retry_period,
+    )
     context = context or _current_context(kubeconfig)
     # The webhook's certificate is one of the files to check before the process's logging is set up.
     admission = serve_admission(kubeconfig, context, admission_port, admission_cert_dir)
@@ -125,7 +168,7 @@ def controller(  # click passes every option by name
         topology_timeout=topology_timeout,
         poll_seconds=min(5.0, topology_interval),
         leader_elect=leader_elect,
-        lease_namespace=lease_namespace,
+        lease=lease,
         identity=f"{os.uname().nodename}-{os.getpid()}",
     )
     stop = threading.Event()

@@ -1,23 +1,26 @@
 """Kubernetes Events about a RedisCluster, best effort: a failure to record one is logged, not raised.
 
 Every message is scrubbed of the RedisCluster's secret values first (``scrub``): a server's refusal of
-a child can echo them (a redis.conf carrying ``requirepass``).
+a child can echo them (a redis.conf carrying ``requirepass``). The Events are written by the one Event
+writer of syncer (``syncer.kube.events.EventRecorder``), so a repeat is counted in the first Event's
+series, as Kubernetes' own recorder does, instead of becoming a new Event.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from syncer.controller.model import FIELD_MANAGER
-from syncer.controller.upgrade import format_time
 from syncer.crds import shipped_sensitive_fields
 from syncer.domain.secrets import redact, secret_values
-from syncer.errors import KubeError
 from syncer.kube import KubeApi
+from syncer.kube.events import EventRecorder, Regarding
 
 log = logging.getLogger(__name__)
+
+REPORTING_CONTROLLER = "redis.syncer.dev/controller"
+"""The ``reportingController`` of every Event the controller writes."""
 
 
 def scrub(obj: Mapping[str, Any], message: str) -> str:
@@ -26,41 +29,12 @@ def scrub(obj: Mapping[str, Any], message: str) -> str:
     return redact(message, secret_values([obj], shipped_sensitive_fields()))
 
 
-class EventRecorder:
-    def __init__(self, kube: KubeApi, clock: Callable[[], float], instance: str = "") -> None:
-        self._kube = kube
-        self._clock = clock
-        self._instance = instance or FIELD_MANAGER
+class ClusterEvents:
+    """The Events of the RedisClusters one controller reconciles, through ``kube``."""
+
+    def __init__(self, kube: KubeApi, instance: str = "") -> None:
+        self.recorder = EventRecorder(kube, REPORTING_CONTROLLER, instance)
 
     def emit(self, obj: Mapping[str, Any], warning: bool, reason: str, message: str) -> None:
-        meta = obj.get("metadata") or {}
-        stamp = format_time(self._clock()).split(".")[0] + "Z"
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {
-                "generateName": f"{meta.get('name', 'rediscluster')}.",
-                "namespace": meta.get("namespace"),
-            },
-            "involvedObject": {
-                "apiVersion": obj.get("apiVersion"),
-                "kind": obj.get("kind"),
-                "name": meta.get("name"),
-                "namespace": meta.get("namespace"),
-                "uid": meta.get("uid"),
-                "resourceVersion": meta.get("resourceVersion"),
-            },
-            "type": "Warning" if warning else "Normal",
-            "reason": reason,
-            "message": scrub(obj, message)[:1024],
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-            "source": {"component": FIELD_MANAGER},
-            "reportingComponent": FIELD_MANAGER,
-            "reportingInstance": self._instance,
-        }
-        try:
-            self._kube.create(body)
-        except KubeError as err:
-            log.warning("could not record event %s: %s", reason, err)
+        if not self.recorder.emit(Regarding.of(obj), reason, scrub(obj, message), warning=warning):
+            log.warning("could not record event %s", reason)

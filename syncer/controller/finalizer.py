@@ -10,7 +10,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from syncer.controller.events import EventRecorder
+from syncer.controller.events import ClusterEvents
 from syncer.controller.model import FIELD_MANAGER, FINALIZER, LABEL_INSTANCE, LABEL_MANAGED_BY
 from syncer.errors import NotFound
 from syncer.kube import KubeApi, KubeObject
@@ -25,7 +25,7 @@ def delete(kube: KubeApi, api_version: str, kind: str, obj: Mapping[str, Any]) -
         kube.delete(api_version, kind, meta["name"], meta["namespace"])
 
 
-def finalize(kube: KubeApi, events: EventRecorder, obj: KubeObject, log: Log) -> tuple[bool, float | None]:
+def finalize(kube: KubeApi, events: ClusterEvents, obj: KubeObject, log: Log) -> tuple[bool, float | None]:
     """Apply the retention policy; (True, None) once the finalizer may be removed, (False, seconds)
     while StatefulSets are still going, (False, None) when the finalizer is not ours to handle."""
     meta = obj["metadata"]

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from syncer.config.settings import LeaseSettings
 from syncer.domain.durations import parse_duration
 
 GROUP = "redis.syncer.dev"
@@ -203,6 +204,10 @@ def parse(obj: Mapping[str, Any]) -> ClusterSpec:
     )
 
 
+CONTROLLER_LEASE = LeaseSettings(name="syncer-controller", namespace="default")
+"""The Lease of the controller's leader, by default (the agent's timing)."""
+
+
 @dataclass(frozen=True)
 class ControllerOptions:
     """How a controller runs. ``topology`` asks the Redis servers themselves (off on kwok clusters)."""
@@ -222,6 +227,8 @@ class ControllerOptions:
     # How long one pass waits for gossip to settle after a change (meet, new master) before moving slots.
     topology_settle_seconds: float = 10.0
     leader_elect: bool = True
-    lease_name: str = "syncer-controller"
-    lease_namespace: str = "default"
+    # The Lease the leader holds; it acts (writes, sends Redis commands) only while the Lease is held
+    # for longer than ``duration - renew_deadline`` more seconds (``syncer.leader.fence``).
+    lease: LeaseSettings = CONTROLLER_LEASE
+    # This replica's name in the Lease, in its Events and in the user agent of its requests.
     identity: str = ""

@@ -11,11 +11,11 @@ import base64
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from syncer.controller import children, upgrade
-from syncer.controller.events import EventRecorder, scrub
+from syncer.controller.events import ClusterEvents, scrub
 from syncer.controller.finalizer import delete, finalize
 from syncer.controller.model import (
     ANNOTATION_PAUSED,
@@ -31,9 +31,10 @@ from syncer.controller.model import (
     SpecError,
     parse,
 )
-from syncer.controller.status import Observed, Problem, ShardState, compute, transitions
+from syncer.controller.status import Observed, Problem, ShardState, compute, is_warning, transitions
 from syncer.controller.upgrade import Decision, RolloutState, ShardObservation, TemplateChoice
 from syncer.errors import Conflict, Invalid, NotFound
+from syncer.leader.fence import UNFENCED, Fence
 
 if TYPE_CHECKING:
     from syncer.controller.topology_link import TopologyPass
@@ -107,11 +108,15 @@ class Reconciler:
         kube: KubeApi,
         options: ControllerOptions = ControllerOptions(),
         clock: Callable[[], float] = time.time,
+        fence: Fence = UNFENCED,
     ) -> None:
+        """``fence`` is passed before every command to a Redis server; the writes through ``kube``
+        pass it too when ``kube`` is a ``FencedKube`` (``runner.run_controller``)."""
         self._kube = kube
         self._options = options
         self._clock = clock
-        self._events = EventRecorder(kube, clock, options.identity)
+        self._fence = fence
+        self._events = ClusterEvents(kube, options.identity)
         # Topology events of the reconcile under way (failovers before restarts), emitted with the status.
         self._pending_events: list[tuple[str, str]] = []
 
@@ -127,7 +132,7 @@ class Reconciler:
             log.info("paused (annotation %s): not reconciled", ANNOTATION_PAUSED)
             return ReconcileOutcome("paused", "success")
         if FINALIZER not in ((obj.get("metadata") or {}).get("finalizers") or ()):
-            self._apply_meta(obj, [FINALIZER])
+            obj = _written(obj, self._apply_meta(obj, [FINALIZER]))
         previous = obj.get("status") or {}
         try:
             spec = parse(obj)
@@ -182,15 +187,15 @@ class Reconciler:
         from syncer.controller import topology_link
 
         try:
-            return topology_link.settings(self._options, password, tls)
+            return replace(topology_link.settings(self._options, password, tls), fence=self._fence)
         except SpecError as err:
             raise _Missing(Problem("SecretKeyNotFound", str(err))) from err
 
-    def _apply_meta(self, obj: Mapping[str, Any], finalizers: list[str]) -> None:
+    def _apply_meta(self, obj: Mapping[str, Any], finalizers: list[str]) -> KubeObject:
         meta: dict[str, Any] = {"name": obj["metadata"]["name"], "namespace": obj["metadata"]["namespace"]}
         if finalizers:
             meta["finalizers"] = finalizers
-        self._kube.apply({"apiVersion": API_VERSION, "kind": KIND, "metadata": meta}, APPLY)
+        return self._kube.apply({"apiVersion": API_VERSION, "kind": KIND, "metadata": meta}, APPLY)
 
     def _secrets(self, spec: ClusterSpec) -> tuple[str, str | None, dict[str, str]]:
         """A hash of the referenced Secrets' data (so rotating them rolls the pods), the password and
@@ -347,18 +352,17 @@ class Reconciler:
         return topology_link.observe_and_converge(self._kube, spec, live, access)
 
     def _write_status(self, obj: Mapping[str, Any], status: dict[str, Any], log: Log) -> None:
+        """Write ``status``, computed from ``obj`` as this reconcile read (or last wrote) it: the
+        resourceVersion is a precondition, so a status computed before another writer (a newer
+        leader, or a changed spec) wrote the object is refused (Conflict) and computed again."""
         meta = obj["metadata"]
-        body = {
-            "apiVersion": API_VERSION,
-            "kind": KIND,
-            "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
-            "status": status,
-        }
+        written = {"name": meta["name"], "namespace": meta["namespace"]}
+        if meta.get("resourceVersion"):
+            written["resourceVersion"] = meta["resourceVersion"]
+        body = {"apiVersion": API_VERSION, "kind": KIND, "metadata": written, "status": status}
         self._kube.apply_status(body, APPLY)
         for condition in transitions(obj.get("status") or {}, status):
-            warning = (condition["type"] == "Stalled") == (condition["status"] == "True")
-            if condition["type"] == "Ready" and condition["status"] == "False":
-                warning = True
+            warning = is_warning(condition)
             reason = f"{condition['type']}{condition['status']}"
             self._events.emit(
                 obj, warning, reason, f"{condition['reason']}: {condition['message']}".rstrip(": ")
@@ -403,6 +407,12 @@ class Reconciler:
         if done:
             self._apply_meta(obj, [])
         return ReconcileOutcome("finalize", "success", requeue_after=requeue)
+
+
+def _written(obj: KubeObject, applied: Mapping[str, Any]) -> KubeObject:
+    """``obj`` as read, with the resourceVersion of this reconcile's own write of it."""
+    version = (applied.get("metadata") or {}).get("resourceVersion")
+    return {**obj, "metadata": {**obj["metadata"], "resourceVersion": version}} if version else obj
 
 
 class _Missing(Exception):

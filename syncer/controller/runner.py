@@ -3,6 +3,12 @@
 Watched: RedisClusters, the children they own (StatefulSets, Services, ConfigMaps, PDBs, found by their
 controller owner reference) and the Secrets they name. Every event becomes the key ``namespace/name``
 of the RedisCluster concerned; the queue de-duplicates keys and backs failed ones off exponentially.
+
+With leader election the replica acts only while it holds the Lease, proved before each act: every
+write through the ``KubeApi`` seam passes the Lease's fence (``syncer.leader.fence.FencedKube``), and so
+does every command to a Redis server (``TopologyOptions.fence``). The fence measures the Lease on this
+process's monotonic clock, so a leader frozen (SIGSTOP) past its Lease finds it lost the moment it runs
+again. The first ``FencedOut`` stops every worker and watch: the replica writes nothing more.
 """
 
 from __future__ import annotations
@@ -13,19 +19,20 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from syncer.config.settings import LeaseSettings
 from syncer.controller.logs import ContextLogger
 from syncer.controller.metrics import Metrics
-from syncer.controller.model import API_VERSION, KIND, ControllerOptions
+from syncer.controller.model import API_VERSION, FIELD_MANAGER, KIND, ControllerOptions
 from syncer.controller.queue import WorkQueue
 from syncer.controller.reconciler import Reconciler
-from syncer.errors import KubeError
-from syncer.kube import ClusterClient, KubeApi
+from syncer.errors import FencedOut, KubeError
+from syncer.kube import ClientOptions, ClusterClient, KubeApi
 from syncer.leader import LeaderElector
+from syncer.leader.fence import UNFENCED, Fence, FencedKube
 
 log = logging.getLogger("syncer.controller")
 
@@ -61,11 +68,14 @@ class Controller:
         options: ControllerOptions = ControllerOptions(),
         registry: CollectorRegistry | None = None,
         clock: Callable[[], float] = time.time,
+        fence: Fence = UNFENCED,
     ) -> None:
         self._kube = kube
         self._options = options
         self.queue = WorkQueue()
-        self.reconciler = Reconciler(kube, options, clock)
+        self.reconciler = Reconciler(kube, options, clock, fence)
+        # Set at the first FencedOut: this replica may no longer act, every loop ends.
+        self.fenced_out = threading.Event()
         self.metrics = Metrics(registry) if registry is not None else None
         self._secret_users: dict[str, set[str]] = {}
         self._lock = threading.Lock()
@@ -107,15 +117,19 @@ class Controller:
         ]
         joined.append(("resync", self._resync))
 
+        halted = threading.Event()  # ``stop``, or this replica fenced out
+
         def thread(name: str, fn: Callable[[threading.Event], None]) -> threading.Thread:
-            return threading.Thread(target=fn, args=(stop,), name=f"controller-{name}", daemon=True)
+            return threading.Thread(target=fn, args=(halted,), name=f"controller-{name}", daemon=True)
 
         watching = [thread(n, fn) for n, fn in watches]
         working = [thread(n, fn) for n, fn in joined]
         self._log.info("controller starting", extra={"watch_namespace": self._options.watch_namespace or "*"})
         for started in (*watching, *working):
             started.start()
-        stop.wait()
+        while not self.fenced_out.is_set() and not stop.wait(0.1):
+            pass
+        halted.set()
         self.queue.shutdown()
         # Workers finish the reconcile in hand; watches blocked on the server are not waited for: they
         # are daemon threads that see the stop at their next event or when the server ends the watch.
@@ -187,8 +201,14 @@ class Controller:
         fields = {"reconcile_id": reconcile_id, "namespace": namespace, "rediscluster": name}
         adapter = ContextLogger(log, {"cluster": self._cluster, **fields})
         started = time.monotonic()
+        if self.fenced_out.is_set():
+            return
         try:
             outcome = self.reconciler.reconcile(namespace, name, adapter)
+        except FencedOut as err:
+            self.fenced_out.set()
+            adapter.error("stopping: %s", err)
+            return
         except Exception as err:  # a worker must survive any one object's failure
             delay = self.queue.add_rate_limited(key)
             adapter.error(
@@ -217,14 +237,22 @@ def run_controller(
     With ``leader_elect`` it first waits for the Lease, and returns when it loses it. Safe to start in
     a thread; it builds and closes its own client.
     """
-    kube = ClusterClient.from_kubeconfig(options.kubeconfig, options.context)
+    identity = options.identity or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+    options = replace(options, identity=identity)
+    client = ClientOptions(user_agent=f"{FIELD_MANAGER}/{identity}")
+    kube = ClusterClient.from_kubeconfig(options.kubeconfig, options.context, options=client)
     try:
-        controller = Controller(kube, options, registry)
         if not options.leader_elect:
-            controller.run(stop)
+            Controller(kube, options, registry).run(stop)
             return
-        identity = options.identity or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
-        lease = LeaseSettings(options.lease_name, options.lease_namespace)
-        LeaderElector(kube, lease, identity).run(stop, controller.run)
+        # The Lease's own client must write regardless of the fence; every other write passes it.
+        lease_kube = ClusterClient.from_kubeconfig(options.kubeconfig, options.context, options=client)
+        try:
+            elector = LeaderElector(lease_kube, options.lease, identity)
+            fence = elector.fence(options.lease.duration - options.lease.renew_deadline)
+            controller = Controller(FencedKube(kube, fence), options, registry, fence=fence)
+            elector.run(stop, controller.run)
+        finally:
+            lease_kube.close()
     finally:
         kube.close()

@@ -195,3 +195,10 @@ def transitions(previous: Mapping[str, Any], status: Mapping[str, Any]) -> list[
         if (before.get("status"), before.get("reason")) != (condition["status"], condition["reason"]):
             changed.append(condition)
     return changed
+
+
+def is_warning(condition: Mapping[str, Any]) -> bool:
+    """Whether the Event of a condition's transition is a Warning: only Stalled turning True and Ready
+    turning False are; a reconcile that ends (Reconciling False) or recovers is Normal."""
+    bad = {"Stalled": "True", "Ready": "False"}
+    return bad.get(str(condition["type"])) == str(condition["status"])

@@ -1,8 +1,11 @@
 """redis-py connections for topology management: one client per node, errors named by node.
 
 Owns: opening (with the options' password and socket timeouts, no retries), running one CLUSTER
-command and translating redis-py errors into ``TopologyError``; reading one node's view. Must not:
-change the cluster on its own or retry behind the caller's back.
+command and translating redis-py errors into ``TopologyError``; reading one node's view. Every command,
+pipeline and new connection passes the options' fence right before it is sent (after connecting, so a
+process frozen while it connects is checked again), and a controller that lost its Lease sends nothing
+more (``FencedOut``). Must not: change the cluster on its own or retry behind the
+caller's back.
 """
 
 from __future__ import annotations
@@ -39,8 +42,10 @@ class Connections:
         """Run one command and return redis-py's reply as is; failures become ``TopologyError``."""
         command = " ".join(str(a) for a in args)
         with self._translated(node, command):
-            # redis-py leaves execute_command unannotated; callers check the reply's shape.
-            reply: object = self._client(node).execute_command(*args)  # type: ignore[no-untyped-call]
+            client = self._client(node)
+            with self._options.fence.writing():
+                # redis-py leaves execute_command unannotated; callers check the reply's shape.
+                reply: object = client.execute_command(*args)  # type: ignore[no-untyped-call]
         return reply
 
     def pipeline(self, node: RedisNode, commands: Sequence[Sequence[str | int | bytes]]) -> list[object]:
@@ -53,7 +58,8 @@ class Connections:
             pipe = self._client(node, raw=True).pipeline(transaction=False)
             for command in commands:
                 pipe.execute_command(*command)  # type: ignore[no-untyped-call]
-            replies: list[object] = pipe.execute()
+            with self._options.fence.writing():
+                replies: list[object] = pipe.execute()
         return replies
 
     @contextmanager
@@ -71,9 +77,12 @@ class Connections:
             raise TopologyError(str(node), f"{command}: {err}") from err
 
     def _client(self, node: RedisNode, raw: bool = False) -> redis.Redis:
+        """The node's client; a new one connects at once (its handshake is a command too, so it is
+        fenced like one), and every command is fenced again right before it is sent."""
         pool = self._raw if raw else self._clients
         client = pool.get(node)
         if client is None:
+            self._options.fence.check()
             opts = self._options
             client = redis.Redis(
                 host=node.host,

@@ -31,7 +31,7 @@ from syncer.controller.model import (
 from syncer.controller.status import Problem, TopologyVerdict
 from syncer.controller.topology_converge import ConvergeReport, converge
 from syncer.controller.topology_restart import RestartPlan, ShardRestart, prepare_restarts
-from syncer.errors import SyncerError
+from syncer.errors import FencedOut, SyncerError
 from syncer.kube import KubeApi, KubeObject
 
 
@@ -170,6 +170,8 @@ def observe_and_converge(
         return TopologyPass(verdict, pods=tuple(pods))
     try:
         result = converge(layout, departing, settings)
+    except FencedOut:
+        raise  # this controller may no longer act: nothing is judged or written
     except (SyncerError, OSError, ValueError) as err:
         verdict = TopologyVerdict(False, f"Redis topology: {err}", "TopologyError")
         return TopologyPass(verdict, pods=tuple(pods))

@@ -8,11 +8,12 @@ views it read into ``judge``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from syncer.controller.topology_parse import SLOT_COUNT, ClusterInfo, ClusterNodeEntry, SlotRange
 from syncer.errors import SyncerError
+from syncer.leader.fence import UNFENCED, Fence
 
 
 class TopologyError(SyncerError):
@@ -51,6 +52,8 @@ class TopologyOptions:
     ``failover_timeout`` bounds the wait for a CLUSTER FAILOVER.
     ``tls_ca``, ``tls_cert`` and ``tls_key`` are files: with ``tls_ca`` set every connection uses TLS
     (the server certificate is checked against the CA, not against the pod IP).
+    ``fence`` is passed before every command to a server (``FencedOut`` when this controller may no
+    longer act: it lost the Lease, or was frozen past it).
     """
 
     timeout: float = 5.0
@@ -67,6 +70,7 @@ class TopologyOptions:
     tls_ca: str | None = None
     tls_cert: str | None = None
     tls_key: str | None = None
+    fence: Fence = field(default=UNFENCED, compare=False)
 
     def tls_arguments(self) -> dict[str, Any]:
         """redis-py connection arguments for TLS, empty without ``tls_ca``."""

@@ -4,7 +4,8 @@ Owns: a narrow KubeApi seam (list, get, server-side apply, create, replace, dele
 official client, one ClusterClient per kubeconfig context with pooled connections, a QPS limit and
 bounded concurrency, and the translation of every client or HTTP error into ``syncer.errors``
 (NotFound, Conflict naming the other field managers, Forbidden, Invalid with field causes,
-TooManyRequests with Retry-After, ServerError). Must not: hold policy, plan or rollout logic.
+TooManyRequests with Retry-After, ServerError), and the one writer of Kubernetes Events (``events``,
+repeats folded into a series). Must not: hold policy, plan or rollout logic.
 
 The kubernetes client itself is imported only when ``ClusterClient`` is first used, so that commands
 which contact no cluster (render, an offline diff) do not pay for it.

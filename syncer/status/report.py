@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from syncer.domain.progress import PassEvent, Step
 from syncer.kube import KubeApi
-from syncer.status.events import EventRecorder, Regarding
+from syncer.kube.events import EventRecorder, Regarding
 from syncer.status.metrics import SyncerMetrics
 from syncer.status.state_store import STATE_CONFIGMAP
 

@@ -53,9 +53,10 @@ def controller(
 @pytest.fixture(scope="session")
 def loopback_fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[devfleet.Fleet]:
     """A one-cluster fleet whose pods get loopback IPs from a range claimed for it alone, so tests
-    can run a real redis-server per pod; the claim is released at teardown."""
+    can run a real redis-server per pod; the claim is released at teardown. Its apiserver audits every
+    write (``devfleet.audit``), so a test can tell which process wrote what."""
     root = tmp_path_factory.mktemp("loopback-fleet") / "state"
-    options = devfleet.UpOptions(clusters=(LOOPBACK_CLUSTER,), loopback_pods=True)
+    options = devfleet.UpOptions(clusters=(LOOPBACK_CLUSTER,), loopback_pods=True, audit=True)
     started = devfleet.up(root, options, say=lambda _: None)
     claimed = started.pod_range
     try:

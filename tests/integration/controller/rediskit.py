@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -192,12 +192,16 @@ def _delete(made: Scene) -> None:
 
 
 @contextmanager
-def controller_process(fleet: devfleet.Fleet, namespace: str, log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """``syncer controller`` as its own process (so a test can SIGKILL it), stopped at exit."""
+def controller_process(
+    fleet: devfleet.Fleet, namespace: str, log: Path, lease: Sequence[str] = ()
+) -> Iterator[subprocess.Popen[bytes]]:
+    """``syncer controller`` as its own process (so a test can SIGKILL or freeze it), stopped at exit;
+    with ``lease`` (the Lease options) it elects a leader, else it leads alone."""
+    electing = ["--leader-elect", *lease] if lease else ["--no-leader-elect"]
     argv = [
         sys.executable, "-m", "syncer", "controller",
         "--kubeconfig", str(fleet.kubeconfig), "--context", LOOPBACK_CLUSTER,
-        "--watch-namespace", namespace, "--no-leader-elect", "--topology",
+        "--watch-namespace", namespace, *electing, "--topology",
         "--topology-interval", "1", "--topology-timeout", "1", "--metrics-port", "0",
     ]  # fmt: skip
     with log.open("ab") as out:

@@ -8,7 +8,7 @@ import pytest
 
 from devfleet import access
 from syncer.kube import ClusterClient
-from syncer.status.events import EventRecorder, Regarding
+from syncer.kube.events import EventRecorder, Regarding
 from tests.integration.conftest import FleetHandle
 
 pytestmark = pytest.mark.integration

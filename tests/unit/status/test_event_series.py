@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from syncer.errors import NotFound
-from syncer.status.events import EventRecorder, Regarding, SeriesOptions
+from syncer.kube.events import EventRecorder, Regarding, SeriesOptions
 
 STATE = Regarding("v1", "ConfigMap", "syncer-state", "syncer-system", "uid-1")
 

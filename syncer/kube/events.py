@@ -1,5 +1,10 @@
 """Kubernetes Events (events.k8s.io/v1) that say what syncer did, where kubectl users look for it.
 
+The one Event writer of syncer: the agent's reports (``syncer.status.report``) and the RedisCluster
+controller (``syncer.controller.events``) both write through it. It sits beside the client, as
+client-go's ``tools/record`` does, because both of its users are layers that may not import each
+other.
+
 An event that cannot be written is dropped and counted: telling the story must never stop the sync.
 An event repeated every poll is one Event with a growing ``series.count``, not a new Event each time.
 """
