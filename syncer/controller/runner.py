@@ -18,11 +18,13 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from syncer.config.settings import LeaseSettings
+from syncer.controller.health_probe import HealthWatch, ProbeOptions
 from syncer.controller.logs import ContextLogger
 from syncer.controller.metrics import Metrics
 from syncer.controller.model import API_VERSION, KIND, ControllerOptions
 from syncer.controller.queue import WorkQueue
 from syncer.controller.reconciler import Reconciler
+from syncer.controller.status import TopologyVerdict
 from syncer.errors import KubeError
 from syncer.kube import ClusterClient, KubeApi
 from syncer.leader import LeaderElector
@@ -65,7 +67,9 @@ class Controller:
         self._kube = kube
         self._options = options
         self.queue = WorkQueue()
-        self.reconciler = Reconciler(kube, options, clock)
+        # With the topology on, Redis itself is watched between reconciles: an outage wakes its key.
+        self.health = HealthWatch(probe_options(options), self._outage) if options.topology else None
+        self.reconciler = Reconciler(kube, options, clock, self.health)
         self.metrics = Metrics(registry) if registry is not None else None
         self._secret_users: dict[str, set[str]] = {}
         self._lock = threading.Lock()
@@ -93,6 +97,18 @@ class Controller:
         with self._lock:
             return sorted(self._secret_users.get(_key(meta.get("namespace", ""), meta.get("name", "")), ()))
 
+    def _outage(self, key: str, outage: TopologyVerdict | None) -> None:
+        """The health watch saw an outage start, change or end: its status at once (a reconcile of
+        the key may be busy converging), then a reconcile."""
+        if outage is not None:
+            namespace, _, name = key.partition("/")
+            fields = {"namespace": namespace, "rediscluster": name}
+            try:
+                self.reconciler.tell_outage(namespace, name, outage, ContextLogger(log, fields))
+            except KubeError as err:
+                self._log.warning("could not write the outage of %s: %s", key, err)
+        self.queue.add(key)
+
     # -- loops -----------------------------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
@@ -106,6 +122,8 @@ class Controller:
             (f"worker-{i}", self._work) for i in range(max(self._options.workers, 1))
         ]
         joined.append(("resync", self._resync))
+        if self.health is not None:
+            joined.append(("health", self.health.run))
 
         def thread(name: str, fn: Callable[[threading.Event], None]) -> threading.Thread:
             return threading.Thread(target=fn, args=(stop,), name=f"controller-{name}", daemon=True)
@@ -207,6 +225,15 @@ class Controller:
             else:
                 self.metrics.set_ready(namespace, name, outcome.ready)
         adapter.debug("reconciled: %s %s", outcome.phase, outcome.result)
+
+
+def probe_options(options: ControllerOptions) -> ProbeOptions:
+    return ProbeOptions(
+        interval=options.health_interval,
+        timeout=options.health_timeout,
+        fail_rounds=options.health_fail_rounds,
+        recover_rounds=options.health_recover_rounds,
+    )
 
 
 def run_controller(

@@ -1,0 +1,160 @@
+"""Redis-level health between reconciles: each watched cluster's servers asked at a short interval.
+
+Owns: probing every member of each watched RedisCluster (CLUSTER INFO and CLUSTER NODES with a short
+socket timeout), judging one round (``judge_round``: a member that says ``cluster_state:fail``, a
+master that serves slots and does not answer), the hysteresis that turns rounds into an outage
+(``Debounced``), and waking the reconciler when the outage starts, changes reason or ends.
+
+Must not: change the Redis cluster, write to Kubernetes or decide the status; the reconciler reads
+``HealthWatch.outage`` and writes the status itself.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from contextlib import closing
+from dataclasses import dataclass, replace
+
+from syncer.controller.status import TopologyVerdict
+from syncer.controller.topology_client import Connections, observe
+from syncer.controller.topology_model import NodeView, RedisNode, TopologyOptions
+
+MASTER_UNREACHABLE = "MasterUnreachable"
+CLUSTER_STATE_FAIL = "ClusterStateFail"
+
+
+@dataclass(frozen=True)
+class ProbeOptions:
+    """How often and how patiently the members are asked, and how many rounds make a change.
+
+    ``interval`` seconds between rounds; ``timeout`` bounds each call to one server (a frozen server
+    costs one ``timeout`` per round); an outage is declared after ``fail_rounds`` bad rounds in a
+    row and ended after ``recover_rounds`` good rounds in a row. The defaults are the controller's
+    (``ControllerOptions.health_*``).
+    """
+
+    interval: float
+    timeout: float
+    fail_rounds: int
+    recover_rounds: int
+
+    def __post_init__(self) -> None:
+        if self.interval <= 0 or self.timeout <= 0:
+            raise ValueError("interval and timeout must be positive")
+        if min(self.fail_rounds, self.recover_rounds) < 1:
+            raise ValueError("fail_rounds and recover_rounds must be at least 1")
+
+
+def _epoch(view: NodeView) -> int:
+    return view.info.current_epoch if view.info is not None else -1
+
+
+def judge_round(views: Sequence[NodeView], timeout: float) -> TopologyVerdict | None:
+    """The outage one round shows, or None. Pure.
+
+    A master serves slots in the freshest answering view (highest current epoch) and does not answer:
+    ``MasterUnreachable`` (its slots take no writes). A member answers ``cluster_state`` other than ok:
+    ``ClusterStateFail``. Nobody answering at all counts as unreachable masters.
+    """
+    answering = [v for v in views if v.info is not None and not v.error]
+    silent = {str(v.node): v for v in views if v.error}
+    if not answering:
+        if not silent:
+            return None
+        names = ", ".join(sorted(silent))
+        return TopologyVerdict(False, f"no member answers within {timeout:g}s: {names}", MASTER_UNREACHABLE)
+    reference = max(answering, key=_epoch)
+    down = sorted(e.address for e in reference.entries if e.is_master and e.slots and e.address in silent)
+    if down:
+        served = sum(e.slot_count for e in reference.entries if e.address in down)
+        message = (
+            f"master {', '.join(down)} serving {served} slot(s) does not answer within {timeout:g}s "
+            f"({silent[down[0]].error})"
+        )
+        return TopologyVerdict(False, message, MASTER_UNREACHABLE)
+    failing = [v for v in answering if v.info is not None and v.info.state != "ok"]
+    if failing:
+        names = ", ".join(str(v.node) for v in failing)
+        state = failing[0].info.state if failing[0].info is not None else "?"
+        return TopologyVerdict(False, f"cluster_state:{state} on {names}", CLUSTER_STATE_FAIL)
+    return None
+
+
+@dataclass(frozen=True)
+class Debounced:
+    """The outage in force after the rounds seen so far, and the current run of bad or good rounds."""
+
+    outage: TopologyVerdict | None = None
+    bad: int = 0
+    good: int = 0
+
+    def step(self, found: TopologyVerdict | None, options: ProbeOptions) -> Debounced:
+        """The state after one more round. An outage in force takes the latest round's reason and
+        message while rounds stay bad."""
+        if found is not None:
+            bad = self.bad + 1
+            if self.outage is not None or bad >= options.fail_rounds:
+                return Debounced(found, bad, 0)
+            return Debounced(None, bad, 0)
+        good = self.good + 1
+        if self.outage is not None and good < options.recover_rounds:
+            return Debounced(self.outage, 0, good)
+        return Debounced(None, 0, good)
+
+
+@dataclass
+class _Watched:
+    nodes: tuple[RedisNode, ...]
+    access: TopologyOptions
+    state: Debounced
+
+
+class HealthWatch:
+    """Probes every tracked cluster each ``interval``; ``wake(key, outage)`` when its outage starts,
+    changes reason or ends (``outage`` None). ``run`` blocks until ``stop`` is set."""
+
+    def __init__(self, options: ProbeOptions, wake: Callable[[str, TopologyVerdict | None], None]) -> None:
+        self._options = options
+        self._wake = wake
+        self._lock = threading.Lock()
+        self._watched: dict[str, _Watched] = {}
+
+    def track(self, key: str, nodes: Sequence[RedisNode], access: TopologyOptions) -> None:
+        """Watch ``nodes`` (the members of a cluster found healthy) from now on, keeping its state."""
+        probe = replace(access, timeout=self._options.timeout)
+        with self._lock:
+            found = self._watched.get(key)
+            state = found.state if found is not None else Debounced()
+            self._watched[key] = _Watched(tuple(sorted(set(nodes))), probe, state)
+
+    def forget(self, key: str) -> None:
+        with self._lock:
+            self._watched.pop(key, None)
+
+    def outage(self, key: str) -> TopologyVerdict | None:
+        with self._lock:
+            found = self._watched.get(key)
+            return found.state.outage if found is not None else None
+
+    def probe_once(self) -> None:
+        """One round over every tracked cluster."""
+        with self._lock:
+            keys = list(self._watched.items())
+        for key, watched in keys:
+            with closing(Connections(watched.access)) as conns:
+                views = [observe(conns, node) for node in watched.nodes]
+            found = judge_round(views, self._options.timeout)
+            with self._lock:
+                current = self._watched.get(key)
+                if current is None or current.nodes != watched.nodes:
+                    continue
+                before = current.state.outage
+                current.state = current.state.step(found, self._options)
+                after = current.state.outage
+            if (before and before.reason) != (after and after.reason):
+                self._wake(key, after)
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.wait(self._options.interval):
+            self.probe_once()
