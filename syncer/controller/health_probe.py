@@ -3,7 +3,9 @@
 Owns: probing every member of each watched RedisCluster (CLUSTER INFO and CLUSTER NODES with a short
 socket timeout), judging one round (``judge_round``: a member that says ``cluster_state:fail``, a
 master that serves slots and does not answer), the hysteresis that turns rounds into an outage
-(``Debounced``), and waking the reconciler when the outage starts, changes reason or ends.
+(``Debounced``), waking its caller when the outage starts, changes reason or ends, and a
+reconcile's look at Redis with the watch on (``look``: which members are watched, and no converging
+pass while a master does not answer).
 
 Must not: change the Redis cluster, write to Kubernetes or decide the status; the reconciler reads
 ``HealthWatch.outage`` and writes the status itself.
@@ -11,14 +13,21 @@ Must not: change the Redis cluster, write to Kubernetes or decide the status; th
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass, replace
 
+from syncer.controller import topology_link
+from syncer.controller.model import ClusterSpec
 from syncer.controller.status import TopologyVerdict
 from syncer.controller.topology_client import Connections, observe
+from syncer.controller.topology_converge import Progress
 from syncer.controller.topology_model import NodeView, RedisNode, TopologyOptions
+from syncer.kube import KubeApi, KubeObject
+
+log = logging.getLogger("syncer.controller")
 
 MASTER_UNREACHABLE = "MasterUnreachable"
 CLUSTER_STATE_FAIL = "ClusterStateFail"
@@ -128,9 +137,22 @@ class HealthWatch:
             state = found.state if found is not None else Debounced()
             self._watched[key] = _Watched(tuple(sorted(set(nodes))), probe, state)
 
+    def narrow(self, key: str, nodes: Sequence[RedisNode]) -> None:
+        """Stop watching the tracked members of ``key`` that are not among ``nodes`` (the members the
+        spec keeps: a node on its way out is reset and says ``cluster_state:fail``)."""
+        with self._lock:
+            found = self._watched.get(key)
+            if found is not None:
+                found.nodes = tuple(n for n in found.nodes if n in set(nodes))
+
     def forget(self, key: str) -> None:
         with self._lock:
             self._watched.pop(key, None)
+
+    def tracked(self, key: str) -> tuple[RedisNode, ...]:
+        with self._lock:
+            found = self._watched.get(key)
+            return found.nodes if found is not None else ()
 
     def outage(self, key: str) -> TopologyVerdict | None:
         with self._lock:
@@ -157,4 +179,33 @@ class HealthWatch:
 
     def run(self, stop: threading.Event) -> None:
         while not stop.wait(self._options.interval):
-            self.probe_once()
+            try:
+                self.probe_once()
+            except Exception as err:  # the watch must outlive any one round's failure
+                log.warning("health watch round failed: %s", err, exc_info=True)
+
+
+def look(
+    kube: KubeApi,
+    health: HealthWatch,
+    spec: ClusterSpec,
+    live: Mapping[int, KubeObject],
+    access: TopologyOptions,
+    *,
+    progress: Progress,
+) -> topology_link.TopologyPass:
+    """A reconcile's look at Redis with the watch on: converge and judge, except while the watch sees
+    a master that does not answer -- then only its verdict (Redis fails over on its own, and every
+    command would wait on the silent master). The watch follows only the members the spec keeps (a
+    departing node is reset on its way out), and starts on a cluster once it is found healthy."""
+    key = f"{spec.namespace}/{spec.name}"
+    pods = topology_link.list_pods(kube, spec)
+    kept = [p.node for p in pods if p.ip and p.shard < spec.shards and p.ordinal < spec.pods_per_shard]
+    health.narrow(key, kept)
+    outage = health.outage(key)
+    if outage is not None and outage.reason == MASTER_UNREACHABLE:
+        return topology_link.TopologyPass(outage, pods=tuple(pods))
+    found = topology_link.observe_and_converge(kube, spec, live, access, progress)
+    if found.verdict.healthy:
+        health.track(key, kept, access)
+    return found

@@ -385,17 +385,11 @@ class Reconciler:
         """Converge and judge the Redis cluster; while the health watch sees a master that does not
         answer, only judge (Redis fails over on its own, and every command would wait on the silent
         master). A cluster found healthy is watched between reconciles from then on."""
-        from syncer.controller import topology_link
-        from syncer.controller.health_probe import MASTER_UNREACHABLE
+        from syncer.controller import health_probe, topology_link
 
-        key = f"{spec.namespace}/{spec.name}"
-        outage = self._health.outage(key) if self._health is not None else None
-        if outage is not None and outage.reason == MASTER_UNREACHABLE:
-            return topology_link.TopologyPass(outage, pods=tuple(topology_link.list_pods(self._kube, spec)))
-        found = topology_link.observe_and_converge(self._kube, spec, live, access, progress)
-        if self._health is not None and found.verdict.healthy:
-            self._health.track(key, [p.node for p in found.pods if p.ip], access)
-        return found
+        if self._health is None:
+            return topology_link.observe_and_converge(self._kube, spec, live, access, progress)
+        return health_probe.look(self._kube, self._health, spec, live, access, progress=progress)
 
     def _progress(
         self, obj: KubeObject, spec: ClusterSpec, found: Mapping[int, KubeObject], log: Log

@@ -13,12 +13,11 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 
 from syncer.config.settings import LeaseSettings
-from syncer.controller.health_probe import HealthWatch, ProbeOptions
 from syncer.controller.logs import ContextLogger
 from syncer.controller.metrics import Metrics
 from syncer.controller.model import API_VERSION, KIND, ControllerOptions
@@ -28,6 +27,9 @@ from syncer.controller.status import TopologyVerdict
 from syncer.errors import KubeError
 from syncer.kube import ClusterClient, KubeApi
 from syncer.leader import LeaderElector
+
+if TYPE_CHECKING:
+    from syncer.controller.health_probe import HealthWatch
 
 log = logging.getLogger("syncer.controller")
 
@@ -68,7 +70,7 @@ class Controller:
         self._options = options
         self.queue = WorkQueue()
         # With the topology on, Redis itself is watched between reconciles: an outage wakes its key.
-        self.health = HealthWatch(probe_options(options), self._outage) if options.topology else None
+        self.health = self._health_watch() if options.topology else None
         self.reconciler = Reconciler(kube, options, clock, self.health)
         self.metrics = Metrics(registry) if registry is not None else None
         self._secret_users: dict[str, set[str]] = {}
@@ -96,6 +98,18 @@ class Controller:
         meta = obj.get("metadata") or {}
         with self._lock:
             return sorted(self._secret_users.get(_key(meta.get("namespace", ""), meta.get("name", "")), ()))
+
+    def _health_watch(self) -> HealthWatch:
+        from syncer.controller.health_probe import HealthWatch, ProbeOptions
+
+        options = self._options
+        probe = ProbeOptions(
+            interval=options.health_interval,
+            timeout=options.health_timeout,
+            fail_rounds=options.health_fail_rounds,
+            recover_rounds=options.health_recover_rounds,
+        )
+        return HealthWatch(probe, self._outage)
 
     def _outage(self, key: str, outage: TopologyVerdict | None) -> None:
         """The health watch saw an outage start, change or end: its status at once (a reconcile of
@@ -225,15 +239,6 @@ class Controller:
             else:
                 self.metrics.set_ready(namespace, name, outcome.ready)
         adapter.debug("reconciled: %s %s", outcome.phase, outcome.result)
-
-
-def probe_options(options: ControllerOptions) -> ProbeOptions:
-    return ProbeOptions(
-        interval=options.health_interval,
-        timeout=options.health_timeout,
-        fail_rounds=options.health_fail_rounds,
-        recover_rounds=options.health_recover_rounds,
-    )
 
 
 def run_controller(

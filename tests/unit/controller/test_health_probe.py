@@ -3,10 +3,10 @@ slots move. Pure: node views are built from CLUSTER INFO and CLUSTER NODES text.
 
 from __future__ import annotations
 
-from syncer.controller.health_probe import Debounced, ProbeOptions, judge_round
+from syncer.controller.health_probe import Debounced, HealthWatch, ProbeOptions, judge_round
 from syncer.controller.progress import MigrationProgress
 from syncer.controller.status import TopologyVerdict
-from syncer.controller.topology_model import NodeView, RedisNode
+from syncer.controller.topology_model import NodeView, RedisNode, TopologyOptions
 from syncer.controller.topology_parse import parse_cluster_info, parse_cluster_nodes
 
 A, B, C = RedisNode("10.0.0.1", 6379), RedisNode("10.0.0.2", 6379), RedisNode("10.0.0.3", 6379)
@@ -106,3 +106,15 @@ def test_progress_is_told_at_start_end_and_at_most_once_a_second_between() -> No
         "migrating slots: 192/300 moved",
         "migrating slots: 300/300 moved",
     ]
+
+
+def test_the_watch_keeps_its_state_when_tracked_again_and_drops_members_the_spec_no_longer_keeps() -> None:
+    woken: list[tuple[str, str | None]] = []
+    watch = HealthWatch(OPTIONS, lambda key, outage: woken.append((key, outage and outage.reason)))
+    access = TopologyOptions(timeout=5.0)
+    watch.track("ns/cache", [B, A, C], access)
+    watch.narrow("ns/cache", [A, B])
+    assert watch.outage("ns/cache") is None
+    assert watch.tracked("ns/cache") == (A, B)
+    watch.forget("ns/cache")
+    assert watch.tracked("ns/cache") == ()
