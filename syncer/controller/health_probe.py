@@ -112,16 +112,19 @@ class Debounced:
         return Debounced(None, 0, good)
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Watched:
     nodes: tuple[RedisNode, ...]
     access: TopologyOptions
     state: Debounced
+    silent: frozenset[RedisNode] = frozenset()  # members that did not answer the last round
 
 
 class HealthWatch:
     """Probes every tracked cluster each ``interval``; ``wake(key, outage)`` when its outage starts,
-    changes reason or ends (``outage`` None). ``run`` blocks until ``stop`` is set."""
+    changes reason or ends (``outage`` None), and when a member that did not answer answers again
+    (``outage`` as in force), so a recovery is looked at without waiting for the next poll. ``run``
+    blocks until ``stop`` is set."""
 
     def __init__(self, options: ProbeOptions, wake: Callable[[str, TopologyVerdict | None], None]) -> None:
         self._options = options
@@ -133,9 +136,8 @@ class HealthWatch:
         """Watch ``nodes`` (the members of a cluster found healthy) from now on, keeping its state."""
         probe = replace(access, timeout=self._options.timeout)
         with self._lock:
-            found = self._watched.get(key)
-            state = found.state if found is not None else Debounced()
-            self._watched[key] = _Watched(tuple(sorted(set(nodes))), probe, state)
+            found = self._watched.get(key) or _Watched((), probe, Debounced())
+            self._watched[key] = replace(found, nodes=tuple(sorted(set(nodes))), access=probe)
 
     def narrow(self, key: str, nodes: Sequence[RedisNode]) -> None:
         """Stop watching the tracked members of ``key`` that are not among ``nodes`` (the members the
@@ -143,7 +145,7 @@ class HealthWatch:
         with self._lock:
             found = self._watched.get(key)
             if found is not None:
-                found.nodes = tuple(n for n in found.nodes if n in set(nodes))
+                self._watched[key] = replace(found, nodes=tuple(n for n in found.nodes if n in set(nodes)))
 
     def forget(self, key: str) -> None:
         with self._lock:
@@ -171,10 +173,12 @@ class HealthWatch:
                 current = self._watched.get(key)
                 if current is None or current.nodes != watched.nodes:
                     continue
+                silent = frozenset(v.node for v in views if v.error)
                 before = current.state.outage
-                current.state = current.state.step(found, self._options)
-                after = current.state.outage
-            if (before and before.reason) != (after and after.reason):
+                state = current.state.step(found, self._options)
+                self._watched[key] = replace(current, state=state, silent=silent)
+                after = state.outage
+            if (before and before.reason) != (after and after.reason) or current.silent - silent:
                 self._wake(key, after)
 
     def run(self, stop: threading.Event) -> None:
