@@ -226,6 +226,15 @@ class ControllerOptions:
     topology_interval: float = 10.0
     # How long one pass waits for gossip to settle after a change (meet, new master) before moving slots.
     topology_settle_seconds: float = 10.0
+    # Between reconciles every member of a healthy cluster is asked this often (seconds), each call
+    # bounded by health_timeout; an outage needs health_fail_rounds bad rounds in a row to show and
+    # health_recover_rounds good ones to end (docs/controller.md, "Redis-level health").
+    health_interval: float = 0.25
+    health_timeout: float = 0.4
+    health_fail_rounds: int = 2
+    health_recover_rounds: int = 4
+    # While slots move, the status says how many have moved at most this often (seconds).
+    progress_seconds: float = 1.0
     leader_elect: bool = True
     # The Lease the leader holds; it acts (writes, sends Redis commands) only while the Lease is held
     # for longer than ``duration - renew_deadline`` more seconds (``syncer.leader.fence``).

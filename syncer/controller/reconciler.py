@@ -31,12 +31,23 @@ from syncer.controller.model import (
     SpecError,
     parse,
 )
-from syncer.controller.status import Observed, Problem, ShardState, compute, is_warning, transitions
+from syncer.controller.progress import MigrationProgress
+from syncer.controller.status import (
+    Observed,
+    Problem,
+    ShardState,
+    TopologyVerdict,
+    compute,
+    is_warning,
+    transitions,
+    with_outage,
+)
 from syncer.controller.upgrade import Decision, RolloutState, ShardObservation, TemplateChoice
 from syncer.errors import Conflict, Invalid, NotFound
 from syncer.leader.fence import UNFENCED, Fence
 
 if TYPE_CHECKING:
+    from syncer.controller.health_probe import HealthWatch
     from syncer.controller.topology_link import TopologyPass
     from syncer.controller.topology_model import TopologyOptions
 from syncer.kube import ApplyOptions, KubeApi, KubeObject
@@ -109,6 +120,7 @@ class Reconciler:
         options: ControllerOptions = ControllerOptions(),
         clock: Callable[[], float] = time.time,
         fence: Fence = UNFENCED,
+        health: HealthWatch | None = None,
     ) -> None:
         """``fence`` is passed before every command to a Redis server; the writes through ``kube``
         pass it too when ``kube`` is a ``FencedKube`` (``runner.run_controller``)."""
@@ -116,11 +128,18 @@ class Reconciler:
         self._options = options
         self._clock = clock
         self._fence = fence
+        self._health = health
         self._events = ClusterEvents(kube, options.identity)
         # Topology events of the reconcile under way (failovers before restarts), emitted with the status.
         self._pending_events: list[tuple[str, str]] = []
 
     def reconcile(self, namespace: str, name: str, log: Log) -> ReconcileOutcome:
+        outcome = self._reconcile(namespace, name, log)
+        if self._health is not None and outcome.phase in ("absent", "finalize", "paused"):
+            self._health.forget(f"{namespace}/{name}")
+        return outcome
+
+    def _reconcile(self, namespace: str, name: str, log: Log) -> ReconcileOutcome:
         try:
             obj = self._kube.get(API_VERSION, KIND, name, namespace)
         except NotFound:
@@ -145,7 +164,9 @@ class Reconciler:
             return self._stall(obj, missing.problem, log, spec)
         self._pending_events = []
         found = self._live_statefulsets(spec)
-        redis = self._topology(spec, found, access) if access is not None else None
+        redis = None
+        if access is not None:
+            redis = self._topology(spec, found, access, self._progress(obj, spec, found, log).tell)
         try:
             decision, live = self._apply_children(spec, secrets, previous, found, redis=redis, access=access)
         except (Invalid, Conflict) as err:
@@ -154,17 +175,33 @@ class Reconciler:
         shards = [shard_state(i, live.get(i)) for i in range(spec.shards)]
         observed = Observed(spec, shards, decision.state)
         if redis is not None:
-            observed = Observed(spec, shards, decision.state, redis.verdict, redis.problem, redis.masters)
+            outage = self._health.outage(f"{spec.namespace}/{spec.name}") if self._health else None
+            observed = Observed(
+                spec, shards, decision.state, redis.verdict, redis.problem, redis.masters, outage
+            )
             for reason, message in [*redis.events, *self._pending_events]:
                 self._events.emit(obj, False, reason, message)
                 log.info("topology: %s", message, extra={"event_reason": reason})
-        status = compute(observed, previous, self._clock())
+        # Against the status last written: a migration may have written progress since ``previous``.
+        status = compute(observed, obj.get("status") or {}, self._clock())
         self._write_status(obj, status, log)
         if decision.event is not None:
             warning = decision.event[0] in ("RolloutFailed", "RolloutReverted")
             self._events.emit(obj, warning, *decision.event)
             log.info("rollout: %s", decision.event[1], extra={"event_reason": decision.event[0]})
         return self._outcome(decision, status, watched=redis is not None)
+
+    def tell_outage(self, namespace: str, name: str, outage: TopologyVerdict, log: Log) -> None:
+        """Write at once the outage the health watch sees, even while a reconcile of the object is
+        busy converging: only Ready and Reconciling change (``status.with_outage``); the reconcile
+        it also wakes writes the whole status again."""
+        try:
+            obj = self._kube.get(API_VERSION, KIND, name, namespace)
+        except NotFound:
+            return
+        status = with_outage(obj.get("status") or {}, outage, self._clock())
+        if status is not None:
+            self._write_status(obj, status, log)
 
     # -- pieces ----------------------------------------------------------------------------------
 
@@ -345,23 +382,55 @@ class Reconciler:
         delete(self._kube, api_version, kind, obj)
 
     def _topology(
-        self, spec: ClusterSpec, live: Mapping[int, KubeObject], access: TopologyOptions
+        self,
+        spec: ClusterSpec,
+        live: Mapping[int, KubeObject],
+        access: TopologyOptions,
+        progress: Callable[[int, int], None],
     ) -> TopologyPass:
-        from syncer.controller import topology_link
+        """Converge and judge the Redis cluster; while the health watch sees a master that does not
+        answer, only judge (Redis fails over on its own, and every command would wait on the silent
+        master). A cluster found healthy is watched between reconciles from then on."""
+        from syncer.controller import health_probe, topology_link
 
-        return topology_link.observe_and_converge(self._kube, spec, live, access)
+        if self._health is None:
+            return topology_link.observe_and_converge(self._kube, spec, live, access, progress)
+        return health_probe.look(self._kube, self._health, spec, live, access, progress=progress)
 
-    def _write_status(self, obj: Mapping[str, Any], status: dict[str, Any], log: Log) -> None:
+    def _progress(
+        self, obj: KubeObject, spec: ClusterSpec, found: Mapping[int, KubeObject], log: Log
+    ) -> MigrationProgress:
+        """What a migration under way writes: the status of this generation, Ready False and
+        Reconciling True with the slots moved so far (the rollout state as it was)."""
+        rollout = RolloutState.from_status((obj.get("status") or {}).get("rollout"))
+        shards = [shard_state(i, found.get(i)) for i in range(spec.shards)]
+
+        def status(verdict: TopologyVerdict) -> dict[str, Any]:
+            return compute(Observed(spec, shards, rollout, verdict), obj.get("status") or {}, self._clock())
+
+        def write(verdict: TopologyVerdict) -> None:
+            self._write_status(obj, status(verdict), log)
+
+        return MigrationProgress(write, self._options.progress_seconds)
+
+    def _write_status(self, obj: KubeObject, status: dict[str, Any], log: Log) -> None:
         """Write ``status``, computed from ``obj`` as this reconcile read (or last wrote) it: the
         resourceVersion is a precondition, so a status computed before another writer (a newer
-        leader, or a changed spec) wrote the object is refused (Conflict) and computed again."""
+        leader, the health watch's outage, a changed spec) wrote the object is refused (Conflict)
+        and computed again. Each condition that changed is told; ``obj`` then carries the status
+        and the new resourceVersion, so a later write in the same reconcile (a migration's
+        progress) is tied to this one and tells only what changed since."""
         meta = obj["metadata"]
         written = {"name": meta["name"], "namespace": meta["namespace"]}
         if meta.get("resourceVersion"):
             written["resourceVersion"] = meta["resourceVersion"]
         body = {"apiVersion": API_VERSION, "kind": KIND, "metadata": written, "status": status}
-        self._kube.apply_status(body, APPLY)
-        for condition in transitions(obj.get("status") or {}, status):
+        stored = self._kube.apply_status(body, APPLY)
+        version = (stored.get("metadata") or {}).get("resourceVersion")
+        if version:
+            meta["resourceVersion"] = version
+        before, obj["status"] = obj.get("status") or {}, status
+        for condition in transitions(before, status):
             warning = is_warning(condition)
             reason = f"{condition['type']}{condition['status']}"
             self._events.emit(
@@ -377,7 +446,7 @@ class Reconciler:
             )
 
     def _stall(
-        self, obj: Mapping[str, Any], problem: Problem, log: Log, spec: ClusterSpec | None = None
+        self, obj: KubeObject, problem: Problem, log: Log, spec: ClusterSpec | None = None
     ) -> ReconcileOutcome:
         """Record that nothing can move until the spec (or a referenced Secret) changes."""
         problem = Problem(problem.reason, scrub(obj, problem.message))

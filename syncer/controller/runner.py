@@ -20,7 +20,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 
@@ -29,10 +29,14 @@ from syncer.controller.metrics import Metrics
 from syncer.controller.model import API_VERSION, FIELD_MANAGER, KIND, ControllerOptions
 from syncer.controller.queue import WorkQueue
 from syncer.controller.reconciler import Reconciler
+from syncer.controller.status import TopologyVerdict
 from syncer.errors import FencedOut, KubeError
 from syncer.kube import ClientOptions, ClusterClient, KubeApi
 from syncer.leader import LeaderElector
 from syncer.leader.fence import UNFENCED, Fence, FencedKube
+
+if TYPE_CHECKING:
+    from syncer.controller.health_probe import HealthWatch
 
 log = logging.getLogger("syncer.controller")
 
@@ -73,7 +77,9 @@ class Controller:
         self._kube = kube
         self._options = options
         self.queue = WorkQueue()
-        self.reconciler = Reconciler(kube, options, clock, fence)
+        # With the topology on, Redis itself is watched between reconciles: an outage wakes its key.
+        self.health = self._health_watch() if options.topology else None
+        self.reconciler = Reconciler(kube, options, clock, fence, self.health)
         # Set at the first FencedOut: this replica may no longer act, every loop ends.
         self.fenced_out = threading.Event()
         self.metrics = Metrics(registry) if registry is not None else None
@@ -103,6 +109,30 @@ class Controller:
         with self._lock:
             return sorted(self._secret_users.get(_key(meta.get("namespace", ""), meta.get("name", "")), ()))
 
+    def _health_watch(self) -> HealthWatch:
+        from syncer.controller.health_probe import HealthWatch, ProbeOptions
+
+        options = self._options
+        probe = ProbeOptions(
+            interval=options.health_interval,
+            timeout=options.health_timeout,
+            fail_rounds=options.health_fail_rounds,
+            recover_rounds=options.health_recover_rounds,
+        )
+        return HealthWatch(probe, self._outage)
+
+    def _outage(self, key: str, outage: TopologyVerdict | None) -> None:
+        """The health watch saw an outage start, change or end: its status at once (a reconcile of
+        the key may be busy converging), then a reconcile."""
+        if outage is not None:
+            namespace, _, name = key.partition("/")
+            fields = {"namespace": namespace, "rediscluster": name}
+            try:
+                self.reconciler.tell_outage(namespace, name, outage, ContextLogger(log, fields))
+            except KubeError as err:
+                self._log.warning("could not write the outage of %s: %s", key, err)
+        self.queue.add(key)
+
     # -- loops -----------------------------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
@@ -116,6 +146,8 @@ class Controller:
             (f"worker-{i}", self._work) for i in range(max(self._options.workers, 1))
         ]
         joined.append(("resync", self._resync))
+        if self.health is not None:
+            joined.append(("health", self.health.run))
 
         halted = threading.Event()  # ``stop``, or this replica fenced out
 

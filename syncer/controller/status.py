@@ -2,9 +2,10 @@
 
 ``Ready`` is True only when every shard's StatefulSet has observed its latest generation, runs all its
 pods on one revision, all updated and Ready, no rollout is under way, and (with topology on) the Redis
-cluster itself reports healthy. ``Stalled`` is True when the controller cannot make progress without
-a change to the spec (a failed rollout step, a missing Secret, an object the apiserver rejects);
-``Reconciling`` is True while it is working toward the spec.
+cluster itself reports healthy and no outage is seen between reconciles (its reason comes first).
+``Stalled`` is True when the controller cannot make progress without a change to the spec (a failed
+rollout step, a missing Secret, an object the apiserver rejects); ``Reconciling`` is True while it is
+working toward the spec.
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ class Observed:
     topology: TopologyVerdict | None = None
     problem: Problem | None = None
     masters: Mapping[int, str] = field(default_factory=dict)  # shard -> pod serving as its master
+    # What Redis shows between reconciles (a failing cluster_state, a master not answering).
+    outage: TopologyVerdict | None = None
 
 
 def shard_ready(shard: ShardState, pods: int) -> bool:
@@ -99,6 +102,9 @@ def _verdict(observed: Observed) -> tuple[tuple[bool, str, str], tuple[bool, str
     if rollout is not None and rollout.failed:
         reason = "RolloutReverted" if rollout.phase == Phase.REVERTED else "RolloutStepTimeout"
         return (False, reason, rollout.message), (True, reason, rollout.message)
+    if observed.outage is not None:
+        # Redis-level first: while a master is down or a node fails, pod readiness is not the news.
+        return (False, observed.outage.reason, observed.outage.message), (False, "NotStalled", "")
     not_ready = [_shard_problem(s, pods) for s in observed.shards if not shard_ready(s, pods)]
     if rollout is not None and rollout.in_progress:
         message = f"rollout step {rollout.step + 1}/{rollout.steps} {rollout.phase.value.lower()}"
@@ -184,6 +190,33 @@ def compute(observed: Observed, previous: Mapping[str, Any], now: float) -> dict
     if rollout is not None:
         status["rollout"] = rollout.to_status()
     return status
+
+
+def with_outage(previous: Mapping[str, Any], outage: TopologyVerdict, now: float) -> dict[str, Any] | None:
+    """The status last written with the outage the health watch sees between reconciles: Ready False
+    and Reconciling True with its reason, everything else as it was (the same generation). None when
+    the status is Stalled (a stall comes first) or has no conditions yet (no reconcile wrote it)."""
+    old = {c.get("type"): c for c in previous.get("conditions") or () if isinstance(c, Mapping)}
+    stalled = old.get(Condition.STALLED.value) or {}
+    if not old or stalled.get("status") == "True":
+        return None
+    generation = int(previous.get("observedGeneration") or 0)
+    stamp = format_time(now).split(".")[0] + "Z"
+    verdict = (False, outage.reason, outage.message)
+    conditions = [
+        _condition(
+            Condition.READY, verdict, old.get(Condition.READY.value, {}), now=stamp, generation=generation
+        ),
+        _condition(
+            Condition.RECONCILING,
+            (True, outage.reason, outage.message),
+            old.get(Condition.RECONCILING.value, {}),
+            now=stamp,
+            generation=generation,
+        ),
+        _condition(Condition.STALLED, (False, "NotStalled", ""), stalled, now=stamp, generation=generation),
+    ]
+    return {**previous, "conditions": conditions}
 
 
 def transitions(previous: Mapping[str, Any], status: Mapping[str, Any]) -> list[dict[str, Any]]:

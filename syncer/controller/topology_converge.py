@@ -44,6 +44,14 @@ class ConvergeReport:
     keys_moved: int = 0
 
 
+Progress = Callable[[int, int], None]
+"""Told (slots moved, slots to move) while a rebalance moves slots."""
+
+
+def _untold(done: int, total: int) -> None:
+    """Progress nobody listens to."""
+
+
 @dataclass
 class _Pass:
     conns: Connections
@@ -51,6 +59,7 @@ class _Pass:
     events: list[tuple[str, str]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     keys_moved: int = 0
+    progress: Progress = _untold
 
     def views(self, nodes: Sequence[RedisNode]) -> dict[RedisNode, NodeView]:
         return {node: observe(self.conns, node) for node in nodes}
@@ -72,12 +81,14 @@ def converge(
     layout: Sequence[Sequence[RedisNode]],
     departing: Sequence[RedisNode] = (),
     options: TopologyOptions = TopologyOptions(),
+    progress: Progress = _untold,
 ) -> ConvergeReport:
-    """One converging pass over ``layout`` (per kept shard ``[pod 0, pod 1, ...]``) and ``departing``."""
+    """One converging pass over ``layout`` (per kept shard ``[pod 0, pod 1, ...]``) and ``departing``;
+    ``progress`` is told how many slots have moved while a rebalance moves them."""
     kept = [node for shard in layout for node in shard]
     everyone = [*kept, *departing]
     with closing(Connections(options)) as conns:
-        run = _Pass(conns, options)
+        run = _Pass(conns, options, progress=progress)
         views = run.views(everyone)
         down = [v for v in views.values() if v.error]
         if down:
@@ -307,7 +318,7 @@ def _rebalance(
         return False
     moves = plan_rebalance(owned, keep)
     leaving = {node_id for node, node_id in _ids(views).items() if node in departing}
-    done = resharder.move_all(moves)
+    done = resharder.move_all(moves, progress=run.progress)
     run.finish(resharder)
     if done:
         drained = "departing masters drained, " if leaving & set(owned) else ""

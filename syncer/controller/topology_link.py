@@ -29,7 +29,7 @@ from syncer.controller.model import (
     SpecError,
 )
 from syncer.controller.status import Problem, TopologyVerdict
-from syncer.controller.topology_converge import ConvergeReport, converge
+from syncer.controller.topology_converge import ConvergeReport, Progress, converge
 from syncer.controller.topology_restart import RestartPlan, ShardRestart, prepare_restarts
 from syncer.errors import FencedOut, SyncerError
 from syncer.kube import KubeApi, KubeObject
@@ -152,9 +152,14 @@ def _waiting(live: Mapping[int, KubeObject], pods: Sequence[Pod]) -> str:
 
 
 def observe_and_converge(
-    kube: KubeApi, spec: ClusterSpec, live: Mapping[int, KubeObject], settings: topology.TopologyOptions
+    kube: KubeApi,
+    spec: ClusterSpec,
+    live: Mapping[int, KubeObject],
+    settings: topology.TopologyOptions,
+    progress: Progress,
 ) -> TopologyPass:
-    """Converge the Redis cluster towards the spec once every pod is up, and judge it."""
+    """Converge the Redis cluster towards the spec once every pod is up, and judge it; ``progress``
+    is told how many slots have moved while slots move."""
     pods = list_pods(kube, spec)
     waiting = _waiting(live, pods)
     if waiting:
@@ -169,7 +174,7 @@ def observe_and_converge(
         verdict = TopologyVerdict(False, "a shard has no pod yet", "PodsNotReady")
         return TopologyPass(verdict, pods=tuple(pods))
     try:
-        result = converge(layout, departing, settings)
+        result = converge(layout, departing, settings, progress)
     except FencedOut:
         raise  # this controller may no longer act: nothing is judged or written
     except (SyncerError, OSError, ValueError) as err:

@@ -75,14 +75,22 @@ class Resharder:
             return False
         return True
 
-    def move_all(self, moves: Sequence[Move], stop: Callable[[], bool] = lambda: False) -> int:
+    def move_all(
+        self,
+        moves: Sequence[Move],
+        stop: Callable[[], bool] = lambda: False,
+        progress: Callable[[int, int], None] = lambda done, total: None,
+    ) -> int:
         """Move slots in order, in groups of ``slot_group`` per source and target, until a group fails
-        or ``stop`` says so; the number of slots moved."""
+        or ``stop`` says so; the number of slots moved. ``progress(moved, total)`` is told before the
+        first group and after each one."""
         done = 0
+        progress(0, len(moves))
         for (source, target), group in _groups(moves, self.options.slot_group):
             if stop() or not self.move_group(source, target, group):
                 break
             done += len(group)
+            progress(done, len(moves))
         if done:
             self.actions.append(f"moved {done} slot(s) and {self.keys_moved} key(s)")
         return done

@@ -21,6 +21,9 @@ from redis.retry import Retry
 
 from syncer.controller.topology import RedisNode
 
+GAP = 0.2
+"""Seconds without an acknowledged write that count as an outage in ``Traffic.gaps``."""
+
 
 @dataclass(frozen=True)
 class TrafficResult:
@@ -66,6 +69,9 @@ class Traffic:
     failed: int = 0
     stale: int = 0
     longest: float = 0.0
+    # Each stretch without an acknowledged write longer than ``GAP`` seconds: (last write before it,
+    # first write after it), in ``time.monotonic`` seconds.
+    gaps: list[tuple[float, float]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
@@ -133,6 +139,8 @@ class Traffic:
                     self.failed += 1
                     continue
                 now = time.monotonic()
+                if now - last_ok > GAP:
+                    self.gaps.append((last_ok, now))
                 self.longest = max(self.longest, now - last_ok)
                 last_ok = now
                 self.acked[key] = value

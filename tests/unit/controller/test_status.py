@@ -3,7 +3,15 @@ from __future__ import annotations
 from typing import Any
 
 from syncer.controller.model import ClusterSpec
-from syncer.controller.status import Observed, Problem, ShardState, TopologyVerdict, compute, transitions
+from syncer.controller.status import (
+    Observed,
+    Problem,
+    ShardState,
+    TopologyVerdict,
+    compute,
+    transitions,
+    with_outage,
+)
 from syncer.controller.upgrade import Phase, RolloutState
 
 SPEC = ClusterSpec(
@@ -117,3 +125,36 @@ def test_the_topology_reason_and_shard_masters_are_reported() -> None:
     assert conditions(status)["Ready"][0] == "True"
     assert "cluster_state ok" in status["conditions"][0]["message"]
     assert [s.get("master") for s in status["shards"]] == ["cache-shard-0-1", "cache-shard-1-0"]
+
+
+def test_an_outage_seen_between_reconciles_comes_before_pod_readiness_and_the_last_topology_verdict() -> None:
+    outage = TopologyVerdict(False, "cluster_state:fail on 10.0.0.2:6379", "ClusterStateFail")
+    for shards in ([good(0), good(1)], [good(0), ShardState(1, True, True, 2, 1, 2, True, "7.4")]):
+        healthy = TopologyVerdict(True, "cluster_state ok", "Healthy")
+        status = compute(Observed(SPEC, shards, topology=healthy, outage=outage), {}, 100.0)
+        assert conditions(status)["Ready"] == ("False", "ClusterStateFail")
+        assert conditions(status)["Reconciling"] == ("True", "ClusterStateFail")
+        assert status["conditions"][0]["message"] == outage.message
+        assert status["observedGeneration"] == 4
+
+
+def test_an_outage_told_between_reconciles_changes_only_ready_and_reconciling() -> None:
+    outage = TopologyVerdict(
+        False, "master 10.0.0.2:6379 serving 8192 slot(s) does not answer", "MasterUnreachable"
+    )
+    previous = compute(Observed(SPEC, [good(0), good(1)], masters={0: "cache-shard-0-0"}), {}, 100.0)
+    told = with_outage(previous, outage, 130.0)
+    assert told is not None
+    assert conditions(told) == {
+        "Ready": ("False", "MasterUnreachable"),
+        "Reconciling": ("True", "MasterUnreachable"),
+        "Stalled": ("False", "NotStalled"),
+    }
+    assert {k: v for k, v in told.items() if k != "conditions"} == {
+        k: v for k, v in previous.items() if k != "conditions"
+    }
+    assert told["conditions"][0]["lastTransitionTime"] != previous["conditions"][0]["lastTransitionTime"]
+    assert told["conditions"][2]["lastTransitionTime"] == previous["conditions"][2]["lastTransitionTime"]
+    stalled = compute(Observed(SPEC, [good(0), good(1)], problem=Problem("InvalidSpec", "bad")), {}, 100.0)
+    assert with_outage(stalled, outage, 130.0) is None
+    assert with_outage({}, outage, 130.0) is None
