@@ -197,7 +197,10 @@ def _judged(result: ConvergeReport, pods: Sequence[Pod], departing: bool) -> Top
             detail += f"; {result.problems[0]}"
         verdict = TopologyVerdict(False, f"Redis topology unhealthy: {detail}", report.reason)
     problem = None
-    if departing and result.problems and not result.departed:
+    if result.refused:
+        more = f" (and {len(result.refused) - 1} more)" if len(result.refused) > 1 else ""
+        problem = Problem("NodesLeftOut", f"{result.refused[0]}{more}")
+    elif departing and result.problems and not result.departed:
         message = f"nodes cannot leave yet, nothing was deleted: {result.problems[0]}"
         problem = Problem("ScaleInBlocked", message)
     return TopologyPass(verdict, result.departed, masters, result.events, problem, tuple(pods))
