@@ -27,16 +27,10 @@ from dataclasses import dataclass, field
 
 from syncer.controller import topology
 from syncer.controller.topology_client import Connections, observe
-from syncer.controller.topology_model import (
-    NodeView,
-    RedisNode,
-    TopologyError,
-    TopologyOptions,
-    TopologyReport,
-)
+from syncer.controller.topology_model import NodeView, RedisNode, TopologyOptions, TopologyReport
 from syncer.controller.topology_plan import OpenSlot, balanced, fix_open_slot, plan_rebalance
 from syncer.controller.topology_reshard import Resharder
-from syncer.controller.topology_volumes import outsiders, wipe
+from syncer.controller.topology_volumes import Returned, judge_returning, retire
 
 
 @dataclass(frozen=True)
@@ -95,12 +89,15 @@ def converge(
             # Nothing changes while a node does not answer: the verdict says which.
             report = topology.judge(list(views.values()), len(layout))
             return ConvergeReport(report, False, problems=tuple(v.error for v in down))
-        refused = _judge_returning(run, views, kept)
-        if refused:
-            # A node that could hold the only copy of some keys is neither emptied nor met.
+        judged = _judge_returning(run, views, kept)
+        if judged.refused or judged.unread:
+            # A node that could hold the only copy of some keys (or could not be read) is neither
+            # emptied nor met, and nothing else changes in this pass.
             report = topology.inspect(kept, len(layout), options)
-            events, problems = tuple(run.events), (*run.problems, *refused)
-            return ConvergeReport(report, False, events, problems, refused=tuple(refused))
+            events, problems = tuple(run.events), (*run.problems, *judged.refused)
+            return ConvergeReport(report, False, events, problems, refused=judged.refused)
+        if judged.emptied:
+            views = run.views(everyone)
         if not _claims_agree(run, everyone):
             report = topology.inspect(kept, len(layout), options)
             return ConvergeReport(report, False, tuple(run.events), tuple(run.problems), run.keys_moved)
@@ -154,33 +151,15 @@ def _settled(run: _Pass, nodes: Sequence[RedisNode]) -> bool:
     return _wait_for(run, waiting)
 
 
-def _judge_returning(run: _Pass, views: dict[RedisNode, NodeView], kept: Sequence[RedisNode]) -> list[str]:
-    """Empty and reset each kept node that came back with a volume of another shape; the reasons
-    of those that must be left out."""
-    keys: dict[RedisNode, int] = {}
-    for node in kept:
-        try:
-            reply = run.conns.call(node, "DBSIZE")
-        except TopologyError as err:
-            return [str(err)]
-        keys[node] = int(reply) if isinstance(reply, int) else 0
-    refused: list[str] = []
-    emptied: list[str] = []
-    for outsider in outsiders(views, keys, kept):
-        if not outsider.wipe:
-            refused.append(f"{outsider} is left out of the cluster: it {outsider.reason}")
-            continue
-        try:
-            wipe(run.conns, outsider.node, run.options)
-        except TopologyError as err:
-            run.problems.append(f"emptying {outsider}: {err}")
-            continue
-        emptied.append(str(outsider))
-    if emptied:
-        told = "; ".join(emptied)
+def _judge_returning(run: _Pass, views: dict[RedisNode, NodeView], kept: Sequence[RedisNode]) -> Returned:
+    """Empty and reset each kept node that came back with a volume of another shape."""
+    found = judge_returning(run.conns, run.options, views, kept)
+    run.problems.extend(found.problems)
+    if found.emptied:
+        told = "; ".join(found.emptied)
         message = f"emptied and reset before joining, as they came back from another shape: {told}"
         run.events.append(("ReturningNodesReset", message))
-    return refused
+    return found
 
 
 def _claims_agree(run: _Pass, nodes: Sequence[RedisNode]) -> bool:
@@ -388,7 +367,9 @@ def _detach(
             run.problems.append(f"{node} is leaving but still serves {me.slot_count} slot(s)")
             ok = False
             continue
-        if _retire(run, node, me.is_master) and resharder.forget(me.node_id, kept):
+        problem = retire(run.conns, run.options, node, master=me.is_master)
+        run.problems.extend([problem] if problem else [])
+        if not problem and resharder.forget(me.node_id, kept):
             forgotten.append(str(node))
         else:
             ok = False
@@ -396,17 +377,3 @@ def _detach(
     if forgotten:
         run.events.append(("NodesForgotten", f"removed {', '.join(forgotten)} from the cluster"))
     return ok
-
-
-def _retire(run: _Pass, node: RedisNode, master: bool) -> bool:
-    """Empty a departing node: a replica holds a copy; a master must hold no key any more."""
-    try:
-        held = run.conns.call(node, "DBSIZE") if master else 0
-        if held:
-            run.problems.append(f"{node} is leaving but still holds {held} key(s)")
-            return False
-        wipe(run.conns, node, run.options)
-    except TopologyError as err:
-        run.problems.append(f"emptying {node} as it leaves: {err}")
-        return False
-    return True

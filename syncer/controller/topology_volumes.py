@@ -7,8 +7,9 @@ claim the slots it holds keys of (redis-server takes unassigned slots it has key
 its data) and carry epochs that could win against the cluster's own claims.
 
 Owns: ``outsiders`` (pure: which kept nodes stand outside the group the cluster forms and are not
-fresh), ``Verdict`` (whether one is emptied or left out, and why) and ``wipe`` (emptying a node for
-good: memory, the RDB and append-only files, and a new node id with CLUSTER RESET HARD, so a restart
+fresh, each with whether it may be emptied or why not), ``judge_returning`` (emptying those before
+they are met), ``retire`` (emptying a departing node) and ``wipe`` (emptying a node for good:
+memory, the RDB and append-only files, and a new node id with CLUSTER RESET HARD, so a restart
 brings nothing back and no node still remembers, or bans after CLUSTER FORGET, its old id).
 
 Must not: empty a node of the cluster's own group, or a node whose keys could be the only copy (the
@@ -113,6 +114,60 @@ def outsiders(
             )
         result.append(Outsider(node, me.node_id, held, me.slot_count, known, epoch, not reason, reason))
     return result
+
+
+@dataclass(frozen=True)
+class Returned:
+    """What judging the returning nodes did: the nodes emptied, those left out (with the reason)
+    and what failed; ``unread`` when a node's keys could not be counted (nothing was judged)."""
+
+    emptied: tuple[str, ...] = ()
+    refused: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+    unread: bool = False
+
+
+def judge_returning(
+    conns: Connections,
+    options: TopologyOptions,
+    views: Mapping[RedisNode, NodeView],
+    kept: Sequence[RedisNode],
+) -> Returned:
+    """Empty and reset each kept outsider that may be emptied; leave out the others."""
+    keys: dict[RedisNode, int] = {}
+    for node in kept:
+        try:
+            reply = conns.call(node, "DBSIZE")
+        except TopologyError as err:
+            return Returned(problems=(str(err),), unread=True)
+        keys[node] = int(reply) if isinstance(reply, int) else 0
+    emptied: list[str] = []
+    refused: list[str] = []
+    problems: list[str] = []
+    for outsider in outsiders(views, keys, kept):
+        if not outsider.wipe:
+            refused.append(f"{outsider} is left out of the cluster: it {outsider.reason}")
+            continue
+        try:
+            wipe(conns, outsider.node, options)
+        except TopologyError as err:
+            problems.append(f"emptying {outsider}: {err}")
+            continue
+        emptied.append(str(outsider))
+    return Returned(tuple(emptied), tuple(refused), tuple(problems))
+
+
+def retire(conns: Connections, options: TopologyOptions, node: RedisNode, *, master: bool) -> str:
+    """Empty a departing node for good; why it cannot be, or "". A replica holds a copy of its
+    master's keys; a master must hold no key any more (nothing may leave with it)."""
+    try:
+        held = conns.call(node, "DBSIZE") if master else 0
+        if held:
+            return f"{node} is leaving but still holds {held} key(s)"
+        wipe(conns, node, options)
+    except TopologyError as err:
+        return f"emptying {node} as it leaves: {err}"
+    return ""
 
 
 def wipe(conns: Connections, node: RedisNode, options: TopologyOptions) -> None:

@@ -9,11 +9,15 @@ Real redis-servers run behind the pods of the loopback fleet; each pod name keep
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
+from syncer.controller.model import API_VERSION, KIND
 from syncer.controller.topology import RedisNode
-from tests.integration.controller.rediskit import Scene, SceneStarter, check
+from tests.integration.controller.rediskit import NAME, Scene, SceneStarter, check
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -36,6 +40,11 @@ def returning(s: Scene, pods: list[str]) -> list[RedisNode]:
     return [s.pods.node_of(pod) for pod in pods]
 
 
+def came_back_fresh(s: Scene) -> None:
+    """The departed nodes left their volumes empty: nothing had to be emptied when they returned."""
+    assert s.events("ReturningNodesReset") == [], "a returning node brought data back"
+
+
 def never_claimed_slots(s: Scene, nodes: list[RedisNode]) -> None:
     """The returning nodes serve no slot of their own: they came back as replicas."""
     mine = {e.name: e for e in s.myselves()}
@@ -55,6 +64,7 @@ def test_replicas_back_after_zero_with_kept_disks_join_empty(redis_scene: SceneS
         back_within(s, "replicas 0 -> 1 with kept disks", RETURN_BOUND, replicasPerShard=1)
         back = returning(s, [f"cache-shard-{i}-1" for i in range(3)])
         never_claimed_slots(s, back)
+        came_back_fresh(s)
         assert len(s.cluster_nodes()) == 6
         # Every acknowledged key, read through a client that knows only the returning pods.
         check(traffic.stop(back), "replicas 0 -> 1, read from the returning pods")
@@ -72,4 +82,51 @@ def test_a_shard_back_with_kept_disks_joins_within_the_bound(redis_scene: SceneS
         counts = s.masters()
         assert len(counts) == 3, counts
         assert max(counts.values()) - min(counts.values()) <= 1, counts
+        came_back_fresh(s)
         check(traffic.stop(back), "shards 2 -> 3, read from the returning pods")
+
+
+def pods_of(s: Scene, namespace: str = "") -> dict[str, str]:
+    items = s.kube.list("v1", "Pod", namespace=namespace or s.namespace).items
+    return {p["metadata"]["name"]: (p.get("status") or {}).get("podIP", "") for p in items}
+
+
+@contextmanager
+def squatters(s: Scene, count: int) -> Iterator[None]:
+    """Pods of another namespace (no redis-server behind them) holding the IPs the fleet freed last,
+    so the pods made next get addresses this cluster never had; deleted on exit."""
+    namespace = f"{s.namespace}-squat"
+    s.kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    try:
+        for i in range(count):
+            container = {"name": "idle", "image": "registry.k8s.io/pause:3.10"}
+            meta = {"name": f"squatter-{i}", "namespace": namespace}
+            s.kube.apply(
+                {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": [container]}}
+            )
+        eventually("the squatters' IPs", lambda: all(pods_of(s, namespace).values()), 60)
+        yield
+    finally:
+        s.kube.delete("v1", "Namespace", namespace)
+
+
+@pytest.mark.timeout(900)
+def test_a_cluster_recreated_from_retained_claims_comes_back_with_its_keys(redis_scene: SceneStarter) -> None:
+    with redis_scene(persistence=True, shards=3, replicasPerShard=1) as s:
+        traffic = s.traffic(bulk=20000, durable=True)
+        eventually("some acknowledged writes", lambda: traffic.writes > 500, 60)
+        check(traffic.stop(s.nodes()), "before the RedisCluster is deleted")
+        before = pods_of(s)
+        s.kube.delete(API_VERSION, KIND, NAME, s.namespace)
+        eventually("the RedisCluster and its pods gone", lambda: not pods_of(s), 120)
+        assert s.events("VolumesRetained"), "the claims should have been kept"
+
+        with squatters(s, len(before)):
+            back_within(s, "re-created from retained claims", RETURN_BOUND)
+            after = pods_of(s)
+        print(f"addresses before: {sorted(before.values())}, after: {sorted(after.values())}", flush=True)
+        assert not set(before.values()) & set(after.values()), "a pod came back on a former address"
+        assert s.events("ReturningNodesReset") == [], "the cluster's own nodes must keep their data"
+        assert len(s.cluster_nodes()) == 6
+        # Every key acknowledged before the deletion is there, read from the re-created pods.
+        check(traffic.stop(s.nodes()), "re-created from retained claims")
