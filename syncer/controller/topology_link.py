@@ -173,10 +173,12 @@ def observe_and_converge(
     except (SyncerError, OSError, ValueError) as err:
         verdict = TopologyVerdict(False, f"Redis topology: {err}", "TopologyError")
         return TopologyPass(verdict, pods=tuple(pods))
-    return _judged(result, pods, bool(departing))
+    return judged(result, pods, bool(departing))
 
 
-def _judged(result: ConvergeReport, pods: Sequence[Pod], departing: bool) -> TopologyPass:
+def judged(result: ConvergeReport, pods: Sequence[Pod], departing: bool) -> TopologyPass:
+    """The pass as the status sees it: the verdict, the shards' masters and what stalls it (a node
+    left out, or departing nodes that cannot leave yet)."""
     report = result.report
     by_address = {str(p.node): p for p in pods}
     masters: dict[int, str] = {}
