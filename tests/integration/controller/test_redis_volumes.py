@@ -92,19 +92,22 @@ def pods_of(s: Scene, namespace: str = "") -> dict[str, str]:
 
 
 @contextmanager
-def squatters(s: Scene, count: int) -> Iterator[None]:
-    """Pods of another namespace (no redis-server behind them) holding the IPs the fleet freed last,
-    so the pods made next get addresses this cluster never had; deleted on exit."""
+def squatters(s: Scene, former: set[str], most: int = 96) -> Iterator[None]:
+    """Pods of another namespace (no redis-server behind them) made until they hold every address
+    in ``former`` (the fleet hands freed addresses out again), so the pods made next get addresses
+    this cluster never had; deleted on exit."""
     namespace = f"{s.namespace}-squat"
     s.kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     try:
-        for i in range(count):
-            container = {"name": "idle", "image": "registry.k8s.io/pause:3.10"}
-            meta = {"name": f"squatter-{i}", "namespace": namespace}
-            s.kube.apply(
-                {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"containers": [container]}}
-            )
-        eventually("the squatters' IPs", lambda: all(pods_of(s, namespace).values()), 60)
+        made = 0
+        while not former <= set(pods_of(s, namespace).values()):
+            assert made < most, f"{made} pods did not get the addresses {sorted(former)}"
+            for i in range(made, made + 8):
+                meta = {"name": f"squatter-{i}", "namespace": namespace}
+                spec = {"containers": [{"name": "idle", "image": "registry.k8s.io/pause:3.10"}]}
+                s.kube.apply({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
+            made += 8
+            eventually("the squatters' addresses", lambda: all(pods_of(s, namespace).values()), 60)
         yield
     finally:
         s.kube.delete("v1", "Namespace", namespace)
@@ -121,7 +124,7 @@ def test_a_cluster_recreated_from_retained_claims_comes_back_with_its_keys(redis
         eventually("the RedisCluster and its pods gone", lambda: not pods_of(s), 120)
         assert s.events("VolumesRetained"), "the claims should have been kept"
 
-        with squatters(s, len(before)):
+        with squatters(s, set(before.values())):
             back_within(s, "re-created from retained claims", RETURN_BOUND)
             after = pods_of(s)
         print(f"addresses before: {sorted(before.values())}, after: {sorted(after.values())}", flush=True)
