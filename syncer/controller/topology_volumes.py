@@ -87,14 +87,19 @@ def outsiders(
 ) -> list[Outsider]:
     """The kept nodes that are neither in the cluster's group nor fresh, each with its verdict.
 
-    The cluster's group is the one whose masters serve most slots (then the biggest, then the
-    first). A fresh node (no key, no slot, nobody else known, epoch 0) is simply met. Any other node
+    The cluster's group is the biggest, then the one whose masters serve most slots, then the
+    first. A fresh node (no key, no slot, nobody else known, epoch 0) is simply met. Any other node
     outside the group is emptied when it holds no key, or when the group serves every slot (its keys
-    are stale copies); one holding keys while the group lacks slots is left out.
+    are stale copies); one holding keys while the group lacks slots, or while another group looks
+    just like the cluster's, is left out.
     """
     found = groups(views)
-    main = max(found, key=lambda g: (len(served(views, g)), len(g)))
+    weights = [(len(g), len(served(views, g))) for g in found]
+    main = found[weights.index(max(weights))]
     covered = len(served(views, main))
+    # Two groups alike (a one-node cluster and one node back from it, say): which one holds the
+    # current keys cannot be told, so no key is emptied.
+    alike = weights.count(max(weights)) > 1
     result: list[Outsider] = []
     for node in kept:
         view = views[node]
@@ -111,6 +116,12 @@ def outsiders(
             reason = (
                 f"holds {held} key(s) while the cluster serves {covered}/{SLOT_COUNT} slots: they may be "
                 "the only copy, so it is neither emptied nor met"
+            )
+        elif held and alike:
+            reason = (
+                f"holds {held} key(s) and its group looks like the cluster's ({len(main)} node(s), "
+                f"{covered} slots): which one has the current keys cannot be told, so it is neither "
+                "emptied nor met"
             )
         result.append(Outsider(node, me.node_id, held, me.slot_count, known, epoch, not reason, reason))
     return result

@@ -42,6 +42,27 @@ def test_a_node_back_with_keys_while_the_cluster_lacks_slots_is_left_out_with_th
     assert "8192/16384 slots" in found.reason
 
 
+def test_a_node_with_keys_that_looks_like_the_cluster_is_left_out() -> None:
+    # A one-node cluster (A) and a node back alone from it (C), both serving every slot.
+    views = {
+        A: view(A, [line(A, "myself,master", "0-16383")]),
+        C: view(C, [line(C, "myself,master", "0-16383", epoch=3)], epoch=3),
+    }
+    [found] = outsiders(views, {A: 10, C: 10}, [A, C])
+    assert found.node == C
+    assert not found.wipe
+    assert "cannot be told" in found.reason
+    # Without keys it is emptied all the same: nothing can be lost.
+    [empty] = outsiders(views, {A: 10, C: 0}, [A, C])
+    assert empty.wipe
+
+
+def test_the_bigger_group_is_the_cluster_even_when_a_node_claims_more_slots() -> None:
+    views = {**pair("0-8191"), C: view(C, [line(C, "myself,master", "0-16383")])}
+    [found] = outsiders(views, {A: 10, B: 10, C: 10}, [A, B, C])
+    assert found.node == C
+
+
 def test_a_node_back_empty_with_its_old_id_and_epoch_is_emptied_too() -> None:
     # What CLUSTER RESET SOFT leaves: no key, no slot, nobody known, but its epochs (and its id, which
     # the cluster banned for 60 s when it forgot it).
