@@ -63,7 +63,7 @@ def spec_duration(text: str) -> float:
 
 
 @dataclass(frozen=True)
-class Step:
+class RolloutStep:
     """One rollout step: ``pods`` pods or ``percent`` of the pods of each shard, then ``pause`` seconds."""
 
     pods: int = 0
@@ -73,7 +73,7 @@ class Step:
 
 @dataclass(frozen=True)
 class Strategy:
-    steps: tuple[Step, ...] = ()
+    steps: tuple[RolloutStep, ...] = ()
     step_timeout: float = 600.0
     revert_on_failure: bool = True
 
@@ -137,7 +137,7 @@ def _strategy(raw: Mapping[str, Any]) -> Strategy:
         pods, percent = int(item.get("pods") or 0), int(item.get("percent") or 0)
         if (pods > 0) == (percent > 0):
             raise SpecError("each rollout step sets exactly one of pods and percent")
-        steps.append(Step(pods, percent, spec_duration(item["pause"]) if item.get("pause") else 0.0))
+        steps.append(RolloutStep(pods, percent, spec_duration(item["pause"]) if item.get("pause") else 0.0))
     return Strategy(
         steps=tuple(steps),
         step_timeout=spec_duration(str(raw.get("stepTimeout") or "10m")),

@@ -34,15 +34,15 @@ from syncer.controller.model import (
 from syncer.controller.progress import MigrationProgress
 from syncer.controller.status import (
     Observed,
-    Problem,
     ShardState,
+    StallCause,
     TopologyVerdict,
     compute,
     is_warning,
     transitions,
     with_outage,
 )
-from syncer.controller.upgrade import Decision, RolloutState, ShardObservation, TemplateChoice
+from syncer.controller.upgrade import RolloutState, ShardObservation, TemplateChoice, UpgradeDecision
 from syncer.errors import Conflict, Invalid, NotFound
 from syncer.leader.fence import UNFENCED, Fence
 
@@ -156,7 +156,7 @@ class Reconciler:
         try:
             spec = parse(obj)
         except SpecError as err:
-            return self._stall(obj, Problem("InvalidSpec", str(err)), log)
+            return self._stall(obj, StallCause("InvalidSpec", str(err)), log)
         try:
             secrets, password, tls = self._secrets(spec)
             access = self._access(password, tls)
@@ -171,7 +171,7 @@ class Reconciler:
             decision, live = self._apply_children(spec, secrets, previous, found, redis=redis, access=access)
         except (Invalid, Conflict) as err:
             reason = "ChildRejected" if isinstance(err, Invalid) else "FieldConflict"
-            return self._stall(obj, Problem(reason, str(err)), log, spec)
+            return self._stall(obj, StallCause(reason, str(err)), log, spec)
         shards = [shard_state(i, live.get(i)) for i in range(spec.shards)]
         observed = Observed(spec, shards, decision.state)
         if redis is not None:
@@ -205,7 +205,9 @@ class Reconciler:
 
     # -- pieces ----------------------------------------------------------------------------------
 
-    def _outcome(self, decision: Decision, status: Mapping[str, Any], *, watched: bool) -> ReconcileOutcome:
+    def _outcome(
+        self, decision: UpgradeDecision, status: Mapping[str, Any], *, watched: bool
+    ) -> ReconcileOutcome:
         ready = status["conditions"][0]["status"] == "True"
         state = decision.state
         phase = "rollout" if state is not None and state.in_progress else "sync"
@@ -226,7 +228,7 @@ class Reconciler:
         try:
             return replace(topology_link.settings(self._options, password, tls), fence=self._fence)
         except SpecError as err:
-            raise _Missing(Problem("SecretKeyNotFound", str(err))) from err
+            raise _Missing(StallCause("SecretKeyNotFound", str(err))) from err
 
     def _apply_meta(self, obj: Mapping[str, Any], finalizers: list[str]) -> KubeObject:
         meta: dict[str, Any] = {"name": obj["metadata"]["name"], "namespace": obj["metadata"]["namespace"]}
@@ -246,14 +248,14 @@ class Reconciler:
                 secret = self._kube.get("v1", "Secret", ref.name, spec.namespace)
             except NotFound as err:
                 where = f"Secret {spec.namespace}/{ref.name} named by spec.{field}.secretRef"
-                raise _Missing(Problem("SecretNotFound", f"{where} does not exist")) from err
+                raise _Missing(StallCause("SecretNotFound", f"{where} does not exist")) from err
             data[field] = secret.get("data") or {}
             if field == "auth":
                 if ref.key not in data[field]:
                     message = (
                         f"Secret {spec.namespace}/{ref.name} has no key {ref.key!r} (spec.auth.secretRef.key)"
                     )
-                    raise _Missing(Problem("SecretKeyNotFound", message))
+                    raise _Missing(StallCause("SecretKeyNotFound", message))
                 password = base64.b64decode(data[field][ref.key]).decode(errors="replace")
         return (children.digest(data) if data else ""), password, dict(data.get("tls") or {})
 
@@ -272,7 +274,7 @@ class Reconciler:
         *,
         redis: TopologyPass | None,
         access: TopologyOptions | None,
-    ) -> tuple[Decision, dict[int, KubeObject]]:
+    ) -> tuple[UpgradeDecision, dict[int, KubeObject]]:
         templates = [children.pod_template(spec, shard, secret_hash) for shard in range(spec.shards)]
         desired_hash = children.template_hash(templates[0])
         decision = upgrade.decide(
@@ -446,10 +448,10 @@ class Reconciler:
             )
 
     def _stall(
-        self, obj: KubeObject, problem: Problem, log: Log, spec: ClusterSpec | None = None
+        self, obj: KubeObject, problem: StallCause, log: Log, spec: ClusterSpec | None = None
     ) -> ReconcileOutcome:
         """Record that nothing can move until the spec (or a referenced Secret) changes."""
-        problem = Problem(problem.reason, scrub(obj, problem.message))
+        problem = StallCause(problem.reason, scrub(obj, problem.message))
         log.warning("stalled: %s: %s", problem.reason, problem.message)
         meta = obj.get("metadata") or {}
         previous = obj.get("status") or {}
@@ -485,6 +487,6 @@ def _written(obj: KubeObject, applied: Mapping[str, Any]) -> KubeObject:
 
 
 class _Missing(Exception):
-    def __init__(self, problem: Problem) -> None:
+    def __init__(self, problem: StallCause) -> None:
         super().__init__(problem.message)
         self.problem = problem

@@ -40,7 +40,7 @@ class ShardState:
 
 
 @dataclass(frozen=True)
-class Problem:
+class StallCause:
     """Why the controller is stuck until the spec or its inputs change."""
 
     reason: str
@@ -64,7 +64,7 @@ class Observed:
     shards: Sequence[ShardState]
     rollout: RolloutState | None = None
     topology: TopologyVerdict | None = None
-    problem: Problem | None = None
+    problem: StallCause | None = None
     masters: Mapping[int, str] = field(default_factory=dict)  # shard -> pod serving as its master
     # What Redis shows between reconciles (a failing cluster_state, a master not answering).
     outage: TopologyVerdict | None = None

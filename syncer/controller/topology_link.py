@@ -28,7 +28,7 @@ from syncer.controller.model import (
     ControllerOptions,
     SpecError,
 )
-from syncer.controller.status import Problem, TopologyVerdict
+from syncer.controller.status import StallCause, TopologyVerdict
 from syncer.controller.topology_converge import ConvergeReport, Progress, converge
 from syncer.controller.topology_restart import RestartPlan, ShardRestart, prepare_restarts
 from syncer.errors import FencedOut, SyncerError
@@ -57,7 +57,7 @@ class TopologyPass:
     departed: bool = False
     masters: Mapping[int, str] = field(default_factory=dict)  # shard -> pod name
     events: tuple[tuple[str, str], ...] = ()
-    problem: Problem | None = None
+    problem: StallCause | None = None
     pods: tuple[Pod, ...] = ()
 
 
@@ -208,10 +208,10 @@ def judged(result: ConvergeReport, pods: Sequence[Pod], departing: bool) -> Topo
     problem = None
     if result.refused:
         more = f" (and {len(result.refused) - 1} more)" if len(result.refused) > 1 else ""
-        problem = Problem("NodesLeftOut", f"{result.refused[0]}{more}")
+        problem = StallCause("NodesLeftOut", f"{result.refused[0]}{more}")
     elif departing and result.problems and not result.departed:
         message = f"nodes cannot leave yet, nothing was deleted: {result.problems[0]}"
-        problem = Problem("ScaleInBlocked", message)
+        problem = StallCause("ScaleInBlocked", message)
     return TopologyPass(verdict, result.departed, masters, result.events, problem, tuple(pods))
 
 

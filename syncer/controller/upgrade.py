@@ -111,7 +111,7 @@ class ShardObservation:
 
 
 @dataclass(frozen=True)
-class Decision:
+class UpgradeDecision:
     """What to do now: the template and partition to apply, the new state, when to look again."""
 
     template: TemplateChoice
@@ -149,23 +149,23 @@ def decide(
     shards: Sequence[ShardObservation],
     now: float,
     redis_ready: bool = True,
-) -> Decision:
+) -> UpgradeDecision:
     """The next move of the rollout of ``desired_hash`` over ``shards`` of ``pods`` pods each.
 
     ``redis_ready`` False (the Redis cluster itself is not healthy) keeps a step from counting as
     done, whatever the pods say."""
     if state is not None and state.template_hash == desired_hash:
         if state.phase == Phase.REVERTED:
-            return Decision(TemplateChoice.LIVE, 0, state)
+            return UpgradeDecision(TemplateChoice.LIVE, 0, state)
         if state.phase == Phase.FAILED:
-            return Decision(TemplateChoice.DESIRED, state.partition, state)
+            return UpgradeDecision(TemplateChoice.DESIRED, state.partition, state)
         if state.in_progress:
             return _progress(strategy, pods, state, shards, now, redis_ready=redis_ready)
-        return Decision(TemplateChoice.DESIRED, 0, state)
+        return UpgradeDecision(TemplateChoice.DESIRED, 0, state)
     existing = [s for s in shards if s.exists]
     if not existing or all(s.template_hash == desired_hash for s in existing):
         # The StatefulSets already run what the spec asks for: a rollout of another template is over.
-        return Decision(TemplateChoice.DESIRED, 0, None)
+        return UpgradeDecision(TemplateChoice.DESIRED, 0, None)
     counts = step_counts(strategy, pods)
     partition = pods - counts[0][0]
     started = RolloutState(desired_hash, Phase.PROGRESSING, 0, len(counts), partition, now)
@@ -173,7 +173,7 @@ def decide(
         "RolloutStarted",
         f"step 1/{len(counts)}: partition {partition}, {counts[0][0]} pod(s) per shard",
     )
-    return Decision(TemplateChoice.DESIRED, partition, started, _poll(strategy.step_timeout), event)
+    return UpgradeDecision(TemplateChoice.DESIRED, partition, started, _poll(strategy.step_timeout), event)
 
 
 def _poll(remaining: float) -> float:
@@ -188,7 +188,7 @@ def _progress(
     now: float,
     *,
     redis_ready: bool,
-) -> Decision:
+) -> UpgradeDecision:
     counts = step_counts(strategy, pods)
     index = min(state.step, len(counts) - 1)
     count, pause = counts[index]
@@ -197,10 +197,12 @@ def _progress(
     label = f"step {index + 1}/{len(counts)}"
     if state.phase == Phase.BAKING and done and state.step_ready is not None:
         if now < state.step_ready + pause:
-            return Decision(TemplateChoice.DESIRED, partition, state, _poll(state.step_ready + pause - now))
+            return UpgradeDecision(
+                TemplateChoice.DESIRED, partition, state, _poll(state.step_ready + pause - now)
+            )
         if index == len(counts) - 1:
             complete = replace(state, phase=Phase.COMPLETE, partition=0, message="all pods updated and Ready")
-            return Decision(
+            return UpgradeDecision(
                 TemplateChoice.DESIRED, 0, complete, None, ("RolloutComplete", "all pods updated")
             )
         next_count = counts[index + 1][0]
@@ -210,7 +212,7 @@ def _progress(
         message = (
             f"step {index + 2}/{len(counts)}: partition {pods - next_count}, {next_count} pod(s) per shard"
         )
-        return Decision(
+        return UpgradeDecision(
             TemplateChoice.DESIRED,
             pods - next_count,
             moved,
@@ -221,18 +223,22 @@ def _progress(
         baking = replace(
             state, phase=Phase.BAKING, step_ready=now, partition=partition, message=f"{label} baking"
         )
-        return Decision(TemplateChoice.DESIRED, partition, baking, 0.0 if pause <= 0 else _poll(pause))
+        return UpgradeDecision(TemplateChoice.DESIRED, partition, baking, 0.0 if pause <= 0 else _poll(pause))
     if now - state.step_started >= strategy.step_timeout:
         why = f"{label} (partition {partition}) did not get its pods Ready within {strategy.step_timeout:g}s"
         if strategy.revert_on_failure:
             reverted = replace(state, phase=Phase.REVERTED, partition=0, message=f"{why}; template reverted")
-            return Decision(TemplateChoice.REVERT, 0, reverted, None, ("RolloutReverted", reverted.message))
+            return UpgradeDecision(
+                TemplateChoice.REVERT, 0, reverted, None, ("RolloutReverted", reverted.message)
+            )
         failed = replace(
             state, phase=Phase.FAILED, partition=partition, message=f"{why}; later pods left untouched"
         )
-        return Decision(TemplateChoice.DESIRED, partition, failed, None, ("RolloutFailed", failed.message))
+        return UpgradeDecision(
+            TemplateChoice.DESIRED, partition, failed, None, ("RolloutFailed", failed.message)
+        )
     # Not done: also covers a step whose pods fell out of Ready while baking; its timeout still runs.
     waiting = replace(state, phase=Phase.PROGRESSING, step_ready=None, partition=partition, message=label)
-    return Decision(
+    return UpgradeDecision(
         TemplateChoice.DESIRED, partition, waiting, _poll(state.step_started + strategy.step_timeout - now)
     )

@@ -8,7 +8,7 @@ import yaml
 from jsonschema import Draft4Validator
 
 from syncer.controller.model import ClusterSpec
-from syncer.controller.status import Observed, Problem, ShardState, compute
+from syncer.controller.status import Observed, ShardState, StallCause, compute
 from syncer.controller.upgrade import Phase, RolloutState
 from syncer.crds import load_crd
 from syncer.manifests.schema import crd_validators, kube_to_json_schema
@@ -26,7 +26,7 @@ def test_every_status_the_controller_writes_fits_the_status_schema() -> None:
     shards = [ShardState(0, True, True, 2, 2, 2, True, "7.4"), ShardState(1)]
     rollouts = [None, *(RolloutState("abc", phase, 1, 3, 1, 1e9, 1e9 + 5, "m") for phase in Phase)]
     for rollout in rollouts:
-        for problem in (None, Problem("SecretNotFound", "gone")):
+        for problem in (None, StallCause("SecretNotFound", "gone")):
             status = compute(Observed(SPEC, shards, rollout, None, problem), {}, 1e9)
             errors = [e.message for e in validator.iter_errors(status)]
             assert not errors, (rollout, problem, errors)

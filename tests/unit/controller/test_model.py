@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from syncer.controller.model import SecretRef, SpecError, Step, parse, spec_duration
+from syncer.controller.model import RolloutStep, SecretRef, SpecError, parse, spec_duration
 
 
 def cluster(**spec: Any) -> dict[str, Any]:
@@ -56,7 +56,7 @@ def test_everything_is_read() -> None:
     assert spec.auth == SecretRef("a", "password")
     assert spec.secret_names() == ("a", "t")
     assert spec.redis_config == (("maxmemory", "1gb"),)
-    assert spec.strategy.steps == (Step(pods=1, pause=10.0), Step(percent=50))
+    assert spec.strategy.steps == (RolloutStep(pods=1, pause=10.0), RolloutStep(percent=50))
     assert spec.strategy.step_timeout == 120.0
     assert spec.scheduling == {"tolerations": [{"key": "k"}]}
 

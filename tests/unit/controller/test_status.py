@@ -5,8 +5,8 @@ from typing import Any
 from syncer.controller.model import ClusterSpec
 from syncer.controller.status import (
     Observed,
-    Problem,
     ShardState,
+    StallCause,
     TopologyVerdict,
     compute,
     transitions,
@@ -91,7 +91,7 @@ def test_a_failed_rollout_is_stalled_not_reconciling() -> None:
 
 def test_a_problem_stalls_with_its_reason() -> None:
     status = compute(
-        Observed(SPEC, [], problem=Problem("SecretNotFound", "Secret ns/a does not exist")), {}, 1.0
+        Observed(SPEC, [], problem=StallCause("SecretNotFound", "Secret ns/a does not exist")), {}, 1.0
     )
     assert conditions(status)["Stalled"] == ("True", "SecretNotFound")
     assert conditions(status)["Ready"] == ("False", "SecretNotFound")
@@ -155,6 +155,6 @@ def test_an_outage_told_between_reconciles_changes_only_ready_and_reconciling() 
     }
     assert told["conditions"][0]["lastTransitionTime"] != previous["conditions"][0]["lastTransitionTime"]
     assert told["conditions"][2]["lastTransitionTime"] == previous["conditions"][2]["lastTransitionTime"]
-    stalled = compute(Observed(SPEC, [good(0), good(1)], problem=Problem("InvalidSpec", "bad")), {}, 100.0)
+    stalled = compute(Observed(SPEC, [good(0), good(1)], problem=StallCause("InvalidSpec", "bad")), {}, 100.0)
     assert with_outage(stalled, outage, 130.0) is None
     assert with_outage({}, outage, 130.0) is None

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from syncer.controller.model import Step, Strategy
+from syncer.controller.model import RolloutStep, Strategy
 from syncer.controller.upgrade import (
     Phase,
     RolloutState,
@@ -10,7 +10,9 @@ from syncer.controller.upgrade import (
     step_counts,
 )
 
-STRATEGY = Strategy(steps=(Step(pods=1, pause=10.0), Step(percent=50, pause=5.0)), step_timeout=30.0)
+STRATEGY = Strategy(
+    steps=(RolloutStep(pods=1, pause=10.0), RolloutStep(percent=50, pause=5.0)), step_timeout=30.0
+)
 
 
 def shard(hash_: str, updated: int, ready: int = 4, settled: bool = True) -> ShardObservation:
@@ -21,7 +23,9 @@ def test_step_counts_end_with_every_pod_and_never_go_down() -> None:
     assert step_counts(STRATEGY, 4) == [(1, 10.0), (2, 5.0), (4, 0.0)]
     assert step_counts(Strategy(), 3) == [(3, 0.0)]
     # 10% of 4 rounds up to one pod; a later smaller step cannot move the count back.
-    odd = Strategy(steps=(Step(percent=10, pause=1.0), Step(pods=1, pause=3.0), Step(percent=100)))
+    odd = Strategy(
+        steps=(RolloutStep(percent=10, pause=1.0), RolloutStep(pods=1, pause=3.0), RolloutStep(percent=100))
+    )
     assert step_counts(odd, 4) == [(1, 3.0), (4, 0.0)]
 
 
