@@ -36,7 +36,7 @@ from syncer.engine.revision import (
     Stage,
 )
 from syncer.engine.rollout import FleetRollout
-from syncer.engine.rollout_model import RolloutOptions, RolloutOutcome, RolloutReport
+from syncer.engine.rollout_model import RolloutHooks, RolloutOptions, RolloutOutcome, RolloutReport
 from syncer.errors import FencedOut, KubeError, SyncerError
 from syncer.kube import KubeApi
 from syncer.leader.fence import UNFENCED, FencedKube, FenceOf
@@ -145,9 +145,14 @@ class FleetPass:
             return self.clients[cluster]
 
     def _new_rollout(self, stop: threading.Event) -> FleetRollout:
-        return FleetRollout(
-            self.clients, self.options, stop=stop, listener=self.listener, owns=self.owns, fences=self.fences
+        hooks = RolloutHooks(
+            owns=self.owns or (lambda _: True),
+            sharded=self.owns is not None,
+            fences=self.fences,
+            newer=self._newer,
+            admits=self.revisions.admits,
         )
+        return FleetRollout(self.clients, self.options, stop=stop, listener=self.listener, hooks=hooks)
 
     def _rollout(self, stop: threading.Event, fleet: DesiredFleet) -> FleetRollout:
         """A rollout over the clusters of ``fleet``; those that cannot be connected to are reported
@@ -288,10 +293,8 @@ class FleetPass:
         else:
             rollout.states.update(superseded.states)
             rollout.unsaved.update(superseded.unsaved)
-        rollout.admits = self.revisions.admits
         rollout.hold_back(current.revision)
         rollout.save_unsaved()
-        rollout.newer = self._newer
         report = rollout.roll_out(current.fleet, lambda revision: self._fleet_of(revision, current))
         return report, rollout
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -10,6 +11,7 @@ from syncer.config.rollout import RolloutPolicy
 from syncer.config.settings import AGENT_NAMESPACE, HEALTH_POLL
 from syncer.domain.changeset import ChangeSet
 from syncer.engine.diff import DiffOptions
+from syncer.leader.fence import UNFENCED, Fence, FenceOf
 from syncer.rollout import Decision
 
 
@@ -35,6 +37,40 @@ class RolloutOptions:
     diff: DiffOptions = field(default_factory=DiffOptions)
     state_namespace: str = AGENT_NAMESPACE
     health_poll: float = HEALTH_POLL
+
+
+def _every_cluster(_: str) -> bool:
+    return True
+
+
+def _unfenced(_: str) -> Fence:
+    return UNFENCED
+
+
+def _never() -> bool:
+    return False
+
+
+def _always(revision: str, recorded: str) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class RolloutHooks:
+    """What a rollout asks outside itself, given whole when it is built.
+
+    ``owns(cluster)``: whether this replica may write to a cluster now (a sharded replica applies,
+    checks and records only those; the others' progress is what their owner recorded); ``sharded``
+    says the fleet is split. ``fences(cluster)``: the fence each cluster's state writes carry.
+    ``newer()``: asked between waves (and by a sharded replica's waiting gate), True when a newer
+    verified revision takes over. ``admits(revision, recorded)``: whether a revision may replace what
+    a cluster records (it descends from it, or rewrites are allowed)."""
+
+    owns: Callable[[str], bool] = _every_cluster
+    sharded: bool = False
+    fences: FenceOf = _unfenced
+    newer: Callable[[], bool] = _never
+    admits: Callable[[str, str], bool] = _always
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,9 @@ from collections.abc import Callable, Mapping
 from syncer.apply import with_retries
 from syncer.domain.progress import Listener, PassEvent, Step
 from syncer.domain.sync_state import ClusterSyncState
-from syncer.engine.rollout_model import RolloutOptions
+from syncer.engine.rollout_model import RolloutHooks, RolloutOptions
 from syncer.errors import FencedOut, KubeError
 from syncer.kube import KubeApi
-from syncer.leader.fence import UNFENCED, FenceOf
 from syncer.status.state_store import LoadedState, StateStore
 
 
@@ -31,20 +30,20 @@ class RolloutStates:
         stop: threading.Event | None = None,
         clock: Callable[[], float] = time.time,
         listener: Listener | None = None,
-        owns: Callable[[str], bool] | None = None,
-        fences: FenceOf = lambda _: UNFENCED,
+        hooks: RolloutHooks = RolloutHooks(),
     ) -> None:
         self.clients = clients
-        # Sharded replicas: ``owns(cluster)`` says whether this replica may write to a cluster now.
-        # It applies, checks and records only those; the others' progress is what their owner recorded.
-        self.owns = owns or (lambda _: True)
-        self.sharded = owns is not None
+        self.owns = hooks.owns
+        self.sharded = hooks.sharded
+        self.newer = hooks.newer
+        self.admits = hooks.admits
         self.options = options
         self.stop = stop or threading.Event()
         self.clock = clock
         self.listener = listener or (lambda _: None)
         self.stores = {
-            name: StateStore(api, options.state_namespace, fences(name)) for name, api in clients.items()
+            name: StateStore(api, options.state_namespace, hooks.fences(name))
+            for name, api in clients.items()
         }
         # One lock per cluster: a cluster whose apiserver hangs must not hold up the others' state writes.
         self._locks = {name: threading.Lock() for name in clients}
@@ -54,11 +53,6 @@ class RolloutStates:
         # Clusters that cannot be used this pass (state unreadable, no connection), with why: their
         # waves wait for them, the other clusters go on.
         self.unreachable: dict[str, str] = {}
-        # Asked between waves once something was applied: True when a newer revision should take over.
-        self.newer: Callable[[], bool] = lambda: False
-        # Whether a revision may replace what a cluster records (it descends from it, or the trust
-        # policy allows history rewrites): no cluster moves to an older revision but by a rollback.
-        self.admits: Callable[[str, str], bool] = lambda revision, recorded: True
 
     def load_state(self, cluster: str) -> LoadedState:
         """One read of ``cluster``'s stored state (retried while the apiserver is busy); KubeError when

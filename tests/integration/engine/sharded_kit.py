@@ -19,7 +19,7 @@ from devfleet import fleet as devfleet
 from devfleet.access import install_redis_crd
 from syncer.config.rollout import RolloutPolicy, WaveGate, WavePolicy
 from syncer.engine.rollout import FleetRollout
-from syncer.engine.rollout_model import RolloutOptions, RolloutReport
+from syncer.engine.rollout_model import RolloutHooks, RolloutOptions, RolloutReport
 from syncer.kube import ClientOptions, ClusterClient
 from syncer.leader.assignment import owned_by
 from syncer.leader.fence import FencedKube
@@ -115,7 +115,10 @@ class Replica:
         clients = {n: FencedKube(api, self.shards.fence(n)) for n, api in self.writers.items()}
         rollout_options = RolloutOptions(rollout=policy(canary_bake), health_poll=0.5)
         self.rollout = FleetRollout(
-            clients, rollout_options, stop=self.stop, owns=self.shards.holds, fences=self.shards.fence
+            clients,
+            rollout_options,
+            stop=self.stop,
+            hooks=RolloutHooks(owns=self.shards.holds, sharded=True, fences=self.shards.fence),
         )
         self.report: RolloutReport | None = None
 
