@@ -11,7 +11,7 @@ import base64
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from syncer.controller import children, upgrade
@@ -31,7 +31,9 @@ from syncer.controller.model import (
     SpecError,
     parse,
 )
-from syncer.controller.status import Observed, Problem, ShardState, compute, transitions
+from syncer.controller.startup import REASON as CONFIG_REJECTED
+from syncer.controller.startup import config_rejection
+from syncer.controller.status import Observed, Problem, ShardState, compute, shard_ready, transitions
 from syncer.controller.upgrade import Decision, RolloutState, ShardObservation, TemplateChoice
 from syncer.errors import Conflict, Invalid, NotFound
 
@@ -141,6 +143,9 @@ class Reconciler:
         self._pending_events = []
         found = self._live_statefulsets(spec)
         redis = self._topology(spec, found, access) if access is not None else None
+        if redis is not None and redis.problem is None:
+            before = [shard_state(i, found.get(i)) for i in range(spec.shards)]
+            redis = replace(redis, problem=self._config_rejection(spec, before))
         try:
             decision, live = self._apply_children(spec, secrets, previous, found, redis=redis, access=access)
         except (Invalid, Conflict) as err:
@@ -174,6 +179,15 @@ class Reconciler:
             requeue = every if requeue is None else min(requeue, every)
         stalled = status["conditions"][2]["status"] == "True"
         return ReconcileOutcome(phase, "stalled" if stalled else "success", ready, requeue)
+
+    def _config_rejection(self, spec: ClusterSpec, shards: list[ShardState]) -> Problem | None:
+        """redis-server's refusal of its redis.conf, read from the pods while a shard is not Ready
+        (pods are listed only with the topology on, as the controller's RBAC allows)."""
+        if all(shard_ready(s, spec.pods_per_shard) for s in shards):
+            return None
+        selector = f"{LABEL_INSTANCE}={spec.name}"
+        pods = self._kube.list("v1", "Pod", namespace=spec.namespace, label_selector=selector).items
+        return config_rejection(spec, pods)
 
     def _access(self, password: str | None, tls: Mapping[str, str]) -> TopologyOptions | None:
         """How to reach the Redis servers, or None when the topology is not watched."""
@@ -244,7 +258,10 @@ class Reconciler:
         )
         partitions = dict.fromkeys(range(spec.shards), decision.partition)
         if redis is not None and access is not None and decision.template == TemplateChoice.DESIRED:
-            if redis.verdict.healthy:
+            # Pods whose redis-server refuses its redis.conf serve nothing: a new template (the
+            # directive fixed) may replace them although Redis is unhealthy; nothing else can.
+            refused = redis.problem is not None and redis.problem.reason == CONFIG_REJECTED
+            if redis.verdict.healthy or refused:
                 partitions = self._restarts(spec, redis, partitions, desired_hash, access)
             else:
                 # No pod is restarted while Redis is unhealthy: partitions never go down then.
