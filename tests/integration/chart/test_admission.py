@@ -186,11 +186,17 @@ def test_the_policy_refuses_a_downgrade_unless_the_annotation_names_the_version(
     chart_admission(("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"))
     assert apply(fleet, cluster, redis_cluster("shop", namespace, version="7.2")).returncode == 0
 
+    downgrade = yaml.safe_dump(redis_cluster("shop", namespace, version="6.0"))
+
     def refused() -> bool:
-        done = apply(fleet, cluster, redis_cluster("shop", namespace, version="6.0"))
+        # A server-side dry run (admission runs, nothing is stored) until the policy is loaded.
+        done = kubectl(fleet, cluster, "apply", "--dry-run=server", "-f", "-", stdin=downgrade)
         return done.returncode != 0 and downgrade_message("6.0", "7.2") in done.stderr
 
     eventually("the apiserver to refuse the downgrade", refused, 30, every=0.5)
+    done = apply(fleet, cluster, redis_cluster("shop", namespace, version="6.0"))
+    assert done.returncode != 0, done.stdout
+    assert downgrade_message("6.0", "7.2") in done.stderr
     # Up and sideways are fine: a newer minor, a patch of it, the same minor without a patch.
     for version in ("7.4", "7.4.1", "7.4"):
         assert apply(fleet, cluster, redis_cluster("shop", namespace, version=version)).returncode == 0
