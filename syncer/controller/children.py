@@ -169,6 +169,9 @@ def _redis_container(spec: ClusterSpec) -> Body:
         "name": "redis",
         "image": spec.redis_image,
         "command": ["redis-server"],
+        # redis-server prints why it refuses to start (a bad redis.conf) and exits: the kubelet keeps
+        # those lines in the container's status, where the controller reads them (startup.py).
+        "terminationMessagePolicy": "FallbackToLogsOnError",
         "ports": [
             {"name": "redis", "containerPort": REDIS_PORT, "protocol": "TCP"},
             {"name": "bus", "containerPort": BUS_PORT, "protocol": "TCP"},

@@ -32,6 +32,8 @@ from syncer.controller.model import (
     parse,
 )
 from syncer.controller.progress import MigrationProgress
+from syncer.controller.startup import REASON as CONFIG_REJECTED
+from syncer.controller.startup import config_rejection
 from syncer.controller.status import (
     Observed,
     ShardState,
@@ -39,6 +41,7 @@ from syncer.controller.status import (
     TopologyVerdict,
     compute,
     is_warning,
+    shard_ready,
     transitions,
     with_outage,
 )
@@ -167,6 +170,9 @@ class Reconciler:
         redis = None
         if access is not None:
             redis = self._topology(spec, found, access, self._progress(obj, spec, found, log).tell)
+        if redis is not None and redis.problem is None:
+            before = [shard_state(i, found.get(i)) for i in range(spec.shards)]
+            redis = replace(redis, problem=self._config_rejection(spec, before))
         try:
             decision, live = self._apply_children(spec, secrets, previous, found, redis=redis, access=access)
         except (Invalid, Conflict) as err:
@@ -218,6 +224,15 @@ class Reconciler:
             requeue = every if requeue is None else min(requeue, every)
         stalled = status["conditions"][2]["status"] == "True"
         return ReconcileOutcome(phase, "stalled" if stalled else "success", ready, requeue)
+
+    def _config_rejection(self, spec: ClusterSpec, shards: list[ShardState]) -> StallCause | None:
+        """redis-server's refusal of its redis.conf, read from the pods while a shard is not Ready
+        (pods are listed only with the topology on, as the controller's RBAC allows)."""
+        if all(shard_ready(s, spec.pods_per_shard) for s in shards):
+            return None
+        selector = f"{LABEL_INSTANCE}={spec.name}"
+        pods = self._kube.list("v1", "Pod", namespace=spec.namespace, label_selector=selector).items
+        return config_rejection(spec, pods)
 
     def _access(self, password: str | None, tls: Mapping[str, str]) -> TopologyOptions | None:
         """How to reach the Redis servers, or None when the topology is not watched."""
@@ -288,7 +303,10 @@ class Reconciler:
         )
         partitions = dict.fromkeys(range(spec.shards), decision.partition)
         if redis is not None and access is not None and decision.template == TemplateChoice.DESIRED:
-            if redis.verdict.healthy:
+            # Pods whose redis-server refuses its redis.conf serve nothing: a new template (the
+            # directive fixed) may replace them although Redis is unhealthy; nothing else can.
+            refused = redis.problem is not None and redis.problem.reason == CONFIG_REJECTED
+            if redis.verdict.healthy or refused:
                 partitions = self._restarts(spec, redis, partitions, desired_hash, access)
             else:
                 # No pod is restarted while Redis is unhealthy: partitions never go down then.

@@ -25,6 +25,7 @@ import yaml
 
 from devfleet.pki import CertificateAuthority
 from syncer.controller.admission_server import AdmissionOptions, AdmissionServer, start_admission_server
+from syncer.controller.model import API_VERSION, KIND
 from syncer.errors import Invalid
 from syncer.kube import ApplyOptions, ClusterClient
 from tests.integration.chart.kit import agent_values, only, render
@@ -162,6 +163,75 @@ def test_the_policy_refuses_invalid_redis_clusters_with_its_message(
         with pytest.raises(Invalid) as caught:
             kube.apply(redis_cluster("api", namespace, version="4.0"), ApplyOptions(field_manager="someone"))
         assert VERSION_MESSAGE in str(caught.value)
+    finally:
+        kube.close()
+
+
+def downgrade_message(new: str, running: str) -> str:
+    return (
+        f"spec.version {new} is a downgrade from {running}: a Redis server may not load the data files"
+        " of a newer one; to downgrade anyway, set the annotation"
+        f' redis.syncer.dev/allow-downgrade-to: "{new}"'
+    )
+
+
+def allowing_downgrade_to(body: dict[str, Any], version: str) -> dict[str, Any]:
+    body["metadata"]["annotations"] = {"redis.syncer.dev/allow-downgrade-to": version}
+    return body
+
+
+def test_the_policy_refuses_a_downgrade_unless_the_annotation_names_the_version(
+    fleet: FleetHandle, cluster: str, namespace: str, chart_admission: Any
+) -> None:
+    chart_admission(("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"))
+    assert apply(fleet, cluster, redis_cluster("shop", namespace, version="7.2")).returncode == 0
+
+    downgrade = yaml.safe_dump(redis_cluster("shop", namespace, version="6.0"))
+
+    def refused() -> bool:
+        # A server-side dry run (admission runs, nothing is stored) until the policy is loaded.
+        done = kubectl(fleet, cluster, "apply", "--dry-run=server", "-f", "-", stdin=downgrade)
+        return done.returncode != 0 and downgrade_message("6.0", "7.2") in done.stderr
+
+    eventually("the apiserver to refuse the downgrade", refused, 30, every=0.5)
+    done = apply(fleet, cluster, redis_cluster("shop", namespace, version="6.0"))
+    assert done.returncode != 0, done.stdout
+    assert downgrade_message("6.0", "7.2") in done.stderr
+    # Up and sideways are fine: a newer minor, a patch of it, the same minor without a patch.
+    for version in ("7.4", "7.4.1", "7.4"):
+        assert apply(fleet, cluster, redis_cluster("shop", namespace, version=version)).returncode == 0
+    done = apply(fleet, cluster, redis_cluster("shop", namespace, version="7.4.0"))
+    assert done.returncode == 0, done.stderr
+    done = apply(fleet, cluster, redis_cluster("shop", namespace, version="7.3.9"))
+    assert downgrade_message("7.3.9", "7.4.0") in done.stderr
+
+    # The annotation allows the version it names and no other.
+    wrong = allowing_downgrade_to(redis_cluster("shop", namespace, version="7.2"), "6.0")
+    assert downgrade_message("7.2", "7.4.0") in apply(fleet, cluster, wrong).stderr
+    allowed = allowing_downgrade_to(redis_cluster("shop", namespace, version="7.2"), "7.2")
+    done = apply(fleet, cluster, allowed)
+    assert done.returncode == 0, done.stderr
+
+    # The version every pod runs (status.currentVersion) is what a downgrade is judged against: going
+    # back from an upgrade that reached no pod yet is allowed, going below what runs is not.
+    kube = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), cluster)
+    try:
+        kube.apply(redis_cluster("cart", namespace, version="7.2.5"), ApplyOptions(field_manager="someone"))
+        running = {"apiVersion": API_VERSION, "kind": KIND, "status": {"currentVersion": "7.2.5"}}
+        running["metadata"] = {"name": "cart", "namespace": namespace}
+        kube.apply_status(running, ApplyOptions(field_manager="controller"))
+        kube.apply(redis_cluster("cart", namespace, version="7.4.1"), ApplyOptions(field_manager="someone"))
+        kube.apply(redis_cluster("cart", namespace, version="7.2.5"), ApplyOptions(field_manager="someone"))
+        # A server-side apply through the API, as syncer's sync (or its dry-run in a diff) meets it.
+        for dry_run in (True, False):
+            with pytest.raises(Invalid) as caught:
+                kube.apply(
+                    redis_cluster("cart", namespace, version="7.0"),
+                    ApplyOptions(field_manager="someone", dry_run=dry_run),
+                )
+            assert downgrade_message("7.0", "7.2.5") in str(caught.value)
+        stored = kube.get(API_VERSION, KIND, "cart", namespace)
+        assert stored["spec"]["version"] == "7.2.5"
     finally:
         kube.close()
 

@@ -9,7 +9,12 @@ per live pod (by uid), bound to, connecting from and announcing the pod's loopba
   nodes.conf and the AOF come back with the pod; without it every pod incarnation starts empty;
 - a server that dies on its own is started again in the same pod after ``restart_delay`` (a
   container restart: same IP, same data directory, which an emptyDir also keeps);
-- ``ip_history`` records which pod names each IP served, so tests can prove IP reuse happened.
+- ``ip_history`` records which pod names each IP served, so tests can prove IP reuse happened;
+- with ``pod_config`` each server also reads the redis.conf its pod mounts (the RedisCluster's
+  ConfigMap), less the directives naming the container's paths and ports, which this stand-in sets
+  itself; a server that exits with an error is reported in its pod's status as a kubelet does for a
+  container with ``terminationMessagePolicy: FallbackToLogsOnError`` (the last lines it printed as
+  ``lastState.terminated.message``, the pod not Ready, the container waiting in CrashLoopBackOff).
 """
 
 from __future__ import annotations
@@ -28,10 +33,16 @@ from typing import Any
 import redis
 
 from syncer.controller.topology import RedisNode
-from syncer.kube import ClusterClient
+from syncer.kube import ApplyOptions, ClusterClient
 from tests.integration.topology.servers import client, redis_server_binary
 
 NODE_TIMEOUT_MS = 2000
+# Directives of the controller's redis.conf that name the container's paths or ports: set here instead.
+CONTAINER_DIRECTIVES = frozenset(
+    {"dir", "cluster-config-file", "port", "tls-port", "tls-cert-file", "tls-key-file", "tls-ca-cert-file"}
+)
+# What a kubelet keeps of a failed container's log with FallbackToLogsOnError.
+TERMINATION_LINES, TERMINATION_BYTES = 80, 2048
 
 
 @dataclass
@@ -42,6 +53,7 @@ class _Server:
     process: subprocess.Popen[bytes]
     stopped_by_test: bool = False
     died_at: float | None = None
+    reported: bool = False
 
 
 @dataclass
@@ -52,6 +64,8 @@ class PodRedis:
     persistence: bool = True
     password: str | None = None
     restart_delay: float = 1.0
+    pod_config: bool = False
+    restarts: dict[str, int] = field(default_factory=dict)  # by pod uid
     servers: dict[str, _Server] = field(default_factory=dict)  # by pod uid
     ip_history: dict[str, list[str]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
@@ -95,6 +109,9 @@ class PodRedis:
                     if not history or history[-1] != name:
                         history.append(name)
                 elif server.process.poll() is not None and not server.stopped_by_test:
+                    if self.pod_config and server.process.returncode != 0 and not server.reported:
+                        server.reported = True
+                        self._report_failure(server)
                     now = time.monotonic()
                     server.died_at = server.died_at or now
                     if now - server.died_at >= self.restart_delay:
@@ -121,8 +138,61 @@ class PodRedis:
         ]  # fmt: skip
         if self.password is not None:
             args += ["--requirepass", self.password, "--masterauth", self.password]
-        process = subprocess.Popen(args, cwd=data, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        if not self.pod_config:
+            process = subprocess.Popen(args, cwd=data, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+            return _Server(name, uid, ip, process)
+        conf = data / "pod.conf"
+        conf.write_text(self._pod_conf(name), encoding="utf-8")
+        args.insert(1, str(conf))  # the file first: the options after it win, as they do in a pod
+        with (data / "container.log").open("wb") as log:
+            process = subprocess.Popen(args, cwd=data, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         return _Server(name, uid, ip, process)
+
+    def _pod_conf(self, pod: str) -> str:
+        body = self.kube.get("v1", "Pod", pod, self.namespace)
+        volumes = body["spec"].get("volumes") or ()
+        [config] = [v["configMap"]["name"] for v in volumes if "configMap" in v]
+        text = self.kube.get("v1", "ConfigMap", config, self.namespace)["data"]["redis.conf"]
+        kept = [line for line in str(text).splitlines() if line.split(" ", 1)[0] not in CONTAINER_DIRECTIVES]
+        return "\n".join(kept) + "\n"
+
+    def _report_failure(self, server: _Server) -> None:
+        """The pod's status as a kubelet writes it after its redis container exited with an error."""
+        log = (self._data_dir(server.pod, server.uid) / "container.log").read_bytes()
+        tail = b"\n".join(log.splitlines()[-TERMINATION_LINES:])[-TERMINATION_BYTES:]
+        spec = self.kube.get("v1", "Pod", server.pod, self.namespace)["spec"]
+        [policy] = [c.get("terminationMessagePolicy") for c in spec["containers"] if c["name"] == "redis"]
+        if policy != "FallbackToLogsOnError":
+            tail = b""  # the default policy reads only the file the container wrote, and redis writes none
+        count = self.restarts[server.uid] = self.restarts.get(server.uid, 0) + 1
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        not_ready = {"status": "False", "reason": "ContainersNotReady", "lastTransitionTime": now}
+        container = {
+            "name": "redis",
+            "image": "redis",
+            "imageID": "",
+            "ready": False,
+            "restartCount": count,
+            "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+            "lastState": {
+                "terminated": {
+                    "exitCode": server.process.returncode,
+                    "reason": "Error",
+                    "message": tail.decode("utf-8", "replace"),
+                    "finishedAt": now,
+                }
+            },
+        }
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": server.pod, "namespace": self.namespace},
+            "status": {
+                "conditions": [{"type": "Ready", **not_ready}, {"type": "ContainersReady", **not_ready}],
+                "containerStatuses": [container],
+            },
+        }
+        self.kube.apply_status(body, ApplyOptions(field_manager="stand-in-kubelet", force=True))
 
     def _terminate(self, server: _Server, grace: float = 5.0) -> None:
         process = server.process

@@ -29,6 +29,11 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("keep-volumes", {"persistence": {"retentionPolicy": "Keep"}}, "spec.persistence.retentionPolicy"),
     ("multiline-config", {"redisConfig": {"maxmemory": "1gb\nport 7000"}}, "spec.redisConfig.maxmemory"),
     ("auth-without-secret", {"auth": {}}, "spec.auth.secretRef"),
+    (
+        "no-eviction-allowed",
+        {"podDisruptionBudget": {"maxUnavailable": 0}},
+        "spec.podDisruptionBudget.maxUnavailable",
+    ),
 ]
 
 

@@ -111,6 +111,7 @@ def test_a_complete_spec_is_valid() -> None:
         ({"version": "7.2", "rolloutStrategy": {"steps": [{"pause": "1m"}]}}, "is not valid under any"),
         ({"version": "7.2", "rolloutStrategy": {"stepTimeout": "ten minutes"}}, "does not match"),
         ({"version": "7.2", "extra": 1}, "Additional properties are not allowed ('extra' was unexpected)"),
+        ({"version": "7.2", "podDisruptionBudget": {"maxUnavailable": 0}}, "0 is less than the minimum of 1"),
     ],
 )
 def test_invalid_specs_are_rejected(spec: dict[str, Any], expected: str) -> None:
