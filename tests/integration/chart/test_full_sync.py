@@ -240,6 +240,8 @@ def test_sync_once_as_the_charts_service_account_applies_gates_and_records(setup
                 f"--rollout-policy={pod.flag('rollout-policy')}",
                 f"--state-namespace={pod.flag('state-namespace')}",
                 f"--kubeconfig={kubeconfig}",
+                # The pass holds the fleet's Lease where the chart's agent would (its RBAC allows it).
+                f"--lease-namespace={pod.flag('lease-namespace')}",
             ],
             cwd=pod.root,
             env=_env(pod),
