@@ -173,14 +173,15 @@ class Group:
         return all((s.revision, s.phase) == (revision, SyncPhase.HEALTHY) for s in self.states().values())
 
     def writes(self, name: str) -> list[audit.AuditedWrite]:
-        """The replicas' writes to ``name``: everything but what the group keeps in the home cluster
-        (member Leases and the revision in force, in the members' namespace)."""
+        """The replicas' writes to ``name``: everything but what a group keeps in the home cluster
+        (member Leases and the revision in force, in its members' namespace; the fleet, and so its
+        audit logs, serve every test of the module)."""
         return [
             w
             for w in audit.writes(self.fleet, name)
             if "replica/" in w.user_agent
             and (w.resource != "leases" or w.name == OWNER_LEASE)
-            and w.namespace != f"{self.namespace}-members"
+            and not w.namespace.endswith("-members")
         ]
 
     def close(self) -> None:
