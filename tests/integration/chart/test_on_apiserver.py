@@ -8,7 +8,7 @@ import hashlib
 import json
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from devfleet import access
-from syncer.controller.model import ControllerOptions
+from syncer.controller.model import CONTROLLER_LEASE, ControllerOptions
 from syncer.errors import Forbidden
 from syncer.kube import ApplyOptions, ClusterClient
 from tests.integration.chart.kit import agent_values, only, render
@@ -236,7 +236,8 @@ def test_default_agent_install_applies_passes_restricted_and_grants_only_its_nee
         (True, "patch", "", "configmaps", ns, "syncer-sync-state"),
         (True, "create", "coordination.k8s.io", "leases", ns, ""),
         (True, "update", "coordination.k8s.io", "leases", ns, "syncer-controller"),
-        (True, "create", "", "events", elsewhere, ""),
+        # One Event writer for the agent and the controller, events.k8s.io only: no core Events.
+        (False, "create", "", "events", elsewhere, ""),
         (True, "create", "events.k8s.io", "events", elsewhere, ""),
         (True, "create", "apps", "statefulsets", elsewhere, ""),
         (True, "delete", "apps", "statefulsets", elsewhere, "cache-shard-1"),
@@ -344,7 +345,7 @@ def test_the_controller_reconciles_under_the_charts_identity(
         context=cluster,
         watch_namespace=other_namespace,
         leader_elect=True,
-        lease_namespace=namespace,
+        lease=replace(CONTROLLER_LEASE, namespace=namespace),
         identity="chart-test",
         watch_timeout_seconds=5,
         resync_seconds=30.0,
@@ -355,7 +356,7 @@ def test_the_controller_reconciles_under_the_charts_identity(
             admin.create(redis_cluster("cache", other_namespace, shards=1, replicasPerShard=1))
             get = lambda: admin.get("redis.syncer.dev/v1alpha1", "RedisCluster", "cache", other_namespace)  # noqa: E731
             eventually("cache to be Ready under the chart's identity", lambda: is_ready(get()), 90)
-            lease = admin.get("coordination.k8s.io/v1", "Lease", options.lease_name, namespace)
+            lease = admin.get("coordination.k8s.io/v1", "Lease", options.lease.name, namespace)
             assert lease["spec"]["holderIdentity"] == "chart-test"
             sets = admin.list("apps/v1", "StatefulSet", namespace=other_namespace).items
             assert [s["metadata"]["name"] for s in sets] == ["cache-shard-0"]
