@@ -180,12 +180,10 @@ def observe_and_converge(
     except (SyncerError, OSError, ValueError) as err:
         verdict = TopologyVerdict(False, f"Redis topology: {err}", "TopologyError")
         return TopologyPass(verdict, pods=tuple(pods))
-    return judged(result, pods, bool(departing))
+    return _judged(result, pods, bool(departing))
 
 
-def judged(result: ConvergeReport, pods: Sequence[Pod], departing: bool) -> TopologyPass:
-    """The pass as the status sees it: the verdict, the shards' masters and what stalls it (a node
-    left out, or departing nodes that cannot leave yet)."""
+def _judged(result: ConvergeReport, pods: Sequence[Pod], departing: bool) -> TopologyPass:
     report = result.report
     by_address = {str(p.node): p for p in pods}
     masters: dict[int, str] = {}
@@ -206,10 +204,7 @@ def judged(result: ConvergeReport, pods: Sequence[Pod], departing: bool) -> Topo
             detail += f"; {result.problems[0]}"
         verdict = TopologyVerdict(False, f"Redis topology unhealthy: {detail}", report.reason)
     problem = None
-    if result.refused:
-        more = f" (and {len(result.refused) - 1} more)" if len(result.refused) > 1 else ""
-        problem = StallCause("NodesLeftOut", f"{result.refused[0]}{more}")
-    elif departing and result.problems and not result.departed:
+    if departing and result.problems and not result.departed:
         message = f"nodes cannot leave yet, nothing was deleted: {result.problems[0]}"
         problem = StallCause("ScaleInBlocked", message)
     return TopologyPass(verdict, result.departed, masters, result.events, problem, tuple(pods))
