@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from syncer.cli.tables import Column, fit_table
 from syncer.domain.applied import FIELD_MANAGER
 from syncer.domain.plans import OBJECT_ACTIONS, Action, Change, ClusterPlan, FieldChange, FleetPlan
 from syncer.guards import GuardOutcome, GuardReport, RuleVerdict
@@ -120,22 +121,23 @@ def _cluster_lines(plan: ClusterPlan, field_manager: str, guards: GuardReport | 
     return lines
 
 
-def _summary(plan: FleetPlan) -> Table:
-    """Objects per action and cluster; only the actions that occur (and ``unchanged``) get a column."""
+def _summary(plan: FleetPlan, width: int) -> Table:
+    """Objects per action and cluster; only the actions that occur (and ``unchanged``) get a column,
+    fitted to ``width``: the counts of actions that change something stay, ``unchanged`` and the
+    wave go first when the terminal is narrow."""
     totals = {a: sum(c.counts()[a] for c in plan.clusters) for a in OBJECT_ACTIONS}
     shown = [a for a in OBJECT_ACTIONS if totals[a] or a is Action.UNCHANGED]
-    table = Table(title="summary", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("wave", no_wrap=True)
-    table.add_column("cluster", no_wrap=True)
-    for action in shown:
-        table.add_column(str(action), justify="right", no_wrap=True)
+    columns = [Column("wave", priority=2), Column("cluster", priority=0)] + [
+        Column(str(a), priority=3 if a is Action.UNCHANGED else 0, justify="right") for a in shown
+    ]
+    rows: list[list[str]] = []
     for wave in plan.waves:
         for cluster in wave.clusters:
             counts = cluster.counts()
             cells = ["-"] * len(shown) if cluster.error else [str(counts[a]) for a in shown]
             mark = " (error)" if cluster.error else " (blocked)" if cluster.blocked else ""
-            table.add_row(wave.name, cluster.cluster + mark, *cells)
-    return table
+            rows.append([wave.name, cluster.cluster + mark, *cells])
+    return fit_table(columns, rows, width, title="summary", box=box.SIMPLE_HEAD, pad_edge=False).table
 
 
 def guard_summary(guards: GuardReport | None, policy: str) -> list[str]:
@@ -178,7 +180,7 @@ def render_text(
                 console.print(line)
     for error in plan.errors:
         console.print(Text(f"error: {error}", style="bold red"))
-    console.print(_summary(plan))
+    console.print(_summary(plan, console.width))
     rejected = report is not None and report.rejected
     for said in guard_summary(report, policy):
         console.print(Text(said, style="bold red" if rejected else "green"))

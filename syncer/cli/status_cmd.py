@@ -11,9 +11,9 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from syncer.cli.agent_cmds import _load
+from syncer.cli.tables import Column, fit_table
 from syncer.config.settings import AGENT_NAMESPACE
 from syncer.errors import NotFound, SyncerError
 from syncer.kube import ClusterClient
@@ -107,28 +107,47 @@ def status(config_path: Path, kubeconfig: str, state_namespace: str, output: str
     if output == "json":
         click.echo(json.dumps({"apiVersion": "syncer.dev/status/v1", "clusters": rows}, indent=2))
         return
-    table = Table(title="fleet sync state", title_justify="left")
-    for column in ("cluster", "owner", "wave", "revision", "phase", "health", "last good"):
-        table.add_column(column, no_wrap=True)
-    table.add_column("window", overflow="fold")
-    table.add_column("last error", overflow="fold")
-    for row in rows:
-        table.add_row(
+    render_status(rows, Console())
+
+
+# The table's columns in the order shown. The cluster, what keeps it from changing and its last error
+# stay at any width; the owner, the last good revision, then the phase and the wave go first when the
+# terminal is narrow.
+_COLUMNS = (
+    Column("cluster", priority=0),
+    Column("wave", priority=2),
+    Column("revision", priority=1),
+    Column("phase", priority=2),
+    Column("health", priority=1),
+    Column("window", priority=0, fold=True),
+    Column("last error", priority=0, fold=True),
+    Column("last good", priority=3),
+    Column("owner", priority=4),
+)
+
+
+def render_status(rows: list[dict[str, Any]], console: Console) -> None:
+    """The fleet's state as a table that fits ``console``'s width (columns dropped by priority,
+    never cut to nothing; the caption names what was left out)."""
+    cells = [
+        [
             row["cluster"],
-            row.get("owner", ""),
             row.get("wave", ""),
             row.get("revision", "")[:12],
             row.get("phase", ""),
             row.get("health", ""),
-            row.get("lastGood", "")[:12],
             "; ".join(
                 part
                 for part in (_suspended_text(row), row.get("window", ""), row.get("windowOverride", ""))
                 if part
             ),
             row.get("lastError") or row.get("error", ""),
-        )
-    Console().print(table)
+            row.get("lastGood", "")[:12],
+            row.get("owner", ""),
+        ]
+        for row in rows
+    ]
+    console.print(fit_table(_COLUMNS, cells, console.width, title="fleet sync state").table)
 
 
 def _suspended_text(row: dict[str, Any]) -> str:
