@@ -17,6 +17,7 @@ from syncer.config.settings import AGENT_NAMESPACE
 from syncer.domain.sync_state import ClusterSyncState, RetryRequest, Suspension
 from syncer.errors import NotFound
 from syncer.kube import ApplyOptions, KubeApi
+from syncer.status import record_fields as fields
 
 STATE_CONFIGMAP = "syncer-sync-state"
 OVERRIDE_KEY = "window-override.json"
@@ -28,20 +29,6 @@ SUSPENSION_FIELD_MANAGER = "syncer-suspend"
 ACT_KEYS = (OVERRIDE_KEY, RETRY_KEY, SUSPENSION_KEY)
 ACT_FIELDS = ("window_override", "window_override_until", "retry", "suspension")
 """The fields of a ``ClusterSyncState`` that are a person's acts, never encoded with the state."""
-
-
-def _text(raw: Mapping[str, Any], key: str) -> str:
-    value = raw.get(key, "")
-    if not isinstance(value, str):
-        raise ValueError(f"{key} must be a string")
-    return value
-
-
-def _number(raw: Mapping[str, Any], key: str) -> float:
-    value = raw.get(key, 0)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{key} must be a number")
-    return float(value)
 
 
 def _override(configmap: Mapping[str, Any]) -> tuple[str, float]:
@@ -65,7 +52,10 @@ def _retry(configmap: Mapping[str, Any]) -> RetryRequest:
     try:
         raw = json.loads(text) if text else {}
         return RetryRequest(
-            _text(raw, "revision"), _text(raw, "by"), _text(raw, "reason"), _number(raw, "at")
+            fields.text(raw, "revision"),
+            fields.text(raw, "by"),
+            fields.text(raw, "reason"),
+            fields.number(raw, "at"),
         )
     except (ValueError, AttributeError):
         return RetryRequest()
@@ -79,7 +69,7 @@ def _suspension(configmap: Mapping[str, Any]) -> Suspension:
         return Suspension()
     try:
         raw = json.loads(text)
-        return Suspension(_text(raw, "reason"), _text(raw, "by"), _number(raw, "at"))
+        return Suspension(fields.text(raw, "reason"), fields.text(raw, "by"), fields.number(raw, "at"))
     except (ValueError, AttributeError):
         return Suspension(f"unreadable {SUSPENSION_KEY}: taken as suspended", "", 0.0)
 

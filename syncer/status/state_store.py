@@ -31,7 +31,9 @@ from syncer.errors import Conflict, FencedOut, NotFound
 from syncer.kube import ApplyOptions, KubeApi
 from syncer.leader.fence import UNFENCED, Fence
 from syncer.status import acts
+from syncer.status import record_fields as fields
 from syncer.status.acts import ACT_KEYS, with_acts
+from syncer.status.record_fields import StateFormatError
 
 STATE_CONFIGMAP = acts.STATE_CONFIGMAP  # the ConfigMap a cluster keeps its state and the acts in
 STATE_KEY = "state.json"
@@ -41,10 +43,6 @@ FORMAT_VERSION = 1
 STATE_FIELD_MANAGER = "syncer-state"
 FENCING_TOKEN = "syncer.dev/fencing-token"
 FENCING_LEASE = "syncer.dev/fencing-lease"
-
-
-class StateFormatError(ValueError):
-    """The stored state is not a state this version can read."""
 
 
 def encode(state: ClusterSyncState) -> str:
@@ -81,13 +79,13 @@ def _failure(raw: Any) -> FailedRevision:
     except ValueError as err:
         raise StateFormatError(f"bad failure cause: {err}") from err
     return FailedRevision(
-        revision=_text(raw, "revision"),
-        content=_text(raw, "content"),
+        revision=fields.text(raw, "revision"),
+        content=fields.text(raw, "content"),
         cause=cause,
-        reason=_text(raw, "reason"),
+        reason=fields.text(raw, "reason"),
         objects=_entries(raw.get("objects", [])),
-        fingerprint=_text(raw, "fingerprint"),
-        at=_number(raw, "at"),
+        fingerprint=fields.text(raw, "fingerprint"),
+        at=fields.number(raw, "at"),
     )
 
 
@@ -119,20 +117,6 @@ def _legacy_failures(raw: Mapping[str, Any]) -> tuple[FailedRevision, ...]:
     )
 
 
-def _text(raw: Mapping[str, Any], key: str) -> str:
-    value = raw.get(key, "")
-    if not isinstance(value, str):
-        raise StateFormatError(f"{key} must be a string")
-    return value
-
-
-def _number(raw: Mapping[str, Any], key: str) -> float:
-    value = raw.get(key, 0)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise StateFormatError(f"{key} must be a number")
-    return float(value)
-
-
 def decode(cluster: str, text: str) -> ClusterSyncState:
     """The state in ``text``; StateFormatError says what is wrong with it."""
     try:
@@ -152,21 +136,21 @@ def decode(cluster: str, text: str) -> ClusterSyncState:
     failed = raw.get("apply_failure")
     return ClusterSyncState(
         cluster=cluster,
-        revision=_text(raw, "revision"),
+        revision=fields.text(raw, "revision"),
         phase=phase,
-        wave=_text(raw, "wave"),
+        wave=fields.text(raw, "wave"),
         inventory=inventory,
-        health=_text(raw, "health"),
-        health_detail=_text(raw, "health_detail"),
-        last_good=_text(raw, "last_good"),
+        health=fields.text(raw, "health"),
+        health_detail=fields.text(raw, "health_detail"),
+        last_good=fields.text(raw, "last_good"),
         failures=_legacy_failures(raw),
         apply_failure=None if failed is None else _failure(failed),
-        degraded_before=_text(raw, "degraded_before"),
-        last_error=_text(raw, "last_error"),
-        applied_at=_number(raw, "applied_at"),
-        healthy_since=_number(raw, "healthy_since"),
-        updated_at=_number(raw, "updated_at"),
-        window=_text(raw, "window"),
+        degraded_before=fields.text(raw, "degraded_before"),
+        last_error=fields.text(raw, "last_error"),
+        applied_at=fields.number(raw, "applied_at"),
+        healthy_since=fields.number(raw, "healthy_since"),
+        updated_at=fields.number(raw, "updated_at"),
+        window=fields.text(raw, "window"),
     )
 
 
