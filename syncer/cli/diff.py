@@ -70,6 +70,15 @@ def _emit(plan: FleetPlan, output: str, guards: Verdicts) -> None:
         render_text(plan, Console(highlight=False, soft_wrap=True), guards=guards)
 
 
+def _emit_refusal(errors: list[str], output: str, offline: bool) -> None:
+    """For tools (json, yaml): a document even when there is no plan, with the reasons in ``errors``
+    and no waves, so a pipeline reading stdout sees why instead of nothing."""
+    if output in ("json", "yaml"):
+        from syncer.domain.plans import FleetPlan
+
+        _emit(FleetPlan(revision="", waves=(), offline=offline, errors=tuple(errors)), output, (None, ""))
+
+
 @click.command()
 @click.option("--repo", required=True, help="A fleet repository folder, or a URL (with --rev: any git repo).")
 @click.option("--rev", default="", help="Revision to diff [default: the folder as it is, or the branch tip].")
@@ -176,9 +185,11 @@ def diff(
         click.secho(
             f"{len(exc.problems)} problem(s); the revision is rejected.", fg="red", bold=True, err=True
         )
+        _emit_refusal([str(problem) for problem in exc.problems], output, offline)
         raise SystemExit(EXIT_ERROR) from None
     except SyncerError as exc:
         click.secho(f"error: {exc}", fg="red", err=True)
+        _emit_refusal([str(exc)], output, offline)
         raise SystemExit(EXIT_ERROR) from None
     _emit(plan, output, guards)
     if plan.has_errors:

@@ -5,6 +5,10 @@ the JSON Schema draft 4 that OpenAPI v3.0 builds on: ``x-kubernetes-int-or-strin
 ``anyOf`` of integer and string, ``x-kubernetes-preserve-unknown-fields`` leaves an object open, and
 every other object with ``properties`` is closed, so a field the apiserver would silently prune is
 reported instead. ``default`` is not applied (the apiserver applies it). CEL rules are not evaluated.
+
+Values are judged with the apiserver's semantics, not Python's: a ``pattern`` is an RE2 expression
+(``\\d`` is ASCII only, ``$`` matches only at the very end), matched with RE2 itself; an ``integer``
+may be written as a whole-number float (``3.0``), as the apiserver accepts it.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from jsonschema import Draft4Validator, Draft202012Validator, ValidationError
+import re2  # type: ignore[import-untyped]
+from jsonschema import Draft4Validator, Draft202012Validator, ValidationError, validators
 from jsonschema.protocols import Validator
 
 from syncer.bounded.strict_yaml import JsonPath, YamlDocument
@@ -56,16 +61,49 @@ def kube_to_json_schema(node: Mapping[str, Any], *, in_value_validation: bool = 
 
 
 @functools.cache
+def _re2(pattern: str) -> Any:
+    return re2.compile(pattern)
+
+
+def _pattern(
+    validator: Validator, pattern: str, instance: Any, schema: Mapping[str, Any]
+) -> Iterable[ValidationError]:
+    """``pattern`` as the apiserver (Go's RE2) matches it."""
+    if validator.is_type(instance, "string") and _re2(pattern).search(instance) is None:
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _integer(checker: Any, instance: Any) -> bool:
+    """An integer, or a float with no fractional part (``3.0``), as the apiserver takes either."""
+    if isinstance(instance, bool):
+        return False
+    return isinstance(instance, int) or (isinstance(instance, float) and instance.is_integer())
+
+
+def _like_the_apiserver(base: Any) -> Any:
+    """``base`` with the apiserver's pattern and integer semantics."""
+    return validators.extend(  # type: ignore[no-untyped-call]
+        base,
+        validators={"pattern": _pattern},
+        type_checker=base.TYPE_CHECKER.redefine("integer", _integer),
+    )
+
+
+_KubeValidator = _like_the_apiserver(Draft4Validator)
+_OwnValidator = _like_the_apiserver(Draft202012Validator)
+
+
+@functools.cache
 def crd_validators() -> Mapping[tuple[str, str], Validator]:
     """A validator per (apiVersion, kind) served by the shipped CRDs (their translation is checked
     against the draft 4 meta-schema by a unit test, not on each start)."""
     crd = load_crd()
     spec = crd["spec"]
-    validators: dict[tuple[str, str], Validator] = {}
+    served: dict[tuple[str, str], Validator] = {}
     for version in spec["versions"]:
         schema = kube_to_json_schema(version["schema"]["openAPIV3Schema"])
-        validators[(f"{spec['group']}/{version['name']}", spec["names"]["kind"])] = Draft4Validator(schema)
-    return validators
+        served[(f"{spec['group']}/{version['name']}", spec["names"]["kind"])] = _KubeValidator(schema)
+    return served
 
 
 def json_schema_validator(schema: Mapping[str, Any]) -> Validator:
@@ -73,7 +111,7 @@ def json_schema_validator(schema: Mapping[str, Any]) -> Validator:
 
     The schemas are syncer's own and fixed, so they are not checked against the meta-schema on each
     start (that costs more than validating a whole repository); a unit test checks each of them."""
-    return Draft202012Validator(schema)
+    return _OwnValidator(schema)  # type: ignore[no-any-return]
 
 
 def dotted(path: Iterable[str | int]) -> str:

@@ -102,7 +102,7 @@ def fleet_document(plan: FleetPlan, guards: GuardReport | None = None, policy: s
         "revision": plan.revision,
         "offline": plan.offline,
         "changed": plan.has_changes,
-        "errors": list(plan.errors),
+        "errors": [*plan.errors, *(f"cluster {c.cluster}: {c.error}" for c in plan.clusters if c.error)],
         "summary": _summary(plan.clusters),
         "guards": guards_document(guards, policy),
         "waves": [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import jsonschema
@@ -103,6 +104,27 @@ def test_an_unreachable_cluster_is_an_error_of_that_cluster(tmp_path: Path) -> N
     )
     code, out, _ = _run("--repo", str(EXAMPLE), "--cluster", "us-1", "--config", str(agent), "-o", "json")
     assert code == 2
-    (cluster,) = json.loads(out)["waves"][0]["clusters"]
+    document = json.loads(out)
+    (cluster,) = document["waves"][0]["clusters"]
     assert cluster["name"] == "us-1"
     assert "cannot reach the apiserver" in cluster["error"]
+    assert document["errors"] == [f"cluster us-1: {cluster['error']}"]
+
+
+def test_a_rejected_revision_still_prints_a_document_naming_file_and_line(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLE, repo)
+    sessions = repo / "base" / "sessions.yaml"
+    text = sessions.read_text()
+    sessions.write_text(text.replace('version: "7.2.5"', 'version: "7.4\\n"', 1))
+    assert sessions.read_text() != text
+    for output in ("json", "yaml"):
+        code, out, err = _run("--repo", str(repo), "--offline", "-o", output)
+        assert code == 2
+        document = yaml.safe_load(out)
+        jsonschema.Draft202012Validator(diff_schema()).validate(document)
+        assert document["waves"] == []
+        (error,) = document["errors"]
+        assert error.startswith("base/sessions.yaml:11:")
+        assert "spec.version" in error
+        assert "the revision is rejected" in err

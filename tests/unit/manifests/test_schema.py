@@ -10,7 +10,7 @@ from syncer.manifests.documents import METADATA_SCHEMA
 from syncer.manifests.fleet_config import FLEET_SCHEMA
 from syncer.manifests.options import REDIS_CLUSTER
 from syncer.manifests.overlays import PATCHES_SCHEMA
-from syncer.manifests.schema import crd_validators, dotted, kube_to_json_schema
+from syncer.manifests.schema import crd_validators, dotted, json_schema_validator, kube_to_json_schema
 
 
 def _redis_cluster(spec: dict[str, Any]) -> dict[str, Any]:
@@ -123,3 +123,36 @@ def test_invalid_specs_are_rejected(spec: dict[str, Any], expected: str) -> None
 def test_dotted_paths_read_like_kubectl_field_paths() -> None:
     assert dotted(("spec", "rolloutStrategy", "steps", 2, "pause")) == "spec.rolloutStrategy.steps[2].pause"
     assert dotted(()) == ""
+
+
+@pytest.mark.parametrize(
+    ("spec", "why"),
+    [
+        ({"version": "\u0667.\u0664"}, "RE2's \\d is ASCII only: Arabic-Indic digits are not digits"),
+        ({"version": "7.4\n"}, "RE2's $ matches only at the very end, not before a final newline"),
+        ({"version": "7.2", "resources": {"limits": {"cpu": "\uff12"}}}, "full-width digits are not digits"),
+        ({"version": "7.2", "shards": 3.5}, "a fraction is not an integer"),
+        ({"version": "7.2", "persistence": {"size": True}}, "a boolean is neither integer nor string"),
+    ],
+)
+def test_values_the_apiserver_refuses_are_refused_offline(spec: dict[str, Any], why: str) -> None:
+    assert _messages(spec), why
+
+
+@pytest.mark.parametrize(
+    ("spec", "why"),
+    [
+        ({"version": "7.2", "resources": {"limits": {"cpu": 3.0}}}, "a whole-number float is an integer"),
+        ({"version": "7.2", "shards": 3.0, "replicasPerShard": 1.0}, "integers written as floats"),
+        ({"version": "7.2.5", "resources": {"requests": {"memory": "1.5Gi"}}}, "plain ASCII values"),
+    ],
+)
+def test_values_the_apiserver_accepts_are_accepted_offline(spec: dict[str, Any], why: str) -> None:
+    assert _messages(spec) == [], why
+
+
+def test_own_file_formats_match_patterns_like_the_apiserver() -> None:
+    validator = json_schema_validator(METADATA_SCHEMA)
+    assert not list(validator.iter_errors({"name": "cache", "namespace": "redis"}))
+    assert list(validator.iter_errors({"name": "cache\n", "namespace": "redis"}))
+    assert list(validator.iter_errors({"name": "cache", "namespace": "redis\n"}))
