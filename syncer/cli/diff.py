@@ -63,11 +63,10 @@ def _emit(plan: FleetPlan, output: str, guards: Verdicts) -> None:
 
         click.echo("\n".join(render_unified(plan, guards)))
     else:
-        from rich.console import Console
-
         from syncer.cli.diff_view import render_text
+        from syncer.cli.tables import console_for
 
-        render_text(plan, Console(highlight=False, soft_wrap=True), guards=guards)
+        render_text(plan, console_for(highlight=False, soft_wrap=True), guards=guards)
 
 
 def _emit_refusal(errors: list[str], output: str, offline: bool) -> None:

@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 
 from syncer.cli.agent_cmds import _load
-from syncer.cli.tables import Column, fit_table
+from syncer.cli.tables import Column, console_for, fit_table
 from syncer.config.settings import AGENT_NAMESPACE
 from syncer.errors import NotFound, SyncerError
 from syncer.kube import ClusterClient
@@ -107,7 +107,7 @@ def status(config_path: Path, kubeconfig: str, state_namespace: str, output: str
     if output == "json":
         click.echo(json.dumps({"apiVersion": "syncer.dev/status/v1", "clusters": rows}, indent=2))
         return
-    render_status(rows, Console())
+    render_status(rows, console_for())
 
 
 # The table's columns in the order shown. The cluster, what keeps it from changing and its last error

@@ -8,15 +8,30 @@ columns it left out and how to see them. Pure layout: it neither reads the clust
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich import box as boxes
+from rich.console import Console
 from rich.table import Table
 
 # A column that may wrap needs only this much (or its header's width) to be readable; the rest of a
 # longer value folds onto further lines, and the column takes whatever width is left over.
 _FOLDED_WIDTH = 10
+
+
+# The width a table gets when the output is not a terminal (a file, a pipe, a CI log) and COLUMNS
+# does not say: wide, so that nothing is dropped or folded for a reader who cannot widen anything.
+UNBOUNDED_WIDTH = 240
+
+
+def console_for(*, stderr: bool = False, **options: bool) -> Console:
+    """A console as wide as the terminal, or ``UNBOUNDED_WIDTH`` when writing elsewhere (COLUMNS,
+    when set, wins)."""
+    probe = Console(stderr=stderr)
+    width = None if probe.is_terminal or os.environ.get("COLUMNS") else UNBOUNDED_WIDTH
+    return Console(stderr=stderr, width=width, **options)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

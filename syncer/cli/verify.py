@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
+from syncer.cli.tables import console_for
 from syncer.config import VerifyMode, load_trust_policy
 from syncer.config.settings import GIT_TIMEOUT
 from syncer.engine.verification import verify_repository
@@ -51,7 +51,7 @@ _STYLE = {Verdict.TRUSTED: "green"}
 )
 def verify(*, repo: str, rev: str, since: str, policy: Path, mode: str | None, branch: str) -> None:
     """Verify who signed a revision of a fleet repository, commit by commit."""
-    out, err = Console(width=_width()), Console(stderr=True, width=_width())
+    out, err = console_for(), console_for(stderr=True)
     options = VerifyOptions(
         revision=rev, since=since, mode=VerifyMode(mode) if mode else None, timeout=GIT_TIMEOUT
     )
@@ -85,9 +85,3 @@ def _table(result: VerificationResult) -> Table:
             c.short, c.subject, c.signer or "-", key or "-", f"[{style}]{c.verdict}[/{style}]", c.reason
         )
     return table
-
-
-def _width() -> int | None:
-    """Wide enough not to fold fingerprints when the output is not a terminal."""
-    console = Console()
-    return None if console.is_terminal else 240

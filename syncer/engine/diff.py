@@ -27,7 +27,7 @@ from syncer.domain.rules import SyncRules
 from syncer.domain.secrets import SensitiveFields
 from syncer.domain.sync_state import ClusterSyncState
 from syncer.engine.failures import refusal_now
-from syncer.errors import Conflict, KubeError, NotFound, SyncerError
+from syncer.errors import Conflict, Invalid, KubeError, NotFound, SyncerError
 from syncer.kube import FIELD_MANAGER, ApplyOptions, ClientOptions, KubeApi, KubeObject
 from syncer.manifests import LoadOptions, ResourceKind
 from syncer.plan import (
@@ -114,6 +114,8 @@ def _existed(predicted: Mapping[str, Any]) -> bool:
 def _dry_run(api: KubeApi, request: DryRun, rules: SyncRules) -> tuple[Prediction, bool]:
     """The server's answer to ``request``, and whether a create found the object already there."""
     options = ApplyOptions(field_manager=rules.field_manager, dry_run=True, force=request.force)
+    if request.elsewhere:
+        return _checked_elsewhere(api, request, options), False
     try:
         predicted = api.apply(request.body, options)
     except Conflict as err:
@@ -127,6 +129,19 @@ def _dry_run(api: KubeApi, request: DryRun, rules: SyncRules) -> tuple[Predictio
     except KubeError as err:
         return Prediction(request.key, error=f"dry-run apply refused: {err.detail}"), False
     return Prediction(request.key, predicted=predicted), request.create and _existed(predicted)
+
+
+def _checked_elsewhere(api: KubeApi, request: DryRun, options: ApplyOptions) -> Prediction:
+    """Only the server's refusal of an object checked outside its namespace (``DryRun.elsewhere``):
+    an object it refuses is an error; anything else (accepted, a name taken there, no such
+    namespace in this cluster) says nothing about the object where it goes."""
+    try:
+        api.apply(request.body, options)
+    except Invalid as err:
+        return Prediction(request.key, error=f"dry-run apply refused: {err.detail}")
+    except KubeError:
+        return Prediction(request.key)
+    return Prediction(request.key)
 
 
 def _fetch(api: KubeApi, key: ObjectKey, api_version: str) -> KubeObject | None:
@@ -158,16 +173,28 @@ def plan_live_cluster(
     state = ClusterState(desired.cluster, desired.manifests, live, inventory)
     needed = dry_runs_needed(state, plan_options)
     predictions: dict[ObjectKey, Prediction] = {}
-    if needed:
-        versions = {m.key: m.api_version for m in desired.manifests}
+    versions = {m.key: m.api_version for m in desired.manifests}
+    only_checked: set[ObjectKey] = set()  # dry-run outside their namespace, which this sync creates
+    # A create that finds its object already there (without syncer's label) changes what the rest
+    # needs: a Namespace found that way is not created by this sync after all, so the objects in it
+    # are dry-run where they go, in one more round. Each round that goes on has found objects, so
+    # the rounds end.
+    while needed:
         with ThreadPoolExecutor(max_workers=max(1, options.workers)) as pool:
             answers = list(pool.map(lambda r: _dry_run(api, r, plan_options.rules), needed))
             found = [p.key for p, existed in answers if existed]
             for key, obj in zip(found, pool.map(lambda k: _fetch(api, k, versions[k]), found), strict=True):
                 if obj is not None:
                     live[key] = obj
-        predictions = {p.key: p for p, _ in answers}
+        predictions.update({p.key: p for p, _ in answers})
+        only_checked |= {r.key for r in needed if r.elsewhere}
         state = ClusterState(desired.cluster, desired.manifests, live, inventory)
+        needed = tuple(
+            r
+            for r in (dry_runs_needed(state, plan_options) if found else ())
+            if r.key not in predictions or (r.key in only_checked and not r.elsewhere)
+        )
+        only_checked -= {r.key for r in needed}
     return plan_cluster(state, predictions, plan_options)
 
 

@@ -64,12 +64,22 @@ class ClusterState:
 
 @dataclass(frozen=True)
 class DryRun:
-    """A body to send as a server-side dry-run apply; ``force`` when the sync would force it."""
+    """A body to send as a server-side dry-run apply; ``force`` when the sync would force it.
+
+    ``elsewhere`` is set for an object whose namespace this same sync creates: the server cannot
+    dry-run it where it goes (the namespace does not exist yet), so ``body`` is placed in the
+    namespace ``elsewhere`` names, which every cluster has, and only the server's verdict on it
+    counts: whether it would refuse the object."""
 
     key: ObjectKey
     body: Mapping[str, Any]
     force: bool = False
     create: bool = False
+    elsewhere: str = ""
+
+
+# Where an object whose namespace this sync creates is checked by the server (see ``DryRun``).
+CHECK_NAMESPACE = "default"
 
 
 @dataclass(frozen=True)
@@ -247,6 +257,12 @@ class _Planner:
         body = normalized(applied_body(manifest))
         namespace = manifest.key.namespace
         if namespace in self.new_namespaces:
+            if prediction is not None and prediction.error:
+                message = (
+                    f"{prediction.error} (checked in namespace {CHECK_NAMESPACE}: namespace {namespace} "
+                    "is created first by this sync)"
+                )
+                return self._change(manifest, Action.ERROR, after=body, message=message)
             message = f"namespace {namespace} is created first by this sync"
             return self._change(manifest, Action.CREATE, after=body, message=message)
         if prediction is None:
@@ -276,8 +292,15 @@ def dry_runs_needed(state: ClusterState, options: PlanOptions = PlanOptions()) -
     needed = []
     for manifest in state.desired:
         if manifest.key not in state.live:
+            body = applied_body(manifest)
             if manifest.key.namespace not in planner.new_namespaces:
-                needed.append(DryRun(manifest.key, applied_body(manifest), create=True))
+                needed.append(DryRun(manifest.key, body, create=True))
+            else:
+                metadata = {**body.get("metadata", {}), "namespace": CHECK_NAMESPACE}
+                checked = {**body, "metadata": metadata}
+                needed.append(
+                    DryRun(manifest.key, checked, force=True, create=True, elsewhere=CHECK_NAMESPACE)
+                )
             continue
         local = planner.local(manifest)
         if local.unchanged:

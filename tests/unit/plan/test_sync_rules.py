@@ -13,6 +13,7 @@ from syncer.domain.rules import ConflictPolicy, SyncRules, blocked_reason, prune
 from syncer.domain.secrets import SensitiveFields, digest, is_secret, redact, secret_values
 from syncer.errors import Location
 from syncer.plan import ClusterState, PlanOptions, Prediction, dry_runs_needed, plan_cluster
+from syncer.plan.classify import CHECK_NAMESPACE
 from syncer.plan.fields import same
 from tests.unit.plan.test_golden import FIXTURES, load_case
 
@@ -111,23 +112,32 @@ def test_drift_blocks_only_when_repair_is_off() -> None:
     assert plan_cluster(state, {}, off).blocked.startswith("drift (repair off)")
 
 
-def test_creates_are_dry_run_except_into_a_namespace_the_same_sync_creates() -> None:
+def test_creates_into_a_namespace_the_same_sync_creates_are_checked_by_the_server_elsewhere() -> None:
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fresh"}}
     inside = {"apiVersion": RC, "kind": "RedisCluster", "metadata": {"name": "a", "namespace": "fresh"}}
+    refused = {"apiVersion": RC, "kind": "RedisCluster", "metadata": {"name": "r", "namespace": "fresh"}}
     elsewhere = {"apiVersion": RC, "kind": "RedisCluster", "metadata": {"name": "b", "namespace": "nowhere"}}
-    desired = tuple(_manifest(b) for b in (namespace, inside, elsewhere))
+    desired = tuple(_manifest(b) for b in (namespace, inside, refused, elsewhere))
     state = ClusterState(CLUSTER, desired, {}, Inventory.of(CLUSTER, ()))
     needed = {r.key.name: r for r in dry_runs_needed(state)}
-    assert set(needed) == {"fresh", "b"}
+    assert set(needed) == {"fresh", "a", "r", "b"}
     assert all(r.create for r in needed.values())
+    assert (needed["a"].elsewhere, needed["a"].body["metadata"]["namespace"]) == (CHECK_NAMESPACE, "default")
+    assert needed["a"].key.namespace == "fresh"
+    assert not needed["b"].elsewhere
     answers = {
         needed["fresh"].key: Prediction(needed["fresh"].key, predicted=namespace),
+        needed["a"].key: Prediction(needed["a"].key),
+        needed["r"].key: Prediction(needed["r"].key, error="refused: spec.shards: Invalid value"),
         needed["b"].key: Prediction(needed["b"].key, missing_namespace="nowhere"),
     }
     plan = plan_cluster(state, answers)
     got = {c.key.name: (c.action, c.message) for c in plan.changes}
     assert got["fresh"] == (Action.CREATE, "")
     assert got["a"] == (Action.CREATE, "namespace fresh is created first by this sync")
+    assert got["r"][0] is Action.ERROR
+    assert "spec.shards: Invalid value" in got["r"][1]
+    assert "checked in namespace default" in got["r"][1]
     assert got["b"] == (Action.ERROR, "namespace nowhere does not exist and this sync does not create it")
     assert plan.has_errors
     assert plan.blocked
