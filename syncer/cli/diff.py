@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,7 @@ from syncer.kube.api import ClientOptions
 
 if TYPE_CHECKING:
     from syncer.config import ClusterAccess
+    from syncer.domain.objects import DesiredFleet
     from syncer.domain.plans import FleetPlan
     from syncer.engine.diff import ClusterTarget
     from syncer.guards import GuardReport
@@ -67,6 +69,16 @@ def _emit(plan: FleetPlan, output: str, guards: Verdicts) -> None:
         from syncer.cli.tables import console_for
 
         render_text(plan, console_for(highlight=False, soft_wrap=True), guards=guards)
+
+
+def _with_leaving(
+    plan: FleetPlan, fleet: DesiredFleet, known: tuple[ClusterTarget, ...], state_namespace: str
+) -> FleetPlan:
+    """``plan`` naming the clusters of the agent's config that the revision's fleet no longer lists."""
+    from syncer.engine.diff import DiffOptions, leaving_clusters
+
+    options = DiffOptions(state_namespace=state_namespace)
+    return replace(plan, leaving=leaving_clusters(fleet, known, options, plan.offline))
 
 
 def _emit_refusal(errors: list[str], output: str, offline: bool) -> None:
@@ -165,10 +177,10 @@ def diff(
         config = load_agent_config(config_path) if config_path else None
         origin = config.guards.origin if config is not None and not config.guards.empty else ""
         guards: Verdicts = (None, origin)
+        access = dict(config.clusters) if config is not None else {}
         if offline:
             plan = offline_plan(fleet, names, policy)
         else:
-            access = dict(config.clusters) if config is not None else {}
             options = DiffOptions(
                 client=ClientOptions(qps=qps), rollout=policy, state_namespace=state_namespace
             )
@@ -178,6 +190,8 @@ def diff(
                 from syncer.engine.guarding import judge_plan  # CEL loads only when a policy is set
 
                 guards = (judge_plan(config.guards, fleet, plan.clusters), origin)
+        if config is not None and not clusters:
+            plan = _with_leaving(plan, fleet, _targets(list(access), kubeconfig, access), state_namespace)
     except ManifestError as exc:
         for problem in exc.problems:
             click.secho(str(problem), fg="red", err=True)

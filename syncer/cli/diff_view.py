@@ -180,6 +180,8 @@ def render_text(
                 console.print(line)
     for error in plan.errors:
         console.print(Text(f"error: {error}", style="bold red"))
+    for leaving in plan.leaving:
+        console.print(Text(leaving.describe(), style="bold yellow"))
     console.print(_summary(plan, console.width))
     rejected = report is not None and report.rejected
     for said in guard_summary(report, policy):
@@ -227,5 +229,7 @@ def render_unified(plan: FleetPlan, guards: tuple[GuardReport | None, str] = (No
                     yield from _object_diff(cluster.cluster, change)
     for error in plan.errors:
         yield f"# error: {error}"
+    for leaving in plan.leaving:
+        yield f"# {leaving.describe()}"
     for line in guard_summary(report, policy):
         yield f"# {line}"

@@ -120,6 +120,31 @@ class ClusterPlan:
 
 
 @dataclass(frozen=True)
+class LeavingCluster:
+    """A cluster the agent knows (its config names it) that the revision's fleet no longer lists:
+    syncer stops syncing it and leaves what it applied there as it is. ``objects`` is how many
+    objects its sync state records as applied (-1: not known, offline or unreadable, ``error``
+    says why)."""
+
+    name: str
+    objects: int = -1
+    error: str = ""
+
+    def describe(self) -> str:
+        """One line for people: what leaving means for this cluster."""
+        kept = (
+            f"its {self.objects} object(s) syncer applied stay as they are"
+            if self.objects >= 0
+            else "what syncer applied there stays as it is"
+        )
+        why = f" ({self.error})" if self.error else ""
+        return (
+            f"cluster {self.name} leaves the fleet: syncer no longer applies, prunes or repairs "
+            f"anything there; {kept}{why}"
+        )
+
+
+@dataclass(frozen=True)
 class WavePlan:
     """The clusters of one rollout wave, in rollout order."""
 
@@ -129,12 +154,14 @@ class WavePlan:
 
 @dataclass(frozen=True)
 class FleetPlan:
-    """A revision planned against a fleet: its waves in order. ``offline`` plans never saw a cluster."""
+    """A revision planned against a fleet: its waves in order, and the clusters leaving the fleet.
+    ``offline`` plans never saw a cluster."""
 
     revision: str
     waves: tuple[WavePlan, ...]
     offline: bool = False
     errors: tuple[str, ...] = field(default=())
+    leaving: tuple[LeavingCluster, ...] = ()
 
     @property
     def clusters(self) -> tuple[ClusterPlan, ...]:
@@ -142,7 +169,8 @@ class FleetPlan:
 
     @property
     def has_changes(self) -> bool:
-        return any(c.has_changes for c in self.clusters)
+        """Whether a sync would change something: an object, or the fleet's membership."""
+        return bool(self.leaving) or any(c.has_changes for c in self.clusters)
 
     @property
     def has_errors(self) -> bool:

@@ -22,7 +22,7 @@ from syncer.config.settings import AGENT_NAMESPACE
 from syncer.crds import shipped_sensitive_fields
 from syncer.domain.applied import MANAGED_BY_SELECTOR, Inventory
 from syncer.domain.objects import ClusterManifests, DesiredFleet, ObjectKey, api_group
-from syncer.domain.plans import Action, ClusterPlan, FleetPlan, WavePlan
+from syncer.domain.plans import Action, ClusterPlan, FleetPlan, LeavingCluster, WavePlan
 from syncer.domain.rules import SyncRules
 from syncer.domain.secrets import SensitiveFields
 from syncer.domain.sync_state import ClusterSyncState
@@ -233,12 +233,13 @@ def stored_state(api: KubeApi, options: DiffOptions) -> ClusterSyncState:
 def _fleet_plan(
     fleet: DesiredFleet, plans: Sequence[ClusterPlan], policy: RolloutPolicy, offline: bool = False
 ) -> FleetPlan:
-    """The cluster plans grouped into the rollout's waves, and every dry-run failure as an error."""
+    """The cluster plans grouped into the rollout's waves (within a wave, by name: the order the
+    sync applies them in is not a promise), and every dry-run failure as an error."""
     by_name = {plan.cluster: plan for plan in plans}
     labels = {name: fleet.clusters[name].labels for name in by_name}
     waves = blocked_after_refusal(
         tuple(
-            WavePlan(wave.name, tuple(by_name[name] for name in wave.clusters))
+            WavePlan(wave.name, tuple(by_name[name] for name in sorted(wave.clusters)))
             for wave in plan_waves(labels, policy)
         )
     )
@@ -283,6 +284,32 @@ def diff_fleet(
             pool.map(lambda t: _plan_target(fleet.clusters[t.name], t, options, fleet.revision), targets)
         )
     return _fleet_plan(fleet, plans, options.rollout)
+
+
+def leaving_clusters(
+    fleet: DesiredFleet, known: Sequence[ClusterTarget], options: DiffOptions, offline: bool = False
+) -> tuple[LeavingCluster, ...]:
+    """The ``known`` clusters (the agent's config) that ``fleet`` no longer lists, each with the
+    number of objects its sync state records as applied (read unless ``offline``), by name."""
+    leaving = sorted((t for t in known if t.name not in fleet.clusters), key=lambda t: t.name)
+    if offline:
+        return tuple(LeavingCluster(t.name, error="offline: not read") for t in leaving)
+    return tuple(_leaving(t, options) for t in leaving)
+
+
+def _leaving(target: ClusterTarget, options: DiffOptions) -> LeavingCluster:
+    from syncer.kube.client import ClusterClient
+
+    try:
+        client = ClusterClient.from_kubeconfig(target.kubeconfig, target.context, target.name, options.client)
+    except SyncerError as err:
+        return LeavingCluster(target.name, error=str(err))
+    try:
+        return LeavingCluster(target.name, len(stored_state(client, options).applied_inventory().keys))
+    except KubeError as err:
+        return LeavingCluster(target.name, error=str(err))
+    finally:
+        client.close()
 
 
 def offline_plan(

@@ -103,6 +103,10 @@ def fleet_document(plan: FleetPlan, guards: GuardReport | None = None, policy: s
         "offline": plan.offline,
         "changed": plan.has_changes,
         "errors": [*plan.errors, *(f"cluster {c.cluster}: {c.error}" for c in plan.clusters if c.error)],
+        "leaving": [
+            {"name": c.name, "objects": c.objects, "error": c.error, "message": c.describe()}
+            for c in plan.leaving
+        ],
         "summary": _summary(plan.clusters),
         "guards": guards_document(guards, policy),
         "waves": [

@@ -128,3 +128,15 @@ def test_a_rejected_revision_still_prints_a_document_naming_file_and_line(tmp_pa
         assert error.startswith("base/sessions.yaml:11:")
         assert "spec.version" in error
         assert "the revision is rejected" in err
+
+
+def test_clusters_are_listed_by_name_within_a_wave(tmp_path: Path) -> None:
+    names = ["zeta", "alpha", "mid", "beta", "omega", "delta", "kappa", "gamma"]
+    clusters = "".join(f"  - name: {n}\n" for n in names)
+    (tmp_path / "fleet.yaml").write_text(
+        f"apiVersion: syncer.dev/v1alpha1\nkind: Fleet\nclusters:\n{clusters}"
+    )
+    code, out, _ = _run("--repo", str(tmp_path), "--offline", "-o", "json")
+    assert code == 0
+    (wave,) = json.loads(out)["waves"]
+    assert [c["name"] for c in wave["clusters"]] == sorted(names)
