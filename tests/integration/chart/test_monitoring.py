@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from syncer.controller.children import client_service
+from syncer.controller.model import ClusterSpec
 from tests.integration.chart.kit import ROOT, agent_values, only, render
 
 ALERT_TESTS = Path(__file__).with_name("alerts_test.yaml")
@@ -129,3 +131,23 @@ def test_the_service_monitor_scrapes_agent_and_controller_mode_alike(tmp_path: P
         port = next(p["containerPort"] for p in container["ports"] if p["name"] == "http")
         metrics_port = [a for a in container["args"] if a.startswith(("--http-port=", "--metrics-port="))]
         assert metrics_port == [f"{metrics_port[0].split('=')[0]}={port}"]
+
+
+def test_the_redis_exporters_service_monitor_selects_the_client_services_the_controller_renders(
+    tmp_path: Path,
+) -> None:
+    spec = ClusterSpec(name="cache", namespace="redis", uid="u-1", generation=1, version="7.2", exporter=True)
+    service = client_service(spec)
+    values = agent_values(serviceMonitor={"redisExporters": True})
+    monitor = only(render(tmp_path, values), "ServiceMonitor", "syncer-redis")
+    wanted = monitor["spec"]["selector"]["matchLabels"]
+    assert wanted.items() <= service["metadata"]["labels"].items()
+    [endpoint] = monitor["spec"]["endpoints"]
+    assert endpoint["port"] in {p["name"] for p in service["spec"]["ports"]}
+    assert monitor["spec"]["namespaceSelector"] == {"any": True}
+    watching = agent_values(serviceMonitor={"redisExporters": True}, controller={"watchNamespace": "redis"})
+    monitor = only(render(tmp_path, watching), "ServiceMonitor", "syncer-redis")
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": ["redis"]}
+    # No controller here, no RedisCluster to scrape.
+    without = agent_values(serviceMonitor={"redisExporters": True}, controller={"enabled": False})
+    assert not [o for o in render(tmp_path, without) if o["kind"] == "ServiceMonitor"]
