@@ -63,7 +63,7 @@ class Metrics:
             ["namespace", "name"],
             registry=registry,
         )
-        self.status = Gauge(
+        self.conditions = Gauge(
             "rediscluster_status",
             "1 when the RedisCluster's condition (Ready, Reconciling, Stalled) is True, else 0.",
             ["namespace", "name", "condition"],
@@ -82,12 +82,11 @@ class Metrics:
 
     def set_status(self, namespace: str, name: str, status: Mapping[str, Any], desired_pods: int) -> None:
         """The gauges of one RedisCluster from the status its reconcile wrote."""
-        conditions = condition_values(status)
-        self.ready.labels(namespace=namespace, name=name).set(
-            1.0 if conditions[Condition.READY.value] else 0.0
-        )
-        for condition, true in conditions.items():
-            self.status.labels(namespace=namespace, name=name, condition=condition).set(1.0 if true else 0.0)
+        found = condition_values(status)
+        self.ready.labels(namespace=namespace, name=name).set(1.0 if found[Condition.READY.value] else 0.0)
+        for condition, true in found.items():
+            gauge = self.conditions.labels(namespace=namespace, name=name, condition=condition)
+            gauge.set(1.0 if true else 0.0)
         for state, count in pod_counts(status, desired_pods).items():
             self.pods.labels(namespace=namespace, name=name, state=state).set(count)
 
@@ -97,7 +96,7 @@ class Metrics:
             self.ready.remove(namespace, name)
         for condition in Condition:
             with contextlib.suppress(KeyError):
-                self.status.remove(namespace, name, condition.value)
+                self.conditions.remove(namespace, name, condition.value)
         for state in POD_STATES:
             with contextlib.suppress(KeyError):
                 self.pods.remove(namespace, name, state)
