@@ -181,7 +181,11 @@ def controller(  # click passes every option by name
     registry = CollectorRegistry()
     server = None
     if metrics_port:
-        server, _ = start_http_server(metrics_port, registry=registry)
+        try:
+            server, _ = start_http_server(metrics_port, registry=registry)
+        except OSError as err:  # the port is taken, or not ours to bind
+            stop_admission(admission)
+            raise click.ClickException(f"cannot serve /metrics on port {metrics_port}: {err}") from err
     try:
         run_controller(options, stop, registry)
     except SyncerError as err:

@@ -61,12 +61,16 @@ Log = logging.LoggerAdapter[logging.Logger]
 
 @dataclass(frozen=True)
 class ReconcileOutcome:
-    """How a reconcile ended: ``phase`` (sync, rollout, finalize, absent), ``result`` (success, stalled)."""
+    """How a reconcile ended: ``phase`` (sync, rollout, finalize, absent, paused), ``result`` (success,
+    stalled); ``status`` is the status it wrote (None when it wrote none) and ``desired_pods`` the
+    pods its spec asks for."""
 
     phase: str
     result: str
     ready: bool = False
     requeue_after: float | None = None
+    status: Mapping[str, Any] | None = None
+    desired_pods: int = 0
 
 
 def _selector(name: str) -> str:
@@ -195,7 +199,7 @@ class Reconciler:
             warning = decision.event[0] in ("RolloutFailed", "RolloutReverted")
             self._events.emit(obj, warning, *decision.event)
             log.info("rollout: %s", decision.event[1], extra={"event_reason": decision.event[0]})
-        return self._outcome(decision, status, watched=redis is not None)
+        return self._outcome(decision, status, spec, watched=redis is not None)
 
     def tell_outage(self, namespace: str, name: str, outage: TopologyVerdict, log: Log) -> None:
         """Write at once the outage the health watch sees, even while a reconcile of the object is
@@ -212,7 +216,7 @@ class Reconciler:
     # -- pieces ----------------------------------------------------------------------------------
 
     def _outcome(
-        self, decision: UpgradeDecision, status: Mapping[str, Any], *, watched: bool
+        self, decision: UpgradeDecision, status: Mapping[str, Any], spec: ClusterSpec, *, watched: bool
     ) -> ReconcileOutcome:
         ready = status["conditions"][0]["status"] == "True"
         state = decision.state
@@ -223,7 +227,8 @@ class Reconciler:
             every = self._options.topology_interval if ready else self._options.poll_seconds
             requeue = every if requeue is None else min(requeue, every)
         stalled = status["conditions"][2]["status"] == "True"
-        return ReconcileOutcome(phase, "stalled" if stalled else "success", ready, requeue)
+        result = "stalled" if stalled else "success"
+        return ReconcileOutcome(phase, result, ready, requeue, status, spec.shards * spec.pods_per_shard)
 
     def _config_rejection(self, spec: ClusterSpec, shards: list[ShardState]) -> StallCause | None:
         """redis-server's refusal of its redis.conf, read from the pods while a shard is not Ready
@@ -473,6 +478,8 @@ class Reconciler:
         log.warning("stalled: %s: %s", problem.reason, problem.message)
         meta = obj.get("metadata") or {}
         previous = obj.get("status") or {}
+        # A spec that does not parse asks for no pods the metrics could count as missing.
+        desired = 0 if spec is None else spec.shards * spec.pods_per_shard
         if spec is None:
             spec = ClusterSpec(
                 name=meta["name"],
@@ -489,7 +496,7 @@ class Reconciler:
             if key in previous:
                 status[key] = previous[key]
         self._write_status(obj, status, log)
-        return ReconcileOutcome("sync", "stalled")
+        return ReconcileOutcome("sync", "stalled", status=status, desired_pods=desired)
 
     def _finalize(self, obj: KubeObject, log: Log) -> ReconcileOutcome:
         done, requeue = finalize(self._kube, self._events, obj, log)

@@ -256,8 +256,8 @@ class Controller:
             self.metrics.observe(outcome.phase, outcome.result, time.monotonic() - started)
             if outcome.phase in ("absent", "finalize"):
                 self.metrics.forget(namespace, name)
-            else:
-                self.metrics.set_ready(namespace, name, outcome.ready)
+            elif outcome.status is not None:
+                self.metrics.set_status(namespace, name, outcome.status, outcome.desired_pods)
         adapter.debug("reconciled: %s %s", outcome.phase, outcome.result)
 
 

@@ -70,6 +70,12 @@ class SyncerMetrics:
             ["cluster", "action"],
             registry=r,
         )
+        self.apply_errors = Counter(
+            "syncer_apply_errors",
+            "Applies to a cluster that failed, in a wave or repairing drift, by cluster.",
+            ["cluster"],
+            registry=r,
+        )
         self.git_poll = Counter(
             "syncer_git_poll",
             "Polls of the git remote by result: unchanged, changed, error.",

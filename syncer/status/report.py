@@ -19,6 +19,8 @@ from syncer.status.state_store import STATE_CONFIGMAP
 log = logging.getLogger("syncer.agent")
 
 _WINDOW_STEPS = frozenset({Step.WINDOW_OPEN, Step.WINDOW_CLOSED, Step.WINDOW_OVERRIDDEN})
+# A write to a cluster that failed: in a wave's apply, or repairing drift.
+_APPLY_ERROR_STEPS = frozenset({Step.APPLY_FAILED, Step.DRIFT_REPAIR_FAILED})
 
 
 class EventReporter:
@@ -60,6 +62,8 @@ class EventReporter:
             self.metrics.cluster_window_open.labels(cluster=event.cluster).set(
                 0 if event.step is Step.WINDOW_CLOSED else 1
             )
+        if event.cluster and event.step in _APPLY_ERROR_STEPS:
+            self.metrics.apply_errors.labels(cluster=event.cluster).inc()
         level = logging.WARNING if treatment.warning else logging.INFO
         log.log(
             logging.DEBUG if treatment.quiet else level,

@@ -65,7 +65,12 @@ def _lint_clean(result_stdout: str) -> None:
     assert "[ERROR]" not in result_stdout, result_stdout
 
 
-@pytest.mark.parametrize("values", [None, agent_values(), NON_DEFAULT, FULL_AGENT], ids=repr)
+MONITORED = agent_values(
+    prometheusRule={"enabled": True}, serviceMonitor={"enabled": True}, grafanaDashboard={"enabled": True}
+)
+
+
+@pytest.mark.parametrize("values", [None, agent_values(), NON_DEFAULT, FULL_AGENT, MONITORED], ids=repr)
 def test_helm_lint_is_clean_even_strict(tmp_path: Path, values: dict[str, Any] | None) -> None:
     for flags in ([], ["--strict"]):
         result = helm("lint", *flags, str(CHART), values=values, workdir=tmp_path)

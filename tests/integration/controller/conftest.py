@@ -78,12 +78,18 @@ def redis_scene(
 ) -> SceneStarter:
     """Starts this test's RedisCluster on the loopback fleet (``rediskit.scene``):
     ``with redis_scene(persistence=False, shards=3, replicasPerShard=1) as s`` applies that spec and
-    waits until it is Ready (with no spec nothing is applied; ``controller=False``: the test runs its own)."""
+    waits until it is Ready (with no spec nothing is applied; ``controller=False``: the test runs its own;
+    ``exporter=True``: a redis_exporter measures the servers)."""
 
     @contextmanager
-    def start(*, persistence: bool, controller: bool = True, **spec: Any) -> Iterator[Scene]:
+    def start(
+        *, persistence: bool, controller: bool = True, exporter: bool = False, **spec: Any
+    ) -> Iterator[Scene]:
         test = request.node.name
-        with scene(loopback_fleet, tmp_path, test, persistence=persistence, controller=controller) as made:
+        made_scene = scene(
+            loopback_fleet, tmp_path, test, persistence=persistence, controller=controller, exporter=exporter
+        )
+        with made_scene as made:
             if spec:
                 made.apply(**spec)
                 made.wait_ready()

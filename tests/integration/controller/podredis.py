@@ -14,7 +14,9 @@ per live pod (by uid), bound to, connecting from and announcing the pod's loopba
   ConfigMap), less the directives naming the container's paths and ports, which this stand-in sets
   itself; a server that exits with an error is reported in its pod's status as a kubelet does for a
   container with ``terminationMessagePolicy: FallbackToLogsOnError`` (the last lines it printed as
-  ``lastState.terminated.message``, the pod not Ready, the container waiting in CrashLoopBackOff).
+  ``lastState.terminated.message``, the pod not Ready, the container waiting in CrashLoopBackOff);
+- with ``exporter`` a real redis_exporter serves the metrics of every server (``exporter.py``), as
+  the chart's sidecar does beside each Redis container; it is stopped with the servers.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import redis
 
 from syncer.controller.topology import RedisNode
 from syncer.kube import ApplyOptions, ClusterClient
+from tests.integration.controller.exporter import RedisExporter
 from tests.integration.topology.servers import client, redis_server_binary
 
 NODE_TIMEOUT_MS = 2000
@@ -65,6 +68,7 @@ class PodRedis:
     password: str | None = None
     restart_delay: float = 1.0
     pod_config: bool = False
+    exporter: RedisExporter | None = None
     restarts: dict[str, int] = field(default_factory=dict)  # by pod uid
     servers: dict[str, _Server] = field(default_factory=dict)  # by pod uid
     ip_history: dict[str, list[str]] = field(default_factory=dict)
@@ -73,7 +77,9 @@ class PodRedis:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _thread: threading.Thread | None = None
 
-    def start(self) -> PodRedis:
+    def start(self, *, exporter: bool = False) -> PodRedis:
+        if exporter:
+            self.exporter = RedisExporter.start(self.root / "exporter.log", self.password)
         self._thread = threading.Thread(target=self._loop, name="pod-redis", daemon=True)
         self._thread.start()
         return self
@@ -263,5 +269,8 @@ class PodRedis:
                 if server.process.poll() is None:
                     alive.append(server.process.pid)
             self.servers.clear()
+        if self.exporter is not None:
+            survived = self.exporter.stop()
+            alive += [survived] if survived is not None else []
         shutil.rmtree(self.root, ignore_errors=True)
         return alive

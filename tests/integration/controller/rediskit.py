@@ -160,15 +160,22 @@ def check(result: TrafficResult, what: str) -> TrafficResult:
 
 @contextmanager
 def scene(
-    fleet: devfleet.Fleet, tmp_path: Path, test: str, *, persistence: bool, controller: bool = True
+    fleet: devfleet.Fleet,
+    tmp_path: Path,
+    test: str,
+    *,
+    persistence: bool,
+    controller: bool = True,
+    exporter: bool = False,
 ) -> Iterator[Scene]:
     """A namespace with a RedisCluster's pods backed by redis-servers; the controller runs in a thread
-    (unless ``controller`` is False: the test runs its own)."""
+    (unless ``controller`` is False: the test runs its own); with ``exporter`` a redis_exporter
+    measures the servers (``s.pods.exporter``)."""
     kube = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), LOOPBACK_CLUSTER)
     install_crd(kube)
     namespace = "r-" + hashlib.sha1(f"{test}{os.getpid()}{time.time()}".encode()).hexdigest()[:10]
     kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    pods = PodRedis(kube, namespace, tmp_path / "pods", persistence=persistence).start()
+    pods = PodRedis(kube, namespace, tmp_path / "pods", persistence=persistence).start(exporter=exporter)
     spec: dict[str, Any] = {"version": "7.2", "persistence": {"enabled": persistence}}
     made = Scene(kube, namespace, pods, spec)
     try:
@@ -193,16 +200,17 @@ def _delete(made: Scene) -> None:
 
 @contextmanager
 def controller_process(
-    fleet: devfleet.Fleet, namespace: str, log: Path, lease: Sequence[str] = ()
+    fleet: devfleet.Fleet, namespace: str, log: Path, lease: Sequence[str] = (), metrics_port: int = 0
 ) -> Iterator[subprocess.Popen[bytes]]:
     """``syncer controller`` as its own process (so a test can SIGKILL or freeze it), stopped at exit;
-    with ``lease`` (the Lease options) it elects a leader, else it leads alone."""
+    with ``lease`` (the Lease options) it elects a leader, else it leads alone; it serves /metrics on
+    ``metrics_port`` (0: not at all)."""
     electing = ["--leader-elect", *lease] if lease else ["--no-leader-elect"]
     argv = [
         sys.executable, "-m", "syncer", "controller",
         "--kubeconfig", str(fleet.kubeconfig), "--context", LOOPBACK_CLUSTER,
         "--watch-namespace", namespace, *electing, "--topology",
-        "--topology-interval", "1", "--topology-timeout", "1", "--metrics-port", "0",
+        "--topology-interval", "1", "--topology-timeout", "1", "--metrics-port", str(metrics_port),
     ]  # fmt: skip
     with log.open("ab") as out:
         process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
 from pathlib import Path
 
@@ -117,4 +118,18 @@ def test_a_kubeconfig_that_is_a_fifo_or_holds_a_5000_digit_integer_is_refused_cl
     assert result.exit_code == 1, result.output
     assert f"cannot read kubeconfig {tmp_path / kubeconfig}:" in result.output
     assert said in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_metrics_port_already_taken_stops_the_controller_with_the_reason(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(KUBECONFIG))
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(controller, [f"--kubeconfig={kubeconfig}", f"--metrics-port={port}"])
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert f"cannot serve /metrics on port {port}" in result.output
     assert "Traceback" not in result.output
