@@ -6,6 +6,7 @@ import logging
 import os
 import socket
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -121,6 +122,17 @@ def test_a_kubeconfig_that_is_a_fifo_or_holds_a_5000_digit_integer_is_refused_cl
     assert "Traceback" not in result.output
 
 
+@pytest.fixture
+def syncer_logging() -> Iterator[None]:
+    """The ``syncer`` logger as it was: the controller command configures the process's logging."""
+    logger = logging.getLogger("syncer")
+    saved = (list(logger.handlers), logger.propagate, logger.level)
+    yield
+    logger.handlers[:], logger.propagate = saved[0], saved[1]
+    logger.setLevel(saved[2])
+
+
+@pytest.mark.usefixtures("syncer_logging")
 def test_a_metrics_port_already_taken_stops_the_controller_with_the_reason(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(yaml.safe_dump(KUBECONFIG))
