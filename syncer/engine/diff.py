@@ -20,7 +20,7 @@ from typing import Any
 from syncer.config.rollout import RolloutPolicy
 from syncer.config.settings import AGENT_NAMESPACE
 from syncer.crds import shipped_sensitive_fields
-from syncer.domain.applied import MANAGED_BY_SELECTOR, Inventory
+from syncer.domain.applied import MANAGED_BY_SELECTOR, Inventory, InventorySource
 from syncer.domain.objects import ClusterManifests, DesiredFleet, ObjectKey, api_group
 from syncer.domain.plans import Action, ClusterPlan, FleetPlan, LeavingCluster, WavePlan
 from syncer.domain.rules import SyncRules
@@ -144,6 +144,33 @@ def _checked_elsewhere(api: KubeApi, request: DryRun, options: ApplyOptions) -> 
     return Prediction(request.key)
 
 
+def _read_unlabelled(
+    api: KubeApi,
+    live: dict[ObjectKey, KubeObject],
+    desired: ClusterManifests,
+    inventory: Inventory,
+    options: DiffOptions,
+) -> None:
+    """Add to ``live`` the objects syncer applied and git no longer wants that the label-selected
+    lists did not return: someone took syncer's label off them. They are kept, and the plan says so
+    (``kept: no longer labelled``) instead of leaving them out. Usually none: a GET for each."""
+    wanted = {m.key for m in desired.manifests}
+    missing = sorted(inventory.keys - wanted - live.keys())
+    if not missing or inventory.source is not InventorySource.RECORDED:
+        return
+    versions = {(_group(k.api_version), k.kind): k.api_version for k in options.kinds}
+    known = [key for key in missing if (key.group, key.kind) in versions]
+    with ThreadPoolExecutor(max_workers=max(1, min(options.workers, len(known)))) as pool:
+        fetched = pool.map(lambda k: _fetch(api, k, versions[(k.group, k.kind)]), known)
+        for key, obj in zip(known, fetched, strict=True):
+            if obj is not None:
+                live[key] = obj
+
+
+def _group(api_version: str) -> str:
+    return api_version.rpartition("/")[0]
+
+
 def _fetch(api: KubeApi, key: ObjectKey, api_version: str) -> KubeObject | None:
     try:
         return api.get(api_version, key.kind, key.name, key.namespace)
@@ -169,6 +196,7 @@ def plan_live_cluster(
     existing object it is (adopt or conflict)."""
     if live is None:
         live = read_live(api, options.kinds)
+    _read_unlabelled(api, live, desired, inventory, options)
     plan_options = PlanOptions(rules=rules or options.rules, sensitive=options.sensitive)
     state = ClusterState(desired.cluster, desired.manifests, live, inventory)
     needed = dry_runs_needed(state, plan_options)
