@@ -42,6 +42,7 @@ class Receiver:
         self.hang = hang
         self.released = threading.Event()
         self.received: list[Received] = []
+        self.arrived = 0  # requests that came, answered or (hanging) not
         self._lock = threading.Lock()
         owner = self
 
@@ -49,6 +50,8 @@ class Receiver:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length)
+                with owner._lock:
+                    owner.arrived += 1
                 if owner.hang:
                     owner.released.wait(120)
                 with owner._lock:

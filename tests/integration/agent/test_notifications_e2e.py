@@ -298,5 +298,34 @@ def test_a_receiver_that_hangs_does_not_delay_the_rollout(
         # The hanging receiver was sent to (and holds the first request); the other got every notice.
         assert _one(hook, kind="rollout-finished", revision=third)
         assert time.monotonic() - started < ROLLOUT_TIMEOUT
+        assert hanging.arrived >= 1
         assert hanging.all() == []  # still held: nothing answered yet
+        no_traceback(agent)
+
+
+def test_a_wave_held_by_its_window_beyond_the_bound_is_told_as_a_window_wait(
+    rig: Rig, agents: Agents, made: list[Receiver]
+) -> None:
+    hook = _receiver(made)
+    frozen = {
+        **ONE_WAVE,
+        "windows": [{"name": "freeze", "kind": "deny", "schedule": "0 0 * * *", "duration": "24h"}],
+    }
+    policy = write_policy(rig, "frozen.yaml", frozen)
+    _configure(
+        rig,
+        {
+            "receivers": [_webhook("ops", hook)],
+            "routes": [{"receivers": ["ops"], "events": ["wave-failed"]}],
+            "windowWaitAfterSeconds": 0,
+        },
+    )
+    with agents.shown_on_failure():
+        revision = rig.commit("sessions cache", "7.2.4")
+        agent = agents.start("agent", rig.args(policy, "--no-leader-elect"))
+        waiting = _one(hook, kind="wave-failed", revision=revision)
+        assert (waiting["wave"], waiting["reason"], waiting["severity"]) == ("all", "window-wait", "warning")
+        assert "freeze" in waiting["message"]
+        assert all(state.revision != revision for state in rig.states().values())
+        assert all(r.signed_with(HMAC_KEY) for r in hook.all())
         no_traceback(agent)
