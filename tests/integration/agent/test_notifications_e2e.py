@@ -184,6 +184,15 @@ def test_each_class_of_a_rollout_reaches_signed_webhooks_slack_and_the_forge_onc
         no_traceback(agent)
 
 
+def _folded(agent: AgentProc, receiver: str) -> float:
+    """The agent's count of notices folded for ``receiver`` (0 while /metrics does not answer in
+    time: the machine may be busy)."""
+    try:
+        return agent.metrics()[f'syncer_notifications_total{{receiver="{receiver}",result="folded"}}']
+    except OSError:
+        return 0.0
+
+
 def _unreachable_kubeconfig(rig: Rig, cluster: str) -> Path:
     """A copy of the fleet's kubeconfig whose ``cluster`` points at a port nothing listens on."""
     config = yaml.safe_load(rig.fleet.kubeconfig.read_text())
@@ -233,11 +242,7 @@ def test_a_failed_wave_and_its_rollback_are_told_and_a_flood_of_one_unreachable_
         assert back["revision"] == good
         assert bad[:12] in back["message"]
         # Pass after pass us-1 cannot be reached: told once, every repeat folded.
-        eventually(
-            "repeats folded",
-            lambda: agent.metrics()['syncer_notifications_total{receiver="ops",result="folded"}'] >= 5,
-            60,
-        )
+        eventually("repeats folded", lambda: _folded(agent, "ops") >= 3, 120, every=1.0)
         assert len(hook.bodies(kind="cluster-unreachable", cluster="us-1")) == 1
         assert all(r.signed_with(HMAC_KEY) for r in hook.all())
         _no_secret_in(agent)
