@@ -2,8 +2,9 @@
 
 ``Agent.sync_once`` is one call of ``syncer.engine.fleet_pass.FleetPass.run_pass`` and ``Agent.heal``
 one of ``FleetPass.heal``; neither runs twice at the same time. While the pass runs, its events go
-to ``syncer.status.report.EventReporter`` (logs, wave metrics, Kubernetes Events) and to an optional
-listener (the CLI's progress lines); once it has returned, the agent counts what it did. What a
+to ``syncer.status.report.EventReporter`` (logs, wave metrics, Kubernetes Events), to the notifier
+of the config's receivers (``syncer.notify``) and to an optional listener (the CLI's progress
+lines); once it has returned, the agent counts what it did. What a
 pass wrote is told by its events (``PassTally``): a pass whose only writes re-applied drift on clusters
 already on the revision counts as ``repaired``, not ``applied``.
 """
@@ -26,6 +27,7 @@ from syncer.engine.rollout_model import RolloutOptions, RolloutOutcome
 from syncer.errors import VerificationError
 from syncer.kube import KubeApi
 from syncer.leader.fence import FleetFences
+from syncer.notify.notifier import RESULTS, Notifier
 from syncer.status.metrics import SyncerMetrics
 from syncer.status.report import EventReporter
 
@@ -88,7 +90,8 @@ class Agent:
             self.gate.judge = RevisionGuard(config.guards, self.fleet_pass.plan_live).require
         self.reporter = EventReporter(metrics, self.fleet_pass.clients, settings.state_namespace)
         self.tally = PassTally()
-        self.fleet_pass.listener = to_all(self.reporter, listener, self._tell_tally)
+        self.notifier = self._notifier()
+        self.fleet_pass.listener = to_all(self.reporter, listener, self._tell_tally, self.notifier)
         self._lock = threading.Lock()
         self.passes = 0
 
@@ -102,7 +105,21 @@ class Agent:
     def access(self, cluster: str) -> ClusterAccess:
         return self.connections.access(cluster)
 
+    def _notifier(self) -> Notifier | None:
+        """The notifier of the config's receivers (None without any), its counters made at 0."""
+        notifications = self.config.notifications
+        if not notifications.receivers:
+            return None
+        counter = self.metrics.notifications
+        for name in notifications.receivers:
+            for result in RESULTS:
+                counter.labels(receiver=name, result=result)
+        contexts = {name: access.context for name, access in self.config.clusters.items()}
+        return Notifier(notifications, contexts, lambda name, result: counter.labels(name, result).inc())
+
     def close(self) -> None:
+        if self.notifier is not None:
+            self.notifier.close(self.config.notifications.settings.timeout)
         self.reporter.flush()
         self.connections.close()
         self.fleet_pass.clients.clear()

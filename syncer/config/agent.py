@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from syncer.config.guards import load_guard_policy
 from syncer.config.loading import Fields, load_yaml_file
+from syncer.config.notifications import NotificationConfig, load_notifications
 from syncer.config.rollout import RolloutPolicy
 from syncer.config.settings import GIT_TIMEOUT, MAX_KUBECONFIG_BYTES
 from syncer.config.trust import TrustPolicy, load_trust_policy
@@ -64,14 +65,15 @@ class ClusterAccess:
 @dataclass(frozen=True)
 class AgentConfig:
     """The agent's files, loaded: the fleet repository's source, the trust policy, how each cluster is
-    reached, the rollout policy (one wave when no rollout policy file is given) and the guard policy
-    (no rules when the config names none)."""
+    reached, the rollout policy (one wave when no rollout policy file is given), the guard policy
+    (no rules when the config names none) and the notifications (none when the config has none)."""
 
     source: SourceOptions
     trust: TrustPolicy
     clusters: Mapping[str, ClusterAccess] = field(default_factory=dict)
     rollout: RolloutPolicy = field(default_factory=RolloutPolicy.single_wave)
     guards: GuardPolicy = field(default_factory=GuardPolicy)
+    notifications: NotificationConfig = field(default_factory=NotificationConfig)
 
 
 def _clusters(top: Fields, raw: object, base: Path) -> dict[str, ClusterAccess]:
@@ -99,7 +101,7 @@ def load_agent_config(path: Path) -> AgentConfig:
     base = path.parent
     loaded = load_yaml_file(path)
     data, top = loaded.data, Fields.of(loaded)
-    top.reject_unknown({"source", "trustPolicy", "guardPolicy", "clusters"})
+    top.reject_unknown({"source", "trustPolicy", "guardPolicy", "clusters", "notifications"})
     src = top.child("source")
     src.reject_unknown({"url", "branch", "cacheDir", "timeoutSeconds", "credentials"})
     url = src.string("url")
@@ -127,6 +129,7 @@ def load_agent_config(path: Path) -> AgentConfig:
     clusters = _clusters(top, data.get("clusters"), base)
     trust = load_trust_policy(base / top.string("trustPolicy"))
     guards = load_guard_policy(base / top.string("guardPolicy")) if top.has("guardPolicy") else GuardPolicy()
+    notifications = load_notifications(top.child("notifications"), data.get("notifications"), base)
     source = SourceOptions(
         url=url,
         cache_dir=cache_dir,
@@ -135,4 +138,6 @@ def load_agent_config(path: Path) -> AgentConfig:
         timeout=timeout,
         allow_history_rewrite=trust.allow_history_rewrite,
     )
-    return AgentConfig(source=source, trust=trust, clusters=clusters, guards=guards)
+    return AgentConfig(
+        source=source, trust=trust, clusters=clusters, guards=guards, notifications=notifications
+    )

@@ -204,3 +204,36 @@ class AgentSettings:
 
     controller: ControllerSettings = ControllerSettings()
     """The embedded controller."""
+
+
+@dataclass(frozen=True)
+class NotifySettings:
+    """How notifications leave the agent (``syncer.notify``): the defaults of the config's
+    ``notifications`` section, and the limits that keep a slow or failing receiver from delaying a
+    pass."""
+
+    fold_window: float = 600.0
+    """Seconds within which a notice equal to one already sent (same class, cluster, wave, revision
+    and reason) to the same receiver is folded into it, not sent again."""
+
+    unreachable_after: float = 300.0
+    """Seconds a cluster stays unreachable before a ``cluster-unreachable`` notice is sent."""
+
+    window_wait_after: float = 3600.0
+    """Seconds a wave waits for a closed maintenance window before a ``wave-failed`` notice (reason
+    ``window-wait``) is sent."""
+
+    queue: int = 256
+    """Notices waiting for each receiver; one more is dropped (and counted) instead of waiting."""
+
+    timeout: float = 10.0
+    """Seconds each request to a receiver may take (to connect, and again to read its answer)."""
+
+    retries: int = 5
+    """Tries after the first one for a request that failed or was answered 429 or 5xx."""
+
+    backoff: float = 1.0
+    """Back-off factor of the retries, in seconds (0, 2, 4, 8, … times this, with urllib3's rules)."""
+
+    backoff_max: float = 60.0
+    """The longest wait between two tries, in seconds."""

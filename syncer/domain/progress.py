@@ -54,6 +54,11 @@ class Step(StrEnum):
     WINDOW_OPEN = "window-open"
     WINDOW_CLOSED = "window-closed"
     WINDOW_OVERRIDDEN = "window-overridden"
+    ROLLOUT_STARTED = "rollout-started"  # a revision's first wave begins applying to the fleet
+    ROLLOUT_FINISHED = "rollout-finished"  # the last wave of a revision passed its gate this pass
+    ROLLED_BACK = "rolled-back"  # the failed clusters of a wave are back on the revision named
+    SUSPENSION_STARTED = "suspension-started"  # a cluster records a suspension it did not last pass
+    SUSPENSION_ENDED = "suspension-ended"  # a cluster no longer records the suspension it did
 
 
 class Waiting(StrEnum):
@@ -170,6 +175,11 @@ TREATMENTS: Mapping[Step, Treatment] = MappingProxyType(
         Step.WINDOW_OPEN: Treatment(mark="", quiet=True),
         Step.WINDOW_CLOSED: Treatment("OutsideMaintenanceWindow", wave_state=WaveState.WAITING, mark="⏸"),
         Step.WINDOW_OVERRIDDEN: Treatment("MaintenanceWindowOverridden", warning=True, mark="!"),
+        Step.ROLLOUT_STARTED: Treatment(mark="", names_revision=True),
+        Step.ROLLOUT_FINISHED: Treatment(mark="", names_revision=True),
+        Step.ROLLED_BACK: Treatment(warning=True, mark="↺", names_revision=True),
+        Step.SUSPENSION_STARTED: Treatment(warning=True, mark="⏸"),
+        Step.SUSPENSION_ENDED: Treatment(mark="▶"),
     }
 )
 

@@ -134,6 +134,7 @@ class FleetPass:
         self._unconnected: dict[str, str] = {}
         # States decided but not written yet (their cluster could not be written), kept across passes.
         self._pending: dict[str, ClusterSyncState] = {}
+        self._suspended: dict[str, bool] = {}  # whether each cluster recorded a suspension when last read
         self._rebuilt: dict[str, DesiredFleet] = {}  # older revisions rebuilt this pass, for rollbacks
 
     def client(self, cluster: str) -> KubeApi:
@@ -290,6 +291,7 @@ class FleetPass:
         rollout.read_states(self._read, self._unread)
         if superseded is None:
             self._remember(rollout)
+            self._tell_suspensions(rollout.states)
         else:
             rollout.states.update(superseded.states)
             rollout.unsaved.update(superseded.unsaved)
@@ -323,6 +325,18 @@ class FleetPass:
             if stored is not None and stored.updated_at <= pending.updated_at:
                 rollout.states[name] = pending
                 rollout.unsaved[name] = "not written yet"
+
+    def _tell_suspensions(self, states: Mapping[str, ClusterSyncState]) -> None:
+        """Tell each cluster whose suspension began or ended since the last pass read it (the
+        first read of a cluster only learns it)."""
+        for name, state in sorted(states.items()):
+            before, now = self._suspended.get(name), state.suspension.active
+            self._suspended[name] = now
+            if before is None or before == now:
+                continue
+            step = Step.SUSPENSION_STARTED if now else Step.SUSPENSION_ENDED
+            why = state.suspension.describe() or "resumed"
+            self.listener(PassEvent(step, state.wave, name, state.revision, reason=why))
 
     def _fleet_of(self, revision: str, current: PreparedRevision) -> DesiredFleet | None:
         """The desired fleet of ``revision`` (rebuilt from git unless it is the one in force); None

@@ -67,6 +67,8 @@ def roll_back_wave(
         for name in names:
             state = rollout.states[name]
             rollout._save(name, replace(state, phase=phase_after_rollback(state, verdict)))
+            back_from = f"back from {fleet.revision[:12]}: {verdict.reason}"
+            rollout.listener(PassEvent(Step.ROLLED_BACK, wave.name, name, revision, reason=back_from))
         outcomes.append(f"{', '.join(names)} rolled back to {revision[:12]}: {verdict.reason}")
     outcomes += [f"{name}: not rolled back: it was not healthy before either" for name in spared]
     outcome = RolloutOutcome.ROLLED_BACK if groups else RolloutOutcome.HALTED

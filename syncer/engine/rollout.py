@@ -65,7 +65,7 @@ class FleetRollout(RolloutGate):
         labels = {name: c.labels for name, c in fleet.clusters.items()}
         waves = plan_waves(labels, self.options.rollout)
         reports: list[WaveReport] = []
-        touched = False
+        touched = judged = False  # judged: the last wave went through its gate in this pass
         for wave in waves:
             if self.stop.is_set():
                 return RolloutReport(
@@ -78,6 +78,7 @@ class FleetRollout(RolloutGate):
                 # The wave's rollout is over: later unhealthiness is degradation, never a failure.
                 reports.append(self._observe(wave, fleet))
                 touched = touched or any(cs.writes for cs in reports[-1].change_sets)
+                judged = False
                 continue
             reachable = tuple(c for c in wave.clusters if c not in self.unreachable)
             refused = refusals(self.clients, reachable, fleet, self.states, self.options.apply.field_manager)
@@ -103,6 +104,7 @@ class FleetRollout(RolloutGate):
                 # The ones that answer passed before: while the wave waits they are watched, not re-judged.
                 observed = self._observe(replace(wave, clusters=reachable), fleet)
                 return self._wait_for(wave, fleet, fleets, (tuple(reports), observed.change_sets))
+            self._tell_started(wave.name, fleet)
             change_sets = self._apply_wave(wave, fleet)
             touched = touched or any(cs.writes for cs in change_sets)
             if any(c in self.unreachable for c in wave.clusters):  # also: suspended while applying
@@ -124,8 +126,21 @@ class FleetRollout(RolloutGate):
                 return RolloutReport(fleet.revision, RolloutOutcome.WAITING, tuple(reports), verdict.reason)
             if verdict.decision is not Decision.PROCEED:
                 return roll_back_wave(self, wave, fleet, fleets, (verdict.decision, tuple(reports)))
+            judged = True
+        self._tell_finished(fleet, len(waves), judged)
         outcome = RolloutOutcome.APPLIED if touched else RolloutOutcome.UNCHANGED
         return RolloutReport(fleet.revision, outcome, tuple(reports))
+
+    def _tell_started(self, wave: str, fleet: DesiredFleet) -> None:
+        """``rollout-started`` before a wave applies, when no cluster records the revision yet."""
+        if not any(self.states[c].revision == fleet.revision for c in fleet.clusters if c in self.states):
+            self.listener(PassEvent(Step.ROLLOUT_STARTED, wave, revision=fleet.revision))
+
+    def _tell_finished(self, fleet: DesiredFleet, waves: int, judged: bool) -> None:
+        """``rollout-finished`` when the last wave passed its gate in this pass (``judged``)."""
+        if judged:
+            done = f"{waves} wave(s) healthy"
+            self.listener(PassEvent(Step.ROLLOUT_FINISHED, revision=fleet.revision, reason=done))
 
     def _wait_for(
         self,

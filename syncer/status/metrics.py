@@ -95,6 +95,13 @@ class SyncerMetrics:
             ["reason"],
             registry=r,
         )
+        self.notifications = Counter(
+            "syncer_notifications",
+            "Notifications by receiver and result: sent, failed (after its retries), dropped (the "
+            "receiver's queue was full) or folded (a duplicate within the fold window).",
+            ["receiver", "result"],
+            registry=r,
+        )
         self.leader = Gauge("syncer_leader", "1 while this agent holds the leader lease.", registry=r)
         self.cluster_owner = Gauge(
             "syncer_cluster_owner",
