@@ -19,6 +19,7 @@ from syncer.status.state_store import STATE_CONFIGMAP
 log = logging.getLogger("syncer.agent")
 
 _WINDOW_STEPS = frozenset({Step.WINDOW_OPEN, Step.WINDOW_CLOSED, Step.WINDOW_OVERRIDDEN})
+_GATE_STEPS = frozenset({Step.AWAITING_PROMOTION, Step.PROMOTED, Step.ROLLOUT_ABORTED})
 
 
 class EventReporter:
@@ -59,6 +60,10 @@ class EventReporter:
         if event.cluster and event.step in _WINDOW_STEPS:
             self.metrics.cluster_window_open.labels(cluster=event.cluster).set(
                 0 if event.step is Step.WINDOW_CLOSED else 1
+            )
+        if event.wave and event.step in _GATE_STEPS:
+            self.metrics.wave_awaiting_approval.labels(wave=event.wave, revision=event.revision).set(
+                1 if event.step is Step.AWAITING_PROMOTION else 0
             )
         level = logging.WARNING if treatment.warning else logging.INFO
         log.log(
