@@ -90,6 +90,10 @@ def abort_wave(
     remember it as failed there and go back to the revision each last ran healthy (whatever the
     policy's ``rollback`` says: the person asked for it); a wave none of whose clusters has it halts."""
     reports, verdict = done
+    for name in filter(rollout.owns, wave.clusters):  # the wave waits for no promotion any more
+        state = rollout.states.get(name)
+        if state is not None and name not in rollout.unreachable and state.awaiting.active:
+            rollout._save(name, replace(state, awaiting=AwaitingPromotion()))
     event = PassEvent(Step.ROLLOUT_ABORTED, wave.name, revision=fleet.revision, reason=verdict.reason)
     rollout.listener(event)
     report = WaveReport(wave.name, wave.clusters, verdict.decision, verdict.reason, (), verdict.reasons)
