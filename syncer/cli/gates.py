@@ -101,18 +101,18 @@ def promote(
     trust policy selects clusters of the wave, the wave starts once that many distinct people
     promoted it. Exit 0 recorded, 1 refused, 2 error.
     """
-    from syncer.domain.gates import Approval
+    from syncer.domain.gates import PromotedBy
     from syncer.errors import SyncerError
-    from syncer.rollout.promotion import promotion_target, with_approval
+    from syncer.rollout.promotion import promotion_target, with_promoter
     from syncer.status.acts import PersonActs
 
     who = by.strip() or getpass.getuser()
     try:
         with _fleet((config_path, kubeconfig, state_namespace)) as (clients, states):
             full, clusters = promotion_target(states, wave, revision)
-            approval = Approval(who, time.time(), reason.strip())
+            promoter = PromotedBy(who, time.time(), reason.strip())
             for name in clusters:
-                promotion = with_approval(states[name].promotion, wave, full, approval)
+                promotion = with_promoter(states[name].promotion, wave, full, promoter)
                 PersonActs(clients[name], state_namespace).record_promotion(promotion)
                 people = ", ".join(promotion.people)
                 click.echo(f"{name}: {full[:12]} promoted at wave {wave} by {people}")

@@ -12,7 +12,7 @@ def _when(at: float) -> str:
 
 
 @dataclass(frozen=True)
-class Approval:
+class PromotedBy:
     """One person's ``syncer promote``: who, when (seconds since the epoch) and why."""
 
     by: str
@@ -23,18 +23,18 @@ class Approval:
 @dataclass(frozen=True)
 class Promotion:
     """The promotion of ``revision`` past the manual gate of ``wave``, with each distinct person's
-    approval (a two-person rule asks for more than one). Empty when none is recorded."""
+    promote (a two-person rule asks for more than one). Empty when none is recorded."""
 
     wave: str = ""
     revision: str = ""
-    approvals: tuple[Approval, ...] = ()
+    promoters: tuple[PromotedBy, ...] = ()
 
     def names(self, wave: str, revision: str) -> bool:
         return bool(self.revision) and (self.wave, self.revision) == (wave, revision)
 
     @property
     def people(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(a.by for a in self.approvals))
+        return tuple(dict.fromkeys(a.by for a in self.promoters))
 
 
 @dataclass(frozen=True)

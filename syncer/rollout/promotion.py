@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from syncer.config.two_person import TwoPersonRule
-from syncer.domain.gates import Abort, Approval, Promotion
+from syncer.domain.gates import Abort, PromotedBy, Promotion
 from syncer.domain.sync_state import ClusterSyncState, SyncPhase
 from syncer.errors import GateRefused
 from syncer.rollout.gate import Decision, GateVerdict
@@ -125,11 +125,11 @@ def promotion_target(
     return full, tuple(sorted(n for n, r in held.items() if r == full))
 
 
-def with_approval(existing: Promotion, wave: str, revision: str, approval: Approval) -> Promotion:
-    """The promotion of ``revision`` at ``wave`` with ``approval`` added to those ``existing`` has
+def with_promoter(existing: Promotion, wave: str, revision: str, promoter: PromotedBy) -> Promotion:
+    """The promotion of ``revision`` at ``wave`` with ``promoter`` added to those ``existing`` has
     for the same wave and revision (one per person: the latest)."""
-    kept = existing.approvals if existing.names(wave, revision) else ()
-    return Promotion(wave, revision, (*(a for a in kept if a.by != approval.by), approval))
+    kept = existing.promoters if existing.names(wave, revision) else ()
+    return Promotion(wave, revision, (*(a for a in kept if a.by != promoter.by), promoter))
 
 
 def abort_target(states: Mapping[str, ClusterSyncState], revision: str = "") -> tuple[str, tuple[str, ...]]:

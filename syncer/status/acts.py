@@ -15,7 +15,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from syncer.config.settings import AGENT_NAMESPACE
-from syncer.domain.gates import Abort, Approval, Promotion
+from syncer.domain.gates import Abort, PromotedBy, Promotion
 from syncer.domain.sync_state import ClusterSyncState, RetryRequest, Suspension
 from syncer.errors import NotFound
 from syncer.kube import ApplyOptions, KubeApi
@@ -96,13 +96,13 @@ def _promotion(configmap: Mapping[str, Any]) -> Promotion:
     text = (configmap.get("data") or {}).get(PROMOTION_KEY, "")
     try:
         raw = json.loads(text) if text else {}
-        approvals = raw.get("approvals", [])
-        if not isinstance(approvals, list):
-            raise ValueError("approvals must be a list")
+        promoters = raw.get("promoters", [])
+        if not isinstance(promoters, list):
+            raise ValueError("promoters must be a list")
         return Promotion(
             _text(raw, "wave"),
             _text(raw, "revision"),
-            tuple(Approval(_text(a, "by"), _number(a, "at"), _text(a, "reason")) for a in approvals),
+            tuple(PromotedBy(_text(a, "by"), _number(a, "at"), _text(a, "reason")) for a in promoters),
         )
     except (ValueError, AttributeError):
         return Promotion()

@@ -11,7 +11,7 @@ from typing import Any
 
 from syncer.config.rollout import RolloutPolicy, WaveGate, WavePolicy
 from syncer.config.two_person import TwoPersonRule
-from syncer.domain.gates import Abort, Approval, Promotion
+from syncer.domain.gates import Abort, PromotedBy, Promotion
 from syncer.domain.progress import Step, Waiting
 from syncer.domain.selectors import LabelSelector
 from syncer.domain.sync_state import RetryRequest, SyncPhase
@@ -49,7 +49,7 @@ class GatedRig(Rig):
         configmap.setdefault("data", {})[key] = json.dumps(value)
 
     def promote(self, revision: str, *people: str) -> None:
-        promotion = Promotion("rest", revision, tuple(Approval(p, 1.8e9) for p in people))
+        promotion = Promotion("rest", revision, tuple(PromotedBy(p, 1.8e9) for p in people))
         for name in ("eu-1", "us-1"):
             self.act(name, PROMOTION_KEY, asdict(promotion))
 

@@ -7,7 +7,7 @@ import pytest
 
 from syncer.config.rollout import WaveGate
 from syncer.config.two_person import TwoPersonRule
-from syncer.domain.gates import Abort, Approval, AwaitingPromotion, Promotion
+from syncer.domain.gates import Abort, AwaitingPromotion, PromotedBy, Promotion
 from syncer.domain.selectors import LabelSelector
 from syncer.domain.sync_state import ClusterSyncState, RetryRequest, SyncPhase
 from syncer.errors import GateRefused
@@ -18,7 +18,7 @@ from syncer.rollout.promotion import (
     judge_promotion,
     people_needed,
     promotion_target,
-    with_approval,
+    with_promoter,
 )
 
 REV = "3f2a9c1d" + "0" * 32
@@ -39,17 +39,17 @@ def test_an_automatic_wave_is_never_held_and_a_started_one_is_not_held_again() -
 
 
 def test_only_a_promotion_of_the_wave_and_revision_counts_and_people_are_counted_once() -> None:
-    other = Promotion("us", REV, (Approval("alice"),))
+    other = Promotion("us", REV, (PromotedBy("alice"),))
     states = {"eu-1": ClusterSyncState("eu-1", OLD, promotion=other)}
     assert not judge_promotion(WAVE, states, REV).open
-    one = Promotion("eu", REV, (Approval("alice"), Approval("alice")))
+    one = Promotion("eu", REV, (PromotedBy("alice"), PromotedBy("alice")))
     states = {"eu-1": ClusterSyncState("eu-1", OLD, promotion=one)}
     check = judge_promotion(WAVE, states, REV, needed=2)
     assert (check.open, check.reason) == (
         False,
         f"waiting for promote of {REV[:12]} at wave eu (1 of 2 distinct people: alice)",
     )
-    states["eu-2"] = ClusterSyncState("eu-2", OLD, promotion=Promotion("eu", REV, (Approval("bob"),)))
+    states["eu-2"] = ClusterSyncState("eu-2", OLD, promotion=Promotion("eu", REV, (PromotedBy("bob"),)))
     check = judge_promotion(WAVE, states, REV, needed=2)
     assert (check.open, check.people) == (True, ("alice", "bob"))
 
@@ -76,11 +76,11 @@ def test_a_promote_must_name_the_waiting_revision() -> None:
 
 
 def test_a_second_person_is_added_and_a_promotion_of_another_revision_replaced() -> None:
-    first = with_approval(Promotion(), "eu", REV, Approval("alice", 1.0))
-    second = with_approval(first, "eu", REV, Approval("bob", 2.0))
+    first = with_promoter(Promotion(), "eu", REV, PromotedBy("alice", 1.0))
+    second = with_promoter(first, "eu", REV, PromotedBy("bob", 2.0))
     assert second.people == ("alice", "bob")
-    assert with_approval(second, "eu", REV, Approval("alice", 3.0)).people == ("bob", "alice")
-    assert with_approval(second, "eu", OLD, Approval("carol")).people == ("carol",)
+    assert with_promoter(second, "eu", REV, PromotedBy("alice", 3.0)).people == ("bob", "alice")
+    assert with_promoter(second, "eu", OLD, PromotedBy("carol")).people == ("carol",)
 
 
 def test_an_abort_names_the_revision_in_flight() -> None:

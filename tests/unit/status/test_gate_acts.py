@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 
-from syncer.domain.gates import Abort, Approval, AwaitingPromotion, Promotion
+from syncer.domain.gates import Abort, AwaitingPromotion, PromotedBy, Promotion
 from syncer.domain.sync_state import ClusterSyncState, SyncPhase
 from syncer.status import decode, encode
 from syncer.status.acts import ABORT_KEY, PROMOTION_KEY, with_acts
@@ -18,7 +18,7 @@ def test_the_awaited_gate_is_kept_in_the_state_and_the_acts_are_not() -> None:
         "abc",
         SyncPhase.HEALTHY,
         awaiting=AwaitingPromotion("eu", "def", 12.0),
-        promotion=Promotion("eu", "def", (Approval("alice", 1.0),)),
+        promotion=Promotion("eu", "def", (PromotedBy("alice", 1.0),)),
         abort=Abort("def", "ops", "latency", 2.0),
     )
     text = encode(state)
@@ -30,7 +30,7 @@ def test_the_awaited_gate_is_kept_in_the_state_and_the_acts_are_not() -> None:
 
 
 def test_promotions_and_aborts_are_read_from_beside_the_state() -> None:
-    promotion = Promotion("eu", "def", (Approval("alice", 1.0, "checked"), Approval("bob", 2.0)))
+    promotion = Promotion("eu", "def", (PromotedBy("alice", 1.0, "checked"), PromotedBy("bob", 2.0)))
     abort = Abort("def", "ops", "latency", 3.0)
     configmap = {"data": {PROMOTION_KEY: json.dumps(asdict(promotion)), ABORT_KEY: json.dumps(asdict(abort))}}
     state = with_acts(ClusterSyncState("eu-1"), configmap)
@@ -39,7 +39,7 @@ def test_promotions_and_aborts_are_read_from_beside_the_state() -> None:
 
 
 def test_a_damaged_promotion_opens_no_gate_and_a_damaged_abort_aborts_nothing() -> None:
-    damaged = {"wave": "eu", "revision": "def", "approvals": {"by": "alice"}}
+    damaged = {"wave": "eu", "revision": "def", "promoters": {"by": "alice"}}
     configmap = {"data": {PROMOTION_KEY: json.dumps(damaged), ABORT_KEY: "{not json"}}
     state = with_acts(ClusterSyncState("eu-1"), configmap)
     assert (state.promotion, state.abort) == (Promotion(), Abort())
