@@ -206,6 +206,11 @@ class RolloutError(SyncerError):
     """A wave could not be rolled out or did not become healthy in time."""
 
 
+class GateRefused(RolloutError):
+    """A person's ``syncer promote`` or ``syncer abort`` that does not name what the fleet waits for
+    or has in flight (the reason says what it does)."""
+
+
 class FencedOut(SyncerError):
     """This replica may no longer write to clusters: it lost the leader Lease (or was frozen past it),
     or a cluster's state was written by a newer leader (a higher fencing token)."""

@@ -74,7 +74,10 @@ class Agent:
         self.metrics = metrics
         self.stop = stop
         options = RolloutOptions(
-            rollout=config.rollout, state_namespace=settings.state_namespace, health_poll=settings.health_poll
+            rollout=config.rollout,
+            state_namespace=settings.state_namespace,
+            health_poll=settings.health_poll,
+            two_person=config.trust.two_person,
         )
         self.gate = git_revisions(config.source, config.trust)
         self.connections = KubeconfigConnections(config.clusters, settings.kubeconfig)

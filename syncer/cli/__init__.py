@@ -62,6 +62,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "syncer.cli.suspend:resume",
         "Let syncer change suspended clusters again: the next pass carries on where they were left.",
     ),
+    "promote": (
+        "syncer.cli.gates:promote",
+        "Let a wave held at its manual gate (approval: manual) start rolling out the waiting revision.",
+    ),
+    "abort": (
+        "syncer.cli.gates:abort",
+        "Stop the revision in flight: its wave is rolled back, and it is refused until `syncer retry`.",
+    ),
 }
 """Each command: where it lives, and the one-line help ``syncer --help`` lists without importing it
 (a unit test checks it is the command's own)."""

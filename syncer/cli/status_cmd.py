@@ -100,6 +100,25 @@ def status(config_path: Path, kubeconfig: str, state_namespace: str, output: str
                     if state.suspension.active
                     else None
                 ),
+                awaiting=(
+                    {
+                        "wave": state.awaiting.wave,
+                        "revision": state.awaiting.revision,
+                        "since": state.awaiting.since,
+                    }
+                    if state.awaiting.active
+                    else None
+                ),
+                aborted=(
+                    {
+                        "revision": state.abort.revision,
+                        "by": state.abort.by,
+                        "reason": state.abort.reason,
+                        "at": state.abort.at,
+                    }
+                    if state.abort.active
+                    else None
+                ),
             )
         except SyncerError as err:
             row.update(error=str(err))
@@ -138,7 +157,12 @@ def render_status(rows: list[dict[str, Any]], console: Console) -> None:
             row.get("health", ""),
             "; ".join(
                 part
-                for part in (_suspended_text(row), row.get("window", ""), row.get("windowOverride", ""))
+                for part in (
+                    _suspended_text(row),
+                    _gate_text(row),
+                    row.get("window", ""),
+                    row.get("windowOverride", ""),
+                )
                 if part
             ),
             row.get("lastError") or row.get("error", ""),
@@ -148,12 +172,28 @@ def render_status(rows: list[dict[str, Any]], console: Console) -> None:
         for row in rows
     ]
     console.print(fit_table(_COLUMNS, cells, console.width, title="fleet sync state").table)
+    for gate in sorted(
+        {(r["awaiting"]["wave"], r["awaiting"]["revision"]) for r in rows if r.get("awaiting")}
+    ):
+        console.print(f"waiting for promote of {gate[1][:12]} at wave {gate[0]}", highlight=False)
 
 
 def _suspended_text(row: dict[str, Any]) -> str:
     """A suspension as the table shows it, in the window column (both say why it may not change)."""
     suspended = row.get("suspended")
     return f"SUSPENDED by {suspended['by']}: {suspended['reason']}" if suspended else ""
+
+
+def _gate_text(row: dict[str, Any]) -> str:
+    """A manual gate the cluster's wave waits at, and an abort, as the table shows them."""
+    parts = []
+    awaiting = row.get("awaiting")
+    if awaiting:
+        parts.append(f"waiting for promote of {awaiting['revision'][:12]} at wave {awaiting['wave']}")
+    aborted = row.get("aborted")
+    if aborted:
+        parts.append(f"ABORTED {aborted['revision'][:12]} by {aborted['by']}: {aborted['reason']}")
+    return "; ".join(parts)
 
 
 def _override_text(reason: str, until: float) -> str:

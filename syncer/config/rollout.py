@@ -33,12 +33,14 @@ class WaveGate:
 
     ``max_concurrent``: clusters applied at once; ``health_timeout``: seconds the wave may take to
     become healthy after it was applied; ``bake``: seconds it must then stay healthy before the next
-    wave starts.
+    wave starts; ``manual`` (``approval: manual``): the wave does not start until a person promotes
+    the waiting revision (``syncer promote``), after the previous wave passed.
     """
 
     max_concurrent: int = 5
     health_timeout: float = 600.0
     bake: float = 120.0
+    manual: bool = False
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,21 @@ def _gate(fields: Fields, base: WaveGate) -> WaveGate:
         max_concurrent=int(max_concurrent),
         health_timeout=_duration(fields, "healthTimeout", base.health_timeout),
         bake=_duration(fields, "bake", base.bake),
+        manual=_manual(fields, base.manual),
     )
+
+
+_APPROVALS = {"auto": False, "manual": True}
+
+
+def _manual(fields: Fields, default: bool) -> bool:
+    """``approval: manual`` (a person promotes the wave) or ``auto`` (the gate alone decides)."""
+    if not fields.has("approval"):
+        return default
+    value = fields.raw("approval")
+    if not isinstance(value, str) or value not in _APPROVALS:
+        raise fields.error("approval", f"must be one of auto, manual, not {value!r}")
+    return _APPROVALS[value]
 
 
 def parse_rollout_policy(data: dict[str, Any], origin: str) -> RolloutPolicy:
@@ -93,7 +109,7 @@ def parse_rollout_policy(data: dict[str, Any], origin: str) -> RolloutPolicy:
 def _rollout_policy(top: Fields) -> RolloutPolicy:
     top.reject_unknown({"waves", "defaults", "rollback", "windows"})
     defaults_fields = top.child("defaults")
-    defaults_fields.reject_unknown({"maxConcurrent", "healthTimeout", "bake"})
+    defaults_fields.reject_unknown({"maxConcurrent", "healthTimeout", "bake", "approval"})
     defaults = _gate(defaults_fields, WaveGate())
     waves: list[WavePolicy] = []
     entries = top.items("waves")
@@ -101,7 +117,9 @@ def _rollout_policy(top: Fields) -> RolloutPolicy:
         raise top.error("waves", "at least one wave is required")
     for index in range(len(entries)):
         wave = top.child("waves", index)
-        wave.reject_unknown({"name", "percent", "selector", "maxConcurrent", "healthTimeout", "bake"})
+        wave.reject_unknown(
+            {"name", "percent", "selector", "maxConcurrent", "healthTimeout", "bake", "approval"}
+        )
         percent = wave.number("percent", 0) if wave.has("percent") else None
         if percent is None or percent > 100:
             raise wave.error("percent", "is required: a number above 0 and at most 100")

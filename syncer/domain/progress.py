@@ -42,6 +42,9 @@ class Step(StrEnum):
     DRIFT_REPAIR_FAILED = "drift-repair-failed"
     DRIFT_REPAIR_WAITING = "drift-repair-waiting"  # drift found outside the cluster's window
     CLUSTER_SUSPENDED = "cluster-suspended"  # a person's suspension holds a change back
+    AWAITING_PROMOTION = "awaiting-promotion"  # a wave with a manual gate waits for ``syncer promote``
+    PROMOTED = "promoted"  # a person promoted the waiting revision: the wave starts
+    ROLLOUT_ABORTED = "rollout-aborted"  # a person aborted the revision: its wave in flight ends
     IN_FORCE_WAIT = "in-force-wait"  # sharded replicas do not agree yet on the revision in force
     HEALTH_CHECKED = "health-checked"
     CLUSTER_DEGRADED = "cluster-degraded"
@@ -69,6 +72,7 @@ class Waiting(StrEnum):
     BAKE = "bake"
     WINDOW = "window"
     SUSPENDED = "suspended"  # a person suspended a cluster of the wave (``syncer resume`` ends it)
+    PROMOTION = "promotion"  # a manual gate: the wave starts once a person runs ``syncer promote``
 
 
 class WaveState(StrEnum):
@@ -162,6 +166,11 @@ TREATMENTS: Mapping[Step, Treatment] = MappingProxyType(
         Step.DRIFT_REPAIR_FAILED: Treatment(mark="✗"),
         Step.DRIFT_REPAIR_WAITING: Treatment("DriftRepairWaiting", mark="⏸"),
         Step.CLUSTER_SUSPENDED: Treatment("ClusterSuspended", mark="⏸"),
+        Step.AWAITING_PROMOTION: Treatment("AwaitingPromotion", wave_state=WaveState.WAITING, mark="⏸"),
+        Step.PROMOTED: Treatment("WavePromoted", mark="✓"),
+        Step.ROLLOUT_ABORTED: Treatment(
+            "RolloutAborted", warning=True, wave_state=WaveState.HALTED, mark="✗"
+        ),
         Step.IN_FORCE_WAIT: Treatment(warning=True, mark="⏸", names_revision=True),
         Step.HEALTH_CHECKED: Treatment(mark="", quiet=True),
         Step.CLUSTER_DEGRADED: Treatment("ClusterDegraded", warning=True, mark="!"),

@@ -8,6 +8,7 @@ from enum import StrEnum
 
 from syncer.domain.applied import Inventory, InventorySource
 from syncer.domain.changeset import FailureCause
+from syncer.domain.gates import Abort, AwaitingPromotion, Promotion
 from syncer.domain.objects import ObjectKey
 
 # How many failed revisions a cluster remembers (oldest forgotten first).
@@ -79,6 +80,10 @@ class RetryRequest:
     def covers(self, failure: FailedRevision) -> bool:
         return failure.at < self.at and self.revision in ("", failure.revision)
 
+    def lifts(self, abort: Abort) -> bool:
+        """Whether this retry, made after ``abort``, lets its revision be tried again."""
+        return abort.at < self.at and self.revision in ("", abort.revision)
+
 
 @dataclass(frozen=True)
 class Suspension:
@@ -118,7 +123,9 @@ class ClusterSyncState:
     operator's reason to change the cluster outside its maintenance windows until
     ``window_override_until`` (``syncer override-window``); ``window`` says why a change to it waits
     for its maintenance window (empty when none waits); ``suspension`` is a person's ``syncer
-    suspend`` (kept beside the state like the override).
+    suspend`` (kept beside the state like the override). ``awaiting`` is the manual gate the
+    cluster's wave waits at (the agent's record); ``promotion`` and ``abort`` are a person's ``syncer
+    promote`` and ``syncer abort`` (kept beside the state like the override).
     """
 
     cluster: str
@@ -141,6 +148,9 @@ class ClusterSyncState:
     window_override: str = ""
     window_override_until: float = 0.0
     suspension: Suspension = Suspension()
+    awaiting: AwaitingPromotion = field(default_factory=AwaitingPromotion)
+    promotion: Promotion = field(default_factory=Promotion)
+    abort: Abort = field(default_factory=Abort)
     rebuilt: bool = field(default=False, compare=False)
     stored: bool = field(default=True, compare=False)
 

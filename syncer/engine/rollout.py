@@ -11,7 +11,7 @@ re-applied, and health timeouts and bake times count from the times recorded the
 A cluster's fault stays that cluster's: one that cannot be read is left out and its wave applies to
 the others, then waits for it; a wave that passed is only watched (``rollout_gate``). The parts:
 ``rollout_state`` (the states), ``rollout_apply`` (applies and repairs), ``rollout_gate`` (health),
-``rollback`` (a failed wave).
+``rollback`` (a failed wave), ``manual_gate`` (a person's promotion and abort).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from syncer.domain.changeset import ChangeSet
 from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import PassEvent, Step
 from syncer.engine.failures import refusals
+from syncer.engine.manual_gate import stop_at_gate
 from syncer.engine.rollback import FleetsOf, roll_back_wave
 from syncer.engine.rollout_gate import RolloutGate, Superseded
 from syncer.engine.rollout_model import RolloutOutcome, RolloutReport, WaveReport
@@ -86,20 +87,9 @@ class FleetRollout(RolloutGate):
                 reason = "; ".join(r.reason for r in refused)
                 reports.append(WaveReport(wave.name, wave.clusters, Decision.HALT, reason))
                 return RolloutReport(fleet.revision, RolloutOutcome.HALTED, tuple(reports), reason)
-            held = self.held_now(wave.clusters, fleet, wave.name)
-            if held:
-                reason = held.reason
-                self.listener(
-                    PassEvent(
-                        Step.GATE_WAIT,
-                        wave.name,
-                        revision=fleet.revision,
-                        reason=reason,
-                        waiting=held.waiting,
-                    )
-                )
-                reports.append(WaveReport(wave.name, wave.clusters, Decision.WAIT, reason))
-                return RolloutReport(fleet.revision, RolloutOutcome.WAITING, tuple(reports), reason)
+            stopped = stop_at_gate(self, wave, fleet, fleets, tuple(reports))
+            if stopped is not None:  # an abort, a manual gate, a suspension or a closed window
+                return stopped
             if len(reachable) < len(wave.clusters) and wave_passed(reachable, self.states, fleet.revision):
                 # The ones that answer passed before: while the wave waits they are watched, not re-judged.
                 observed = self._observe(replace(wave, clusters=reachable), fleet)

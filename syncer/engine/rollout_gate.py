@@ -21,7 +21,15 @@ from syncer.engine.live import live_health
 from syncer.engine.rollout_apply import WaveApply
 from syncer.engine.rollout_model import WaveReport
 from syncer.errors import KubeError
-from syncer.rollout import ClusterProgress, Decision, GateVerdict, Wave, failed_apply, judge_wave
+from syncer.rollout import (
+    ClusterProgress,
+    Decision,
+    GateVerdict,
+    Wave,
+    failed_apply,
+    judge_abort,
+    judge_wave,
+)
 from syncer.rollout.recorded import recorded_progress
 
 
@@ -116,12 +124,17 @@ class RolloutGate(WaveApply):
         timeout ends the wait with the reason (the next pass looks again)."""
         allowed = self.options.rollout.rollback if rollback is None else rollback
         entered = self.clock()
+        waited = False  # the person's acts read with the states are current until the gate waits
         while True:
             if self.sharded:
                 self._apply_wave(wave, fleet, taking_over=True)  # clusters gained meanwhile
                 if rolling_out and self.newer():
                     raise Superseded
             progress = self._progress(wave, fleet, fleet.revision)
+            aborted = self._aborted(wave, fleet.revision, learn=waited) if rolling_out else None
+            if aborted is not None:
+                return aborted
+            waited = True
             verdict = judge_wave(wave, progress, self.clock(), rollback=allowed)
             elsewhere = self._elsewhere(wave, fleet.revision)
             if verdict.decision is Decision.WAIT and elsewhere:
@@ -154,6 +167,20 @@ class RolloutGate(WaveApply):
                 min(verdict.wait, self.options.health_poll)
             ):
                 return verdict
+
+    def _aborted(self, wave: Wave, revision: str, *, learn: bool) -> GateVerdict | None:
+        """The end of ``wave`` when a person aborted ``revision``; with ``learn`` (the gate waited
+        since the states were read) the acts are read again first: a wave that bakes writes nothing
+        that would learn them."""
+        for name in wave.clusters if learn else ():
+            if name in self.states and name not in self.unreachable:
+                with contextlib.suppress(KubeError):
+                    self.states[name] = self.stores[name].with_acts(self.states[name])
+        verdict = judge_abort(wave, self.states, revision)
+        if verdict is not None:
+            why = verdict.reason
+            self.listener(PassEvent(Step.ROLLOUT_ABORTED, wave.name, revision=revision, reason=why))
+        return verdict
 
     def _elsewhere(self, wave: Wave, revision: str) -> list[str]:
         """The clusters of ``wave`` another replica owns that do not record ``revision``, with what

@@ -9,6 +9,7 @@ from enum import StrEnum
 from syncer.apply import ApplyPolicy
 from syncer.config.rollout import RolloutPolicy
 from syncer.config.settings import AGENT_NAMESPACE, HEALTH_POLL
+from syncer.config.two_person import TwoPersonRule
 from syncer.domain.changeset import ChangeSet
 from syncer.engine.diff import DiffOptions
 from syncer.leader.fence import UNFENCED, Fence, FenceOf
@@ -30,13 +31,16 @@ class RolloutOutcome(StrEnum):
 
 @dataclass(frozen=True)
 class RolloutOptions:
-    """How a revision is rolled out; ``health_poll`` is the longest wait between two health checks."""
+    """How a revision is rolled out; ``health_poll`` is the longest wait between two health checks;
+    ``two_person`` are the trust policy's two-person rules (a cluster rule also says how many people
+    promote a wave of its clusters past a manual gate)."""
 
     rollout: RolloutPolicy = field(default_factory=RolloutPolicy.single_wave)
     apply: ApplyPolicy = field(default_factory=ApplyPolicy)
     diff: DiffOptions = field(default_factory=DiffOptions)
     state_namespace: str = AGENT_NAMESPACE
     health_poll: float = HEALTH_POLL
+    two_person: tuple[TwoPersonRule, ...] = ()
 
 
 def _every_cluster(_: str) -> bool:

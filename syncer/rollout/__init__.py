@@ -3,7 +3,8 @@
 Owns: stable wave assignment by percentage and label (``plan_waves``), the proceed / wait / halt /
 rollback decision for a wave from its clusters' progress and the time (``judge_wave``), whether a
 cluster is inside its maintenance windows at a time, and when that changes (``judge_cluster``), why
-clusters may not be changed now (``Held``: a suspension, a window), and
+clusters may not be changed now (``Held``: a suspension, a window), whether a wave held at a manual
+gate may start and whether a person aborted a revision (``promotion``), and
 what the clusters' recorded states say about revisions (``revisions``: what is done, how a
 rollback ends; ``failures``: where a revision failed, for which cause, and what refuses it;
 ``rollback``: each cluster's own rollback target). Must not do I/O
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from syncer.rollout.failures import Refusal, refusing
     from syncer.rollout.gate import ClusterProgress, Decision, GateVerdict, judge_wave
     from syncer.rollout.held import Held
+    from syncer.rollout.promotion import PromotionCheck, judge_abort, judge_promotion, people_needed
     from syncer.rollout.revisions import failed_apply, is_done, phase_after_rollback
     from syncer.rollout.waves import Wave, plan_waves, stable_rank
     from syncer.rollout.windows import WindowOverride, WindowVerdict, judge_cluster, judge_clusters
@@ -34,6 +36,7 @@ __getattr__ = lazy_getattr(
         "failures": ("Refusal", "refusing"),
         "gate": ("ClusterProgress", "Decision", "GateVerdict", "judge_wave"),
         "held": ("Held",),
+        "promotion": ("PromotionCheck", "judge_abort", "judge_promotion", "people_needed"),
         "revisions": ("failed_apply", "is_done", "phase_after_rollback"),
         "waves": ("Wave", "plan_waves", "stable_rank"),
         "windows": ("WindowOverride", "WindowVerdict", "judge_cluster", "judge_clusters"),
@@ -45,15 +48,19 @@ __all__ = [
     "Decision",
     "GateVerdict",
     "Held",
+    "PromotionCheck",
     "Refusal",
     "Wave",
     "WindowOverride",
     "WindowVerdict",
     "failed_apply",
     "is_done",
+    "judge_abort",
     "judge_cluster",
     "judge_clusters",
+    "judge_promotion",
     "judge_wave",
+    "people_needed",
     "phase_after_rollback",
     "plan_waves",
     "refusing",

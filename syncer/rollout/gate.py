@@ -37,7 +37,7 @@ class ClusterProgress:
 @dataclass(frozen=True)
 class GateVerdict:
     """What to do about a wave, why, how long to wait before asking again, which clusters failed
-    (``reasons``: each with why), and, when it waits, what for."""
+    (``reasons``: each with why), and, when it waits, what for; ``aborted``: a person ended it."""
 
     decision: Decision
     reason: str
@@ -45,6 +45,7 @@ class GateVerdict:
     failed: tuple[str, ...] = ()
     waiting: Waiting | None = None
     reasons: tuple[tuple[str, str], ...] = ()
+    aborted: bool = False
 
 
 def judge_wave(

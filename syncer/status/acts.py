@@ -1,7 +1,8 @@
 """A person's acts on a cluster, recorded in the cluster beside its sync state, where the memory lives.
 
-A window override (``syncer override-window``), a retry of failed revisions (``syncer retry``) and a
-suspension (``syncer suspend`` / ``resume``) each live under their own key of the sync-state
+A window override (``syncer override-window``), a retry of failed revisions (``syncer retry``), a
+suspension (``syncer suspend`` / ``resume``), a promotion past a manual gate (``syncer promote``) and
+an abort (``syncer abort``) each live under their own key of the sync-state
 ConfigMap and their own field manager: the agent's state writes never drop them, every replica's
 next pass (or its next state write, ``with_acts``) sees them, and they work with the agent down.
 """
@@ -14,6 +15,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from syncer.config.settings import AGENT_NAMESPACE
+from syncer.domain.gates import Abort, PromotedBy, Promotion
 from syncer.domain.sync_state import ClusterSyncState, RetryRequest, Suspension
 from syncer.errors import NotFound
 from syncer.kube import ApplyOptions, KubeApi
@@ -26,8 +28,12 @@ RETRY_KEY = "retry.json"
 RETRY_FIELD_MANAGER = "syncer-retry"
 SUSPENSION_KEY = "suspension.json"
 SUSPENSION_FIELD_MANAGER = "syncer-suspend"
-ACT_KEYS = (OVERRIDE_KEY, RETRY_KEY, SUSPENSION_KEY)
-ACT_FIELDS = ("window_override", "window_override_until", "retry", "suspension")
+PROMOTION_KEY = "promotion.json"
+PROMOTION_FIELD_MANAGER = "syncer-promote"
+ABORT_KEY = "abort.json"
+ABORT_FIELD_MANAGER = "syncer-abort"
+ACT_KEYS = (OVERRIDE_KEY, RETRY_KEY, SUSPENSION_KEY, PROMOTION_KEY, ABORT_KEY)
+ACT_FIELDS = ("window_override", "window_override_until", "retry", "suspension", "promotion", "abort")
 """The fields of a ``ClusterSyncState`` that are a person's acts, never encoded with the state."""
 
 
@@ -74,9 +80,46 @@ def _suspension(configmap: Mapping[str, Any]) -> Suspension:
         return Suspension(f"unreadable {SUSPENSION_KEY}: taken as suspended", "", 0.0)
 
 
+def _promotion(configmap: Mapping[str, Any]) -> Promotion:
+    """The promotion recorded beside the state; none when absent or unreadable (fail closed: an
+    unreadable record opens no gate)."""
+    text = (configmap.get("data") or {}).get(PROMOTION_KEY, "")
+    try:
+        raw = json.loads(text) if text else {}
+        promoters = raw.get("promoters", [])
+        if not isinstance(promoters, list):
+            raise ValueError("promoters must be a list")
+        return Promotion(
+            fields.text(raw, "wave"),
+            fields.text(raw, "revision"),
+            tuple(
+                PromotedBy(fields.text(a, "by"), fields.number(a, "at"), fields.text(a, "reason"))
+                for a in promoters
+            ),
+        )
+    except (ValueError, AttributeError):
+        return Promotion()
+
+
+def _abort(configmap: Mapping[str, Any]) -> Abort:
+    """The abort recorded beside the state; none when absent or unreadable (it names no revision)."""
+    text = (configmap.get("data") or {}).get(ABORT_KEY, "")
+    try:
+        raw = json.loads(text) if text else {}
+        return Abort(
+            fields.text(raw, "revision"),
+            fields.text(raw, "by"),
+            fields.text(raw, "reason"),
+            fields.number(raw, "at"),
+        )
+    except (ValueError, AttributeError):
+        return Abort()
+
+
 def with_acts(state: ClusterSyncState, configmap: Mapping[str, Any]) -> ClusterSyncState:
     """``state`` with the person's acts ``configmap`` records beside it (window override, retry,
-    suspension): they are never the agent's to decide, so the ConfigMap as read says what they are."""
+    suspension, promotion, abort): they are never the agent's to decide, so the ConfigMap as read
+    says what they are."""
     reason, until = _override(configmap)
     return replace(
         state,
@@ -84,6 +127,8 @@ def with_acts(state: ClusterSyncState, configmap: Mapping[str, Any]) -> ClusterS
         window_override_until=until,
         retry=_retry(configmap),
         suspension=_suspension(configmap),
+        promotion=_promotion(configmap),
+        abort=_abort(configmap),
     )
 
 
@@ -109,6 +154,15 @@ class PersonActs:
         """Stop every change syncer makes to the cluster (``suspension.reason`` set) or let them go on
         again (empty reason: ``syncer resume``)."""
         self._record_act(SUSPENSION_KEY, SUSPENSION_FIELD_MANAGER, asdict(suspension))
+
+    def record_promotion(self, promotion: Promotion) -> None:
+        """Let ``promotion.revision`` past the manual gate of ``promotion.wave`` (once enough distinct
+        people approved it)."""
+        self._record_act(PROMOTION_KEY, PROMOTION_FIELD_MANAGER, asdict(promotion))
+
+    def record_abort(self, abort: Abort) -> None:
+        """Stop ``abort.revision``: its wave in flight is rolled back and it is refused until a retry."""
+        self._record_act(ABORT_KEY, ABORT_FIELD_MANAGER, asdict(abort))
 
     def _record_act(self, key: str, field_manager: str, value: Mapping[str, Any]) -> None:
         """Record a person's act beside the state, under its own key and field manager: the agent's

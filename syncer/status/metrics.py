@@ -51,6 +51,13 @@ class SyncerMetrics:
             ["cluster"],
             registry=r,
         )
+        self.wave_awaiting_approval = Gauge(
+            "syncer_wave_awaiting_approval",
+            "1 while the wave waits at its manual gate for a person to promote the revision "
+            "(syncer promote), 0 once it is promoted or aborted.",
+            ["wave", "revision"],
+            registry=r,
+        )
         self.cluster_suspended = Gauge(
             "syncer_cluster_suspended",
             "1 while a person's suspension (syncer suspend) holds every change to the cluster back, "

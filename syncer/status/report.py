@@ -21,6 +21,7 @@ log = logging.getLogger("syncer.agent")
 _WINDOW_STEPS = frozenset({Step.WINDOW_OPEN, Step.WINDOW_CLOSED, Step.WINDOW_OVERRIDDEN})
 # A write to a cluster that failed: in a wave's apply, or repairing drift.
 _APPLY_ERROR_STEPS = frozenset({Step.APPLY_FAILED, Step.DRIFT_REPAIR_FAILED})
+_GATE_STEPS = frozenset({Step.AWAITING_PROMOTION, Step.PROMOTED, Step.ROLLOUT_ABORTED})
 
 
 class EventReporter:
@@ -32,6 +33,7 @@ class EventReporter:
         self.clients = clients
         self.state_namespace = state_namespace
         self.recorders: dict[str, EventRecorder] = {}
+        self.awaited: dict[str, str] = {}  # the revision each wave's manual gate was last told of
 
     def _recorder(self, cluster: str) -> EventRecorder | None:
         if cluster not in self.recorders:
@@ -46,6 +48,17 @@ class EventReporter:
         if recorder is not None:
             regarding = Regarding("v1", "ConfigMap", STATE_CONFIGMAP, self.state_namespace)
             recorder.emit(regarding, reason, note, warning=warning)
+
+    def _awaiting(self, event: PassEvent) -> None:
+        """``syncer_wave_awaiting_approval``: 1 for the revision a wave waits for, 0 once it is
+        promoted or aborted, or another revision waits there instead."""
+        gauge = self.metrics.wave_awaiting_approval
+        before = self.awaited.get(event.wave, "")
+        if before and before != event.revision:
+            gauge.labels(wave=event.wave, revision=before).set(0)
+        waiting = event.step is Step.AWAITING_PROMOTION
+        gauge.labels(wave=event.wave, revision=event.revision).set(1 if waiting else 0)
+        self.awaited[event.wave] = event.revision
 
     def flush(self) -> None:
         """Write the Events of every series not yet written (before the process exits)."""
@@ -64,6 +77,8 @@ class EventReporter:
             )
         if event.cluster and event.step in _APPLY_ERROR_STEPS:
             self.metrics.apply_errors.labels(cluster=event.cluster).inc()
+        if event.wave and event.step in _GATE_STEPS:
+            self._awaiting(event)
         level = logging.WARNING if treatment.warning else logging.INFO
         log.log(
             logging.DEBUG if treatment.quiet else level,

@@ -21,6 +21,7 @@ from typing import Any
 from syncer.config.settings import AGENT_NAMESPACE
 from syncer.domain.applied import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from syncer.domain.changeset import FailureCause
+from syncer.domain.gates import AwaitingPromotion
 from syncer.domain.sync_state import (
     ClusterSyncState,
     FailedRevision,
@@ -151,6 +152,18 @@ def decode(cluster: str, text: str) -> ClusterSyncState:
         healthy_since=fields.number(raw, "healthy_since"),
         updated_at=fields.number(raw, "updated_at"),
         window=fields.text(raw, "window"),
+        awaiting=_awaiting(raw.get("awaiting")),
+    )
+
+
+def _awaiting(raw: Any) -> AwaitingPromotion:
+    """The manual gate the state records its wave waits at (none when absent)."""
+    if raw is None:
+        return AwaitingPromotion()
+    if not isinstance(raw, dict):
+        raise StateFormatError("awaiting must be an object")
+    return AwaitingPromotion(
+        fields.text(raw, "wave"), fields.text(raw, "revision"), fields.number(raw, "since")
     )
 
 
@@ -301,6 +314,11 @@ class StateStore:
                 if attempt:
                     raise
         return stamped
+
+    def with_acts(self, state: ClusterSyncState) -> ClusterSyncState:
+        """``state`` with the person's acts the cluster records now (one read of the ConfigMap), for
+        a rollout that waits without writing (a bake) and must learn an abort meanwhile."""
+        return with_acts(state, self._read())
 
     def _read(self) -> Mapping[str, Any]:
         try:

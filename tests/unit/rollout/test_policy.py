@@ -67,3 +67,18 @@ def test_durations() -> None:
     assert parse_duration(12) == 12
     with pytest.raises(ValueError, match="not a duration"):
         parse_duration("")
+
+
+def test_a_wave_may_wait_for_a_person_and_a_wrong_approval_names_file_and_line(tmp_path: Path) -> None:
+    policy = parse_rollout_policy(
+        {"waves": [{"name": "canary", "percent": 1}, {"name": "rest", "percent": 100, "approval": "manual"}]},
+        "rollout.yaml",
+    )
+    assert [w.gate.manual for w in policy.waves] == [False, True]
+    path = tmp_path / "rollout.yaml"
+    path.write_text("waves:\n  - name: rest\n    percent: 100\n    approval: by-hand\n")
+    with pytest.raises(ConfigError) as caught:
+        load_rollout_policy(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}:4:"), message
+    assert "waves[0].approval: must be one of auto, manual, not 'by-hand'" in message

@@ -1,0 +1,102 @@
+"""The manual gates of a rollout: a wave with ``approval: manual`` waits, pass after pass, until a
+person promotes the waiting revision (``syncer promote``); a revision a person aborted (``syncer
+abort``) ends its wave in flight, which is rolled back by the per-cluster rule of a failed wave.
+
+Waiting never holds the pass: the rollout returns ``waiting`` and the next pass looks again, like a
+closed maintenance window. Each wave held at its gate records the revision it waits for in its
+clusters (``awaiting``), so ``syncer status`` and ``syncer promote`` read it from the fleet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from syncer.domain.gates import AwaitingPromotion
+from syncer.domain.objects import DesiredFleet
+from syncer.domain.progress import PassEvent, Step, Waiting
+from syncer.engine.rollback import FleetsOf, roll_back_wave
+from syncer.engine.rollout_gate import RolloutGate
+from syncer.engine.rollout_model import RolloutOutcome, RolloutReport, WaveReport
+from syncer.rollout import Decision, GateVerdict, Wave, judge_abort, judge_promotion, people_needed
+
+
+def hold_for_promotion(rollout: RolloutGate, wave: Wave, fleet: DesiredFleet) -> str:
+    """Why ``wave`` may not start rolling ``fleet`` out yet ("" when it may): it has a manual gate
+    and not enough distinct people promoted the revision. What the wave waits for is recorded in
+    the clusters this replica owns, and told (``awaiting-promotion``, or ``promoted`` as it opens)."""
+    labels = {name: fleet.clusters[name].labels for name in wave.clusters if name in fleet.clusters}
+    needed = people_needed(rollout.options.two_person, labels)
+    check = judge_promotion(wave, rollout.states, fleet.revision, needed)
+    awaiting = AwaitingPromotion() if check.open else AwaitingPromotion(wave.name, fleet.revision)
+    for name in wave.clusters:
+        state = rollout.states.get(name)
+        if state is None or name in rollout.unreachable or not rollout.owns(name):
+            continue
+        if (state.awaiting.wave, state.awaiting.revision) != (awaiting.wave, awaiting.revision):
+            since = rollout.clock() if awaiting.active else 0.0
+            rollout._save(name, replace(state, awaiting=replace(awaiting, since=since)))
+    if check.open:
+        if check.people:
+            event = PassEvent(Step.PROMOTED, wave.name, revision=fleet.revision, reason=check.reason)
+            rollout.listener(event)
+        return ""
+    rollout.listener(
+        PassEvent(
+            Step.AWAITING_PROMOTION,
+            wave.name,
+            revision=fleet.revision,
+            reason=check.reason,
+            waiting=Waiting.PROMOTION,
+        )
+    )
+    return check.reason
+
+
+def stop_at_gate(
+    rollout: RolloutGate,
+    wave: Wave,
+    fleet: DesiredFleet,
+    fleets: FleetsOf,
+    reports: tuple[WaveReport, ...],
+) -> RolloutReport | None:
+    """How the rollout ends before ``wave`` starts (None: it goes on): a person aborted the
+    revision (``abort_wave``), the wave waits at its manual gate (``hold_for_promotion``), or it
+    waits because clusters of it may not be changed now (``held_now``: a suspension, a window)."""
+    aborted = judge_abort(wave, rollout.states, fleet.revision)
+    if aborted is not None:
+        return abort_wave(rollout, wave, fleet, fleets, (reports, aborted))
+    reason = hold_for_promotion(rollout, wave, fleet)
+    if not reason:
+        held = rollout.held_now(wave.clusters, fleet, wave.name)
+        if not held:
+            return None
+        reason = held.reason
+        waits = held.waiting
+        rollout.listener(
+            PassEvent(Step.GATE_WAIT, wave.name, revision=fleet.revision, reason=reason, waiting=waits)
+        )
+    waiting = WaveReport(wave.name, wave.clusters, Decision.WAIT, reason)
+    return RolloutReport(fleet.revision, RolloutOutcome.WAITING, (*reports, waiting), reason)
+
+
+def abort_wave(
+    rollout: RolloutGate,
+    wave: Wave,
+    fleet: DesiredFleet,
+    fleets: FleetsOf,
+    done: tuple[tuple[WaveReport, ...], GateVerdict],
+) -> RolloutReport:
+    """End ``wave`` because a person aborted ``fleet``'s revision: its clusters on the revision
+    remember it as failed there and go back to the revision each last ran healthy (whatever the
+    policy's ``rollback`` says: the person asked for it); a wave none of whose clusters has it halts."""
+    reports, verdict = done
+    for name in filter(rollout.owns, wave.clusters):  # the wave waits for no promotion any more
+        state = rollout.states.get(name)
+        if state is not None and name not in rollout.unreachable and state.awaiting.active:
+            rollout._save(name, replace(state, awaiting=AwaitingPromotion()))
+    event = PassEvent(Step.ROLLOUT_ABORTED, wave.name, revision=fleet.revision, reason=verdict.reason)
+    rollout.listener(event)
+    report = WaveReport(wave.name, wave.clusters, verdict.decision, verdict.reason, (), verdict.reasons)
+    if verdict.decision is Decision.ROLLBACK:
+        return roll_back_wave(rollout, wave, fleet, fleets, (Decision.ROLLBACK, (*reports, report)))
+    return RolloutReport(fleet.revision, RolloutOutcome.HALTED, (*reports, report), verdict.reason)
