@@ -22,8 +22,9 @@ class NoticeClass(StrEnum):
     CLUSTER_UNREACHABLE = "cluster-unreachable"
     SUSPENDED = "suspended"
     RESUMED = "resumed"
-    # A person's promotion of a wave waiting at a manual gate, or abort of the wave in flight: the
-    # classes exist so routes may name them; the steps that raise them come with manual gates.
+    # A wave waiting at a manual gate for a person, that person's promotion of it, or an abort of
+    # the wave in flight.
+    AWAITING_PROMOTION = "awaiting-promotion"
     PROMOTED = "promoted"
     ABORTED = "aborted"
 

@@ -85,6 +85,9 @@ RULES: Mapping[Step, Rule | None] = MappingProxyType(
         Step.WINDOW_OPEN: None,
         Step.WINDOW_CLOSED: None,  # the wave's wait is told by GATE_WAIT once beyond its bound
         Step.WINDOW_OVERRIDDEN: None,
+        Step.AWAITING_PROMOTION: Rule(NoticeClass.AWAITING_PROMOTION, Severity.WARNING, "manual-gate"),
+        Step.PROMOTED: Rule(NoticeClass.PROMOTED, Severity.INFO, "promoted"),
+        Step.ROLLOUT_ABORTED: Rule(NoticeClass.ABORTED, Severity.WARNING, "aborted"),
         Step.ROLLOUT_STARTED: Rule(NoticeClass.ROLLOUT_STARTED, Severity.INFO, "started"),
         Step.ROLLOUT_FINISHED: Rule(NoticeClass.ROLLOUT_FINISHED, Severity.INFO, "healthy"),
     }
