@@ -58,6 +58,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "syncer.cli.suspend:suspend",
         "Stop every change syncer makes to clusters until `syncer resume` (an incident, a freeze).",
     ),
+    "history": (
+        "syncer.cli.history:history",
+        "The revisions applied to each cluster: signer, start and end, wave, outcome and who acted.",
+    ),
     "resume": (
         "syncer.cli.suspend:resume",
         "Let syncer change suspended clusters again: the next pass carries on where they were left.",

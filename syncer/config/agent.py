@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from syncer.config.guards import load_guard_policy
 from syncer.config.loading import Fields, load_yaml_file
 from syncer.config.rollout import RolloutPolicy
-from syncer.config.settings import GIT_TIMEOUT, MAX_KUBECONFIG_BYTES
+from syncer.config.settings import GIT_TIMEOUT, HISTORY_KEEP, HISTORY_KEEP_MAX, MAX_KUBECONFIG_BYTES
 from syncer.config.trust import TrustPolicy, load_trust_policy
 from syncer.guards import GuardPolicy
 
@@ -64,14 +64,16 @@ class ClusterAccess:
 @dataclass(frozen=True)
 class AgentConfig:
     """The agent's files, loaded: the fleet repository's source, the trust policy, how each cluster is
-    reached, the rollout policy (one wave when no rollout policy file is given) and the guard policy
-    (no rules when the config names none)."""
+    reached, the rollout policy (one wave when no rollout policy file is given), the guard policy
+    (no rules when the config names none) and how many entries of its history each cluster keeps
+    (``history.keep``)."""
 
     source: SourceOptions
     trust: TrustPolicy
     clusters: Mapping[str, ClusterAccess] = field(default_factory=dict)
     rollout: RolloutPolicy = field(default_factory=RolloutPolicy.single_wave)
     guards: GuardPolicy = field(default_factory=GuardPolicy)
+    history_keep: int = HISTORY_KEEP
 
 
 def _clusters(top: Fields, raw: object, base: Path) -> dict[str, ClusterAccess]:
@@ -99,7 +101,7 @@ def load_agent_config(path: Path) -> AgentConfig:
     base = path.parent
     loaded = load_yaml_file(path)
     data, top = loaded.data, Fields.of(loaded)
-    top.reject_unknown({"source", "trustPolicy", "guardPolicy", "clusters"})
+    top.reject_unknown({"source", "trustPolicy", "guardPolicy", "clusters", "history"})
     src = top.child("source")
     src.reject_unknown({"url", "branch", "cacheDir", "timeoutSeconds", "credentials"})
     url = src.string("url")
@@ -135,4 +137,9 @@ def load_agent_config(path: Path) -> AgentConfig:
         timeout=timeout,
         allow_history_rewrite=trust.allow_history_rewrite,
     )
-    return AgentConfig(source=source, trust=trust, clusters=clusters, guards=guards)
+    history = top.child("history")
+    history.reject_unknown({"keep"})
+    keep = history.number("keep", HISTORY_KEEP)
+    if keep != int(keep) or not 1 <= keep <= HISTORY_KEEP_MAX:
+        raise history.error("keep", f"must be a whole number from 1 to {HISTORY_KEEP_MAX}, not {keep:g}")
+    return AgentConfig(source=source, trust=trust, clusters=clusters, guards=guards, history_keep=int(keep))

@@ -97,6 +97,13 @@ def git_revisions(source: SourceOptions, trust: TrustPolicy) -> RevisionGate:
     return RevisionGate(GitSource(source), trust, RevisionOptions(timeout=source.timeout))
 
 
+def signer_of(prepared: PreparedRevision) -> str:
+    """The trust policy's name of who signed the revision's own commit ("" when not known)."""
+    commits = prepared.verification.commits
+    own = [c for c in commits if c.commit == prepared.revision] or list(commits[-1:])
+    return own[0].signer if own else ""
+
+
 def rejection_event(rejection: Rejection) -> PassEvent:
     """The event of a rejected tip: a source failure (git unreachable) is not the revision's fault."""
     step = Step.SOURCE_FAILED if rejection.stage is Stage.SOURCE else Step.REVISION_REJECTED
@@ -135,6 +142,7 @@ class FleetPass:
         # States decided but not written yet (their cluster could not be written), kept across passes.
         self._pending: dict[str, ClusterSyncState] = {}
         self._rebuilt: dict[str, DesiredFleet] = {}  # older revisions rebuilt this pass, for rollbacks
+        self._signers: dict[str, str] = {}  # who signed each revision rolled out, for the history
 
     def client(self, cluster: str) -> KubeApi:
         """The connection to ``cluster``, opened on first use and kept; each write through it passes
@@ -151,6 +159,7 @@ class FleetPass:
             fences=self.fences,
             newer=self._newer,
             admits=self.revisions.admits,
+            signer=lambda revision: self._signers.get(revision, ""),
         )
         return FleetRollout(self.clients, self.options, stop=stop, listener=self.listener, hooks=hooks)
 
@@ -286,6 +295,7 @@ class FleetPass:
     ) -> tuple[RolloutReport, FleetRollout]:
         """Roll ``current`` out from the states read this pass (or, taking over from the rollout of a
         ``superseded`` revision, from the states as that rollout left them)."""
+        self._signers[current.revision] = signer_of(current)
         rollout = self._rollout(stop, current.fleet)
         rollout.read_states(self._read, self._unread)
         if superseded is None:

@@ -8,7 +8,7 @@ from enum import StrEnum
 
 from syncer.apply import ApplyPolicy
 from syncer.config.rollout import RolloutPolicy
-from syncer.config.settings import AGENT_NAMESPACE, HEALTH_POLL
+from syncer.config.settings import AGENT_NAMESPACE, HEALTH_POLL, HISTORY_KEEP
 from syncer.domain.changeset import ChangeSet
 from syncer.engine.diff import DiffOptions
 from syncer.leader.fence import UNFENCED, Fence, FenceOf
@@ -30,13 +30,17 @@ class RolloutOutcome(StrEnum):
 
 @dataclass(frozen=True)
 class RolloutOptions:
-    """How a revision is rolled out; ``health_poll`` is the longest wait between two health checks."""
+    """How a revision is rolled out; ``health_poll`` is the longest wait between two health checks;
+    ``history_keep`` how many entries each cluster's history keeps, ``actor`` who the history says
+    applied (this agent replica)."""
 
     rollout: RolloutPolicy = field(default_factory=RolloutPolicy.single_wave)
     apply: ApplyPolicy = field(default_factory=ApplyPolicy)
     diff: DiffOptions = field(default_factory=DiffOptions)
     state_namespace: str = AGENT_NAMESPACE
     health_poll: float = HEALTH_POLL
+    history_keep: int = HISTORY_KEEP
+    actor: str = ""
 
 
 def _every_cluster(_: str) -> bool:
@@ -55,6 +59,10 @@ def _always(revision: str, recorded: str) -> bool:
     return True
 
 
+def _unknown_signer(_: str) -> str:
+    return ""
+
+
 @dataclass(frozen=True)
 class RolloutHooks:
     """What a rollout asks outside itself, given whole when it is built.
@@ -64,13 +72,15 @@ class RolloutHooks:
     says the fleet is split. ``fences(cluster)``: the fence each cluster's state writes carry.
     ``newer()``: asked between waves (and by a sharded replica's waiting gate), True when a newer
     verified revision takes over. ``admits(revision, recorded)``: whether a revision may replace what
-    a cluster records (it descends from it, or rewrites are allowed)."""
+    a cluster records (it descends from it, or rewrites are allowed). ``signer(revision)``: the trust
+    policy's name of who signed a verified revision ("" when not known), for the clusters' history."""
 
     owns: Callable[[str], bool] = _every_cluster
     sharded: bool = False
     fences: FenceOf = _unfenced
     newer: Callable[[], bool] = _never
     admits: Callable[[str, str], bool] = _always
+    signer: Callable[[str], str] = _unknown_signer
 
 
 @dataclass(frozen=True)
