@@ -214,3 +214,8 @@ class FencedOut(SyncerError):
 class RecordUnreadable(SyncerError):
     """A record a cluster keeps (its history of revisions) is not one this version can read; the
     message names the cluster, the ConfigMap and its key, and what is wrong."""
+
+
+class RollbackRefused(SyncerError):
+    """``syncer rollback`` was asked for a revision a cluster's history does not hold as verified and
+    applied there; the message names what the history holds."""

@@ -177,6 +177,7 @@ class Agent:
             self.metrics.cluster_healthy.labels(cluster=name).set(1 if state.health == "healthy" else 0)
             self.metrics.cluster_reachable.labels(cluster=name).set(1)
             self.metrics.cluster_suspended.labels(cluster=name).set(1 if state.suspension.active else 0)
+            self.metrics.cluster_pinned.labels(cluster=name).set(1 if state.pin.active else 0)
         for name in result.unreachable:
             suspended = name in result.states and result.states[name].suspension.active
             self.metrics.cluster_reachable.labels(cluster=name).set(1 if suspended else 0)

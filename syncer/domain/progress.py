@@ -42,6 +42,8 @@ class Step(StrEnum):
     DRIFT_REPAIR_FAILED = "drift-repair-failed"
     DRIFT_REPAIR_WAITING = "drift-repair-waiting"  # drift found outside the cluster's window
     CLUSTER_SUSPENDED = "cluster-suspended"  # a person's suspension holds a change back
+    CLUSTER_PINNED = "cluster-pinned"  # a person's pin (syncer rollback) keeps the cluster on a revision
+    PIN_UNAVAILABLE = "pin-unavailable"  # the pinned revision cannot be had from git, or fails a check
     IN_FORCE_WAIT = "in-force-wait"  # sharded replicas do not agree yet on the revision in force
     HEALTH_CHECKED = "health-checked"
     CLUSTER_DEGRADED = "cluster-degraded"
@@ -157,6 +159,8 @@ TREATMENTS: Mapping[Step, Treatment] = MappingProxyType(
         Step.DRIFT_REPAIR_FAILED: Treatment(mark="✗"),
         Step.DRIFT_REPAIR_WAITING: Treatment("DriftRepairWaiting", mark="⏸"),
         Step.CLUSTER_SUSPENDED: Treatment("ClusterSuspended", mark="⏸"),
+        Step.CLUSTER_PINNED: Treatment("ClusterPinned", mark="⏸"),
+        Step.PIN_UNAVAILABLE: Treatment("PinUnavailable", warning=True, mark="✗", names_revision=True),
         Step.IN_FORCE_WAIT: Treatment(warning=True, mark="⏸", names_revision=True),
         Step.HEALTH_CHECKED: Treatment(mark="", quiet=True),
         Step.CLUSTER_DEGRADED: Treatment("ClusterDegraded", warning=True, mark="!"),

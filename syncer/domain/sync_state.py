@@ -103,6 +103,29 @@ class Suspension:
 
 
 @dataclass(frozen=True)
+class Pin:
+    """A person's ``syncer rollback``: while ``revision`` is set, the cluster is kept on it (verified
+    again from git like any revision) and takes no newer one until ``syncer resume``; ``by``,
+    ``reason`` and ``at`` say who, why and when."""
+
+    revision: str = ""
+    by: str = ""
+    reason: str = ""
+    at: float = 0.0
+
+    @property
+    def active(self) -> bool:
+        return bool(self.revision)
+
+    def describe(self) -> str:
+        """``pinned to 0123456789ab by ops at 2026-12-03 10:00 UTC: bad canary`` ("" when none)."""
+        if not self.active:
+            return ""
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.at)) if self.at else "an unknown time"
+        return f"pinned to {self.revision[:12]} by {self.by or 'someone'} at {when}: {self.reason}"
+
+
+@dataclass(frozen=True)
 class ClusterSyncState:
     """The sync state one cluster keeps (in a ConfigMap in the agent's namespace).
 
@@ -118,7 +141,7 @@ class ClusterSyncState:
     operator's reason to change the cluster outside its maintenance windows until
     ``window_override_until`` (``syncer override-window``); ``window`` says why a change to it waits
     for its maintenance window (empty when none waits); ``suspension`` is a person's ``syncer
-    suspend`` (kept beside the state like the override).
+    suspend`` (kept beside the state like the override), ``pin`` a person's ``syncer rollback``.
     """
 
     cluster: str
@@ -141,6 +164,7 @@ class ClusterSyncState:
     window_override: str = ""
     window_override_until: float = 0.0
     suspension: Suspension = Suspension()
+    pin: Pin = Pin()
     rebuilt: bool = field(default=False, compare=False)
     stored: bool = field(default=True, compare=False)
 

@@ -40,6 +40,7 @@ from syncer.engine.rollout_model import RolloutHooks, RolloutOptions, RolloutOut
 from syncer.errors import FencedOut, KubeError, SyncerError
 from syncer.kube import KubeApi
 from syncer.leader.fence import UNFENCED, FencedKube, FenceOf
+from syncer.rollout.pins import pins_away, restricted
 from syncer.source import GitSource
 from syncer.status.state_store import LoadedState
 
@@ -305,8 +306,34 @@ class FleetPass:
             rollout.unsaved.update(superseded.unsaved)
         rollout.hold_back(current.revision)
         rollout.save_unsaved()
-        report = rollout.roll_out(current.fleet, lambda revision: self._fleet_of(revision, current))
+        # A cluster a person pinned to another revision (``syncer rollback``) is left out of the
+        # revision in force, and gets its pinned revision through the same rollout instead.
+        pins = pins_away(rollout.states, current.revision)
+        fleet = restricted(current.fleet, set(current.fleet.clusters) - set(pins))
+        report = rollout.roll_out(fleet, lambda revision: self._fleet_of(revision, current))
+        self._roll_pins(rollout, pins, current)
         return report, rollout
+
+    def _roll_pins(self, rollout: FleetRollout, pins: Mapping[str, str], current: PreparedRevision) -> None:
+        """Roll each pinned revision out to the clusters pinned to it, wave by wave like any revision:
+        rebuilt from git, verified and judged by the guards again (``Revisions.rebuild``), held by
+        suspensions and windows. A revision that cannot be had leaves its clusters where they are."""
+        by_revision: dict[str, list[str]] = {}
+        for name, revision in pins.items():
+            by_revision.setdefault(revision, []).append(name)
+        for revision, names in sorted(by_revision.items()):
+            if rollout.stop.is_set():
+                return
+            for name in names:
+                why = rollout.states[name].pin.describe()
+                self.listener(PassEvent(Step.CLUSTER_PINNED, cluster=name, revision=revision, reason=why))
+            pinned = self._fleet_of(revision, current)
+            missing = names if pinned is None else [n for n in names if n not in pinned.clusters]
+            for name in missing:
+                why = "it cannot be rebuilt from git" if pinned is None else "it has no objects for it"
+                self.listener(PassEvent(Step.PIN_UNAVAILABLE, cluster=name, revision=revision, reason=why))
+            if pinned is not None and len(missing) < len(names):
+                rollout.roll_out(restricted(pinned, names), lambda back: self._fleet_of(back, current))
 
     def _fenced_out(self, revision: str, err: FencedOut) -> RolloutReport:
         """This replica may not write any more (it lost the Lease): the pass ends here, nothing more

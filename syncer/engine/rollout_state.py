@@ -131,7 +131,10 @@ class RolloutStates:
             if self.states.get(cluster) == state and cluster not in self.unsaved:
                 return
             try:
-                actor = Actor(self.options.actor, self.signer(state.revision))
+                by = self.options.actor
+                if state.pin.active and state.pin.revision == state.revision:
+                    by = f"{by}, for syncer rollback by {state.pin.by}: {state.pin.reason}"
+                actor = Actor(by, self.signer(state.revision))
                 self.states[cluster] = self.stores[cluster].save(state, self.clock(), actor)
                 self.unsaved.pop(cluster, None)
                 return

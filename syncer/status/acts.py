@@ -1,9 +1,10 @@
 """A person's acts on a cluster, recorded in the cluster beside its sync state, where the memory lives.
 
-A window override (``syncer override-window``), a retry of failed revisions (``syncer retry``) and a
-suspension (``syncer suspend`` / ``resume``) each live under their own key of the sync-state
-ConfigMap and their own field manager: the agent's state writes never drop them, every replica's
-next pass (or its next state write, ``with_acts``) sees them, and they work with the agent down.
+A window override (``syncer override-window``), a retry of failed revisions (``syncer retry``), a
+suspension (``syncer suspend`` / ``resume``) and a pin (``syncer rollback`` / ``resume``) each live
+under their own key of the sync-state ConfigMap and their own field manager: the agent's state
+writes never drop them, every replica's next pass (or its next state write, ``with_acts``) sees
+them, and they work with the agent down.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from syncer.config.settings import AGENT_NAMESPACE
-from syncer.domain.sync_state import ClusterSyncState, RetryRequest, Suspension
+from syncer.domain.sync_state import ClusterSyncState, Pin, RetryRequest, Suspension
 from syncer.errors import NotFound
 from syncer.kube import ApplyOptions, KubeApi
 
@@ -25,8 +26,10 @@ RETRY_KEY = "retry.json"
 RETRY_FIELD_MANAGER = "syncer-retry"
 SUSPENSION_KEY = "suspension.json"
 SUSPENSION_FIELD_MANAGER = "syncer-suspend"
-ACT_KEYS = (OVERRIDE_KEY, RETRY_KEY, SUSPENSION_KEY)
-ACT_FIELDS = ("window_override", "window_override_until", "retry", "suspension")
+PIN_KEY = "pin.json"
+PIN_FIELD_MANAGER = "syncer-rollback"
+ACT_KEYS = (OVERRIDE_KEY, RETRY_KEY, SUSPENSION_KEY, PIN_KEY)
+ACT_FIELDS = ("window_override", "window_override_until", "retry", "suspension", "pin")
 """The fields of a ``ClusterSyncState`` that are a person's acts, never encoded with the state."""
 
 
@@ -84,16 +87,34 @@ def _suspension(configmap: Mapping[str, Any]) -> Suspension:
         return Suspension(f"unreadable {SUSPENSION_KEY}: taken as suspended", "", 0.0)
 
 
+def _pin(configmap: Mapping[str, Any]) -> tuple[Pin, Suspension]:
+    """The person's pin recorded beside the state; none when absent. An unreadable record holds the
+    cluster as a suspension does (fail closed: someone meant to keep it where it is)."""
+    text = (configmap.get("data") or {}).get(PIN_KEY, "")
+    if not text:
+        return Pin(), Suspension()
+    try:
+        raw = json.loads(text)
+        pin = Pin(_text(raw, "revision"), _text(raw, "by"), _text(raw, "reason"), _number(raw, "at"))
+    except (ValueError, AttributeError):
+        return Pin(), Suspension(f"unreadable {PIN_KEY}: taken as suspended", "", 0.0)
+    return pin, Suspension()
+
+
 def with_acts(state: ClusterSyncState, configmap: Mapping[str, Any]) -> ClusterSyncState:
     """``state`` with the person's acts ``configmap`` records beside it (window override, retry,
-    suspension): they are never the agent's to decide, so the ConfigMap as read says what they are."""
+    suspension, pin): they are never the agent's to decide, so the ConfigMap as read says what they
+    are."""
     reason, until = _override(configmap)
+    pin, unreadable = _pin(configmap)
+    suspension = _suspension(configmap)
     return replace(
         state,
         window_override=reason,
         window_override_until=until,
         retry=_retry(configmap),
-        suspension=_suspension(configmap),
+        suspension=suspension if suspension.active else unreadable,
+        pin=pin,
     )
 
 
@@ -119,6 +140,11 @@ class PersonActs:
         """Stop every change syncer makes to the cluster (``suspension.reason`` set) or let them go on
         again (empty reason: ``syncer resume``)."""
         self._record_act(SUSPENSION_KEY, SUSPENSION_FIELD_MANAGER, asdict(suspension))
+
+    def record_pin(self, pin: Pin) -> None:
+        """Keep the cluster on ``pin.revision`` and off every newer one (``syncer rollback``), or let
+        it follow the revision in force again (an empty pin: ``syncer resume``)."""
+        self._record_act(PIN_KEY, PIN_FIELD_MANAGER, asdict(pin))
 
     def _record_act(self, key: str, field_manager: str, value: Mapping[str, Any]) -> None:
         """Record a person's act beside the state, under its own key and field manager: the agent's
