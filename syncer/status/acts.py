@@ -95,10 +95,14 @@ def _pin(configmap: Mapping[str, Any]) -> tuple[Pin, Suspension]:
         return Pin(), Suspension()
     try:
         raw = json.loads(text)
-        pin = Pin(_text(raw, "revision"), _text(raw, "by"), _text(raw, "reason"), _number(raw, "at"))
+        revision, by, reason = (raw.get(key, "") for key in ("revision", "by", "reason"))
+        at = raw.get("at", 0)
+        number = isinstance(at, int | float) and not isinstance(at, bool)
+        if not (isinstance(revision, str) and isinstance(by, str) and isinstance(reason, str) and number):
+            raise ValueError(f"{PIN_KEY}: revision, by and reason must be strings, at a number")
     except (ValueError, AttributeError):
         return Pin(), Suspension(f"unreadable {PIN_KEY}: taken as suspended", "", 0.0)
-    return pin, Suspension()
+    return Pin(revision, by, reason, float(at)), Suspension()
 
 
 def with_acts(state: ClusterSyncState, configmap: Mapping[str, Any]) -> ClusterSyncState:
