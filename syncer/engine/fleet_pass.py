@@ -26,6 +26,7 @@ from syncer.domain.progress import Listener, PassEvent, Step
 from syncer.domain.sync_state import ClusterSyncState
 from syncer.engine.diff import plan_live_cluster
 from syncer.engine.in_force import InForce
+from syncer.engine.pinned import heal_pins, roll_pins
 from syncer.engine.revision import (
     Advance,
     PollOutcome,
@@ -311,29 +312,8 @@ class FleetPass:
         pins = pins_away(rollout.states, current.revision)
         fleet = restricted(current.fleet, set(current.fleet.clusters) - set(pins))
         report = rollout.roll_out(fleet, lambda revision: self._fleet_of(revision, current))
-        self._roll_pins(rollout, pins, current)
+        roll_pins(rollout, pins, lambda revision: self._fleet_of(revision, current))
         return report, rollout
-
-    def _roll_pins(self, rollout: FleetRollout, pins: Mapping[str, str], current: PreparedRevision) -> None:
-        """Roll each pinned revision out to the clusters pinned to it, wave by wave like any revision:
-        rebuilt from git, verified and judged by the guards again (``Revisions.rebuild``), held by
-        suspensions and windows. A revision that cannot be had leaves its clusters where they are."""
-        by_revision: dict[str, list[str]] = {}
-        for name, revision in pins.items():
-            by_revision.setdefault(revision, []).append(name)
-        for revision, names in sorted(by_revision.items()):
-            if rollout.stop.is_set():
-                return
-            for name in names:
-                why = rollout.states[name].pin.describe()
-                self.listener(PassEvent(Step.CLUSTER_PINNED, cluster=name, revision=revision, reason=why))
-            pinned = self._fleet_of(revision, current)
-            missing = names if pinned is None else [n for n in names if n not in pinned.clusters]
-            for name in missing:
-                why = "it cannot be rebuilt from git" if pinned is None else "it has no objects for it"
-                self.listener(PassEvent(Step.PIN_UNAVAILABLE, cluster=name, revision=revision, reason=why))
-            if pinned is not None and len(missing) < len(names):
-                rollout.roll_out(restricted(pinned, names), lambda back: self._fleet_of(back, current))
 
     def _fenced_out(self, revision: str, err: FencedOut) -> RolloutReport:
         """This replica may not write any more (it lost the Lease): the pass ends here, nothing more
@@ -377,13 +357,19 @@ class FleetPass:
         return self._rebuilt[revision]
 
     def heal(self, stop: threading.Event) -> tuple[ChangeSet, ...]:
-        """Repair drift on the clusters already on the revision in force (see ``FleetRollout.heal``)."""
+        """Repair drift on the clusters already on the revision in force (see ``FleetRollout.heal``),
+        and on the clusters a person pinned, against their pinned revision."""
         current = self.revisions.current
         if current is None:
             return ()
         self._unconnected = {}
         try:
-            return self._rollout(stop, current.fleet).heal(current.fleet)
+            rollout = self._rollout(stop, current.fleet)
+            repaired = rollout.heal(current.fleet)
+            pins = pins_away(rollout.states, current.revision)
+            return repaired + heal_pins(rollout, pins, lambda revision: self._fleet_of(revision, current))
         except FencedOut as err:
             self._fenced_out(current.revision, err)
             return ()
+        finally:
+            self._rebuilt = {}

@@ -73,3 +73,24 @@ def test_a_pinned_revision_that_cannot_be_had_leaves_the_cluster_where_it_is() -
     rig.run()
     assert _on(rig) == {"canary": "rev-3", "eu-1": "rev-3", "us-1": "rev-2"}
     assert [e.cluster for e in rig.events if e.step is Step.PIN_UNAVAILABLE] == ["us-1"]
+
+
+def test_drift_on_a_pinned_cluster_is_repaired_to_its_pinned_revision() -> None:
+    rig = Rig()
+    rig.revisions.push(fleet("rev-1"))
+    assert rig.run().synced
+    rig.revisions.push(fleet("rev-2"))
+    assert rig.run().synced
+    pin(rig, "eu-1", "rev-1")
+    rig.run()
+    assert _on(rig)["eu-1"] == "rev-1"
+    for cluster in rig.clusters.values():
+        cluster.delete("v1", "Namespace", "app")
+    pin(rig, "eu-1", "rev-1")
+    repaired = {cs.cluster: cs for cs in rig.fleet_pass.heal(rig.stop)}
+    assert set(repaired) == {"canary", "eu-1", "us-1"}
+    labels = {
+        n: c.get("v1", "Namespace", "app")["metadata"]["labels"]["rev"] for n, c in rig.clusters.items()
+    }
+    assert labels == {"canary": "rev-2", "eu-1": "rev-1", "us-1": "rev-2"}
+    assert _on(rig) == {"canary": "rev-2", "eu-1": "rev-1", "us-1": "rev-2"}
