@@ -35,7 +35,12 @@ def _pinned_fleet(
     pinned = fleet_of(revision)
     missing = names if pinned is None else [n for n in names if n not in pinned.clusters]
     for name in missing:
-        why = "it cannot be rebuilt from git" if pinned is None else "it has no objects for it"
+        why = (
+            "it cannot be had from git, or fails verification or the guard policy "
+            "(last-good-unavailable says why); the cluster stays where it is"
+            if pinned is None
+            else "the pinned revision has no objects for it"
+        )
         rollout.listener(PassEvent(Step.PIN_UNAVAILABLE, cluster=name, revision=revision, reason=why))
     if pinned is None or len(missing) == len(names):
         return None
