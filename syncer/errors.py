@@ -214,3 +214,13 @@ class GateRefused(RolloutError):
 class FencedOut(SyncerError):
     """This replica may no longer write to clusters: it lost the leader Lease (or was frozen past it),
     or a cluster's state was written by a newer leader (a higher fencing token)."""
+
+
+class RecordUnreadable(SyncerError):
+    """A record a cluster keeps (its history of revisions) is not one this version can read; the
+    message names the cluster, the ConfigMap and its key, and what is wrong."""
+
+
+class RollbackRefused(SyncerError):
+    """``syncer rollback`` was asked for a revision a cluster's history does not hold as verified and
+    applied there; the message names what the history holds."""

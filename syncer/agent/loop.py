@@ -14,9 +14,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
-import socket
 import threading
-import uuid
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -243,7 +241,7 @@ class AgentProcess:
                 return
             home = self.settings.home
             client = ClusterClient.from_kubeconfig(home.kubeconfig or self.settings.kubeconfig, home.context)
-            identity = f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+            identity = self.agent.identity
             try:
                 elector = LeaderElector(client, self.settings.lease, identity)
                 # Writes go out only while the Lease is held for longer than the time the elector

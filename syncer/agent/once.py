@@ -33,10 +33,15 @@ from syncer.leader.shards import OWNER_LEASE
 log = logging.getLogger("syncer.agent")
 
 
+def once_identity() -> str:
+    """The name a ``sync --once`` pass holds the Lease and writes under, apart from a running agent's."""
+    return f"sync-once-{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+
+
 def one_pass(agent: Agent, settings: AgentSettings) -> PassResult:
     """One pass of ``agent`` holding the fleet's leader Lease (see the module docstring). FencedOut
     when the Lease stays held by another agent, or a sharded replica owns a cluster."""
-    identity = f"sync-once-{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+    identity = agent.identity
     # The apiservers' audit logs name this pass's requests apart from a running agent's.
     agent.connections.options = replace(agent.connections.options, user_agent=user_agent(identity))
     if not settings.leader_elect:

@@ -12,8 +12,10 @@ already on the revision counts as ``repaired``, not ``applied``.
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
+import uuid
 
 from syncer.config import AgentConfig, ClusterAccess
 from syncer.config.settings import AgentSettings
@@ -58,8 +60,14 @@ class PassTally:
         return str(outcome)
 
 
+def replica_identity(configured: str) -> str:
+    """This replica's name: the one configured, else the host name and a random suffix."""
+    return configured or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+
+
 class Agent:
-    """Everything one agent process needs to take revisions from git to the fleet."""
+    """Everything one agent process needs to take revisions from git to the fleet. ``identity`` names
+    this replica (its Lease holder, its user agent, who the clusters' history says applied)."""
 
     def __init__(
         self,
@@ -68,16 +76,21 @@ class Agent:
         metrics: SyncerMetrics,
         stop: threading.Event,
         listener: Listener | None = None,
+        *,
+        identity: str = "",
     ) -> None:
         self.config = config
         self.settings = settings
         self.metrics = metrics
         self.stop = stop
+        self.identity = replica_identity(identity or settings.shards.identity)
         options = RolloutOptions(
             rollout=config.rollout,
             state_namespace=settings.state_namespace,
             health_poll=settings.health_poll,
             two_person=config.trust.two_person,
+            history_keep=config.history_keep,
+            actor=f"agent {self.identity}",
         )
         self.gate = git_revisions(config.source, config.trust)
         self.connections = KubeconfigConnections(config.clusters, settings.kubeconfig)
@@ -182,6 +195,7 @@ class Agent:
             self.metrics.cluster_healthy.labels(cluster=name).set(1 if state.health == "healthy" else 0)
             self.metrics.cluster_reachable.labels(cluster=name).set(1)
             self.metrics.cluster_suspended.labels(cluster=name).set(1 if state.suspension.active else 0)
+            self.metrics.cluster_pinned.labels(cluster=name).set(1 if state.pin.active else 0)
         for name in result.unreachable:
             suspended = name in result.states and result.states[name].suspension.active
             self.metrics.cluster_reachable.labels(cluster=name).set(1 if suspended else 0)

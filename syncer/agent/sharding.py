@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import socket
 import threading
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
@@ -35,11 +33,6 @@ from syncer.leader.shards import ShardOptions, Shards, ShardView
 from syncer.status.revision_record import RevisionRecord
 
 log = logging.getLogger("syncer.agent")
-
-
-def replica_identity(configured: str) -> str:
-    """This replica's name in its group: the one configured, else the host name and a random suffix."""
-    return configured or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
 
 
 def user_agent(identity: str) -> str:
@@ -95,7 +88,7 @@ class ShardedReplica:
 
     def __init__(self, agent: Agent, settings: AgentSettings) -> None:
         lease, group = settings.lease, settings.shards.group
-        self.identity = replica_identity(settings.shards.identity)
+        self.identity = agent.identity
         self.settings = settings
         names = sorted(agent.config.clusters)
         if not names:

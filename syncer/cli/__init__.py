@@ -58,6 +58,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "syncer.cli.suspend:suspend",
         "Stop every change syncer makes to clusters until `syncer resume` (an incident, a freeze).",
     ),
+    "history": (
+        "syncer.cli.history:history",
+        "The revisions applied to each cluster: signer, start and end, wave, outcome and who acted.",
+    ),
+    "rollback": (
+        "syncer.cli.rollback:rollback",
+        "Pin clusters to a revision applied there before, off newer ones until `syncer resume`.",
+    ),
     "resume": (
         "syncer.cli.suspend:resume",
         "Let syncer change suspended clusters again: the next pass carries on where they were left.",

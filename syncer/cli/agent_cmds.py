@@ -15,7 +15,7 @@ import click
 from rich.console import Console
 
 from syncer.agent.loop import AgentProcess, start_controllers
-from syncer.agent.once import one_pass
+from syncer.agent.once import once_identity, one_pass
 from syncer.agent.service import Agent
 from syncer.cli.controller import admission_options, serve_admission, stop_admission
 from syncer.config import AgentConfig, load_agent_config
@@ -374,7 +374,9 @@ def sync(**opts: Any) -> None:
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     try:
-        agent = Agent(config, settings, SyncerMetrics(), stop, listener=_printer(console))
+        agent = Agent(
+            config, settings, SyncerMetrics(), stop, listener=_printer(console), identity=once_identity()
+        )
     except SyncerError as err:
         raise _ConfigProblem(str(err)) from err
     controllers = start_controllers(agent, settings, stop)

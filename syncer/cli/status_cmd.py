@@ -119,6 +119,16 @@ def status(config_path: Path, kubeconfig: str, state_namespace: str, output: str
                     if state.abort.active
                     else None
                 ),
+                pinned=(
+                    {
+                        "revision": state.pin.revision,
+                        "reason": state.pin.reason,
+                        "by": state.pin.by,
+                        "at": state.pin.at,
+                    }
+                    if state.pin.active
+                    else None
+                ),
             )
         except SyncerError as err:
             row.update(error=str(err))
@@ -179,9 +189,13 @@ def render_status(rows: list[dict[str, Any]], console: Console) -> None:
 
 
 def _suspended_text(row: dict[str, Any]) -> str:
-    """A suspension as the table shows it, in the window column (both say why it may not change)."""
-    suspended = row.get("suspended")
-    return f"SUSPENDED by {suspended['by']}: {suspended['reason']}" if suspended else ""
+    """A suspension and a pin as the table shows them, in the window column (they say why it may not
+    change)."""
+    suspended, pinned = row.get("suspended"), row.get("pinned")
+    parts = [f"SUSPENDED by {suspended['by']}: {suspended['reason']}"] if suspended else []
+    if pinned:
+        parts.append(f"PINNED to {pinned['revision'][:12]} by {pinned['by']}: {pinned['reason']}")
+    return "; ".join(parts)
 
 
 def _gate_text(row: dict[str, Any]) -> str:

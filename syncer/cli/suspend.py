@@ -4,31 +4,33 @@ A suspension is recorded in each cluster itself, beside its sync state (its own 
 field manager, so the agent's state writes keep it), with who, when and why. Every replica's next
 pass, and a pass already running at its next write to the cluster, sees it: a suspended cluster gets
 no apply, prune, drift repair or rollback, and the waves that would change it wait with the reason.
-It works with the agent down, directly against the clusters, like the agent.
+It works with the agent down, directly against the clusters, like the agent. ``syncer resume`` ends
+a pin of ``syncer rollback`` as well.
 """
 
 from __future__ import annotations
 
 import getpass
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from syncer.config.settings import AGENT_NAMESPACE
-from syncer.domain.sync_state import Suspension
+from syncer.domain.sync_state import Pin, Suspension
+
+if TYPE_CHECKING:
+    from syncer.config import AgentConfig
+    from syncer.kube import KubeApi
 
 
-def _record(
-    config_path: Path, which: tuple[tuple[str, ...], bool], where: tuple[str, str], suspension: Suspension
-) -> list[str]:
-    """Record ``suspension`` (an empty one: its end) in each cluster ``which`` names (the clusters
-    given, or every one of the config); ``where`` is the kubeconfig and the state namespace. Returns
-    the clusters written."""
-    from syncer.config import ClusterAccess, load_agent_config
+def _names(config_path: Path, which: tuple[tuple[str, ...], bool]) -> tuple[AgentConfig, list[str]]:
+    """The agent config and the clusters ``which`` names (the clusters given, or every one of the
+    config with ``--all``)."""
+    from syncer.config import load_agent_config
     from syncer.errors import SyncerError
-    from syncer.kube import ClusterClient
-    from syncer.status.acts import PersonActs
 
     clusters, every = which
     if bool(clusters) == every:
@@ -37,15 +39,47 @@ def _record(
     names = sorted(config.clusters) if every else list(dict.fromkeys(clusters))
     if not names:
         raise SyncerError("--all: the agent config lists no clusters under clusters:")
-    kubeconfig, state_namespace = where
+    return config, names
+
+
+def on_clusters(
+    config_path: Path,
+    which: tuple[tuple[str, ...], bool],
+    kubeconfig: str,
+    act: Callable[[str, KubeApi], None],
+) -> list[str]:
+    """Call ``act`` with each cluster ``which`` names and a client of it (directly, through the
+    kubeconfigs, like the agent); returns the clusters."""
+    from syncer.config import ClusterAccess
+    from syncer.kube import ClusterClient
+
+    config, names = _names(config_path, which)
     for name in names:
         access = config.clusters.get(name, ClusterAccess(context=name))
         client = ClusterClient.from_kubeconfig(str(access.kubeconfig or kubeconfig), access.context, name)
         try:
-            PersonActs(client, state_namespace).record_suspension(suspension)
+            act(name, client)
         finally:
             client.close()
     return names
+
+
+def _record(
+    config_path: Path, which: tuple[tuple[str, ...], bool], where: tuple[str, str], suspension: Suspension
+) -> list[str]:
+    """Record ``suspension`` (an empty one: its end, and the end of any pin) in each cluster
+    ``which`` names; ``where`` is the kubeconfig and the state namespace. Returns the clusters."""
+    from syncer.status.acts import PersonActs
+
+    kubeconfig, state_namespace = where
+
+    def act(_: str, client: KubeApi) -> None:
+        acts = PersonActs(client, state_namespace)
+        acts.record_suspension(suspension)
+        if not suspension.active:
+            acts.record_pin(Pin())
+
+    return on_clusters(config_path, which, kubeconfig, act)
 
 
 def _common(func: click.decorators.FC) -> click.decorators.FC:
@@ -107,6 +141,7 @@ def resume(
 ) -> None:
     """Let syncer change suspended clusters again: the next pass carries on where they were left.
 
+    It lifts a pin of `syncer rollback` too: the clusters follow the revision in force again.
     Exit 0 recorded, 2 error.
     """
     from syncer.errors import SyncerError

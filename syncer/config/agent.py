@@ -17,7 +17,7 @@ from syncer.config.guards import load_guard_policy
 from syncer.config.loading import Fields, load_yaml_file
 from syncer.config.notifications import NotificationConfig, load_notifications
 from syncer.config.rollout import RolloutPolicy
-from syncer.config.settings import GIT_TIMEOUT, MAX_KUBECONFIG_BYTES
+from syncer.config.settings import GIT_TIMEOUT, HISTORY_KEEP, HISTORY_KEEP_MAX, MAX_KUBECONFIG_BYTES
 from syncer.config.trust import TrustPolicy, load_trust_policy
 from syncer.guards import GuardPolicy
 
@@ -66,7 +66,8 @@ class ClusterAccess:
 class AgentConfig:
     """The agent's files, loaded: the fleet repository's source, the trust policy, how each cluster is
     reached, the rollout policy (one wave when no rollout policy file is given), the guard policy
-    (no rules when the config names none) and the notifications (none when the config has none)."""
+    (no rules when the config names none), the notifications (none when the config has none) and how
+    many entries of its history each cluster keeps (``history.keep``)."""
 
     source: SourceOptions
     trust: TrustPolicy
@@ -74,6 +75,7 @@ class AgentConfig:
     rollout: RolloutPolicy = field(default_factory=RolloutPolicy.single_wave)
     guards: GuardPolicy = field(default_factory=GuardPolicy)
     notifications: NotificationConfig = field(default_factory=NotificationConfig)
+    history_keep: int = HISTORY_KEEP
 
 
 def _clusters(top: Fields, raw: object, base: Path) -> dict[str, ClusterAccess]:
@@ -101,7 +103,7 @@ def load_agent_config(path: Path) -> AgentConfig:
     base = path.parent
     loaded = load_yaml_file(path)
     data, top = loaded.data, Fields.of(loaded)
-    top.reject_unknown({"source", "trustPolicy", "guardPolicy", "clusters", "notifications"})
+    top.reject_unknown({"source", "trustPolicy", "guardPolicy", "clusters", "notifications", "history"})
     src = top.child("source")
     src.reject_unknown({"url", "branch", "cacheDir", "timeoutSeconds", "credentials"})
     url = src.string("url")
@@ -138,6 +140,16 @@ def load_agent_config(path: Path) -> AgentConfig:
         timeout=timeout,
         allow_history_rewrite=trust.allow_history_rewrite,
     )
+    history = top.child("history")
+    history.reject_unknown({"keep"})
+    keep = history.number("keep", HISTORY_KEEP)
+    if keep != int(keep) or not 1 <= keep <= HISTORY_KEEP_MAX:
+        raise history.error("keep", f"must be a whole number from 1 to {HISTORY_KEEP_MAX}, not {keep:g}")
     return AgentConfig(
-        source=source, trust=trust, clusters=clusters, guards=guards, notifications=notifications
+        source=source,
+        trust=trust,
+        clusters=clusters,
+        guards=guards,
+        notifications=notifications,
+        history_keep=int(keep),
     )

@@ -43,6 +43,14 @@ cluster: 16 MiB is thousands of clusters). syncer does not read it; the kubernet
 DRIFT_INTERVAL = 300.0
 """Seconds between two drift repairs of the clusters already on the revision in force."""
 
+HISTORY_KEEP = 20
+"""Entries of its history of revisions each cluster keeps (the oldest forgotten first): the agent
+config's ``history.keep``."""
+
+HISTORY_KEEP_MAX = 200
+"""The most ``history.keep`` may ask for: each entry's texts are bounded, so that many entries stay
+far below the 1 MiB a ConfigMap may hold."""
+
 
 @dataclass(frozen=True)
 class LeaseSettings:

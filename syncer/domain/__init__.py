@@ -1,5 +1,5 @@
 """Pure value types shared by every stage: object keys, manifests, desired fleets, plans, change sets,
-sync states, pass events and durations.
+sync states and the history of revisions each cluster keeps, pass events and durations.
 
 Owns: frozen dataclasses and string enums, and the body syncer applies for a manifest (its managed-by
 label and applied-fields annotation). Must not: import anything that does I/O or any other syncer

@@ -45,6 +45,8 @@ class Step(StrEnum):
     AWAITING_PROMOTION = "awaiting-promotion"  # a wave with a manual gate waits for ``syncer promote``
     PROMOTED = "promoted"  # a person promoted the waiting revision: the wave starts
     ROLLOUT_ABORTED = "rollout-aborted"  # a person aborted the revision: its wave in flight ends
+    CLUSTER_PINNED = "cluster-pinned"  # a person's pin (syncer rollback) keeps the cluster on a revision
+    PIN_UNAVAILABLE = "pin-unavailable"  # the pinned revision cannot be had from git, or fails a check
     IN_FORCE_WAIT = "in-force-wait"  # sharded replicas do not agree yet on the revision in force
     HEALTH_CHECKED = "health-checked"
     CLUSTER_DEGRADED = "cluster-degraded"
@@ -171,6 +173,8 @@ TREATMENTS: Mapping[Step, Treatment] = MappingProxyType(
         Step.ROLLOUT_ABORTED: Treatment(
             "RolloutAborted", warning=True, wave_state=WaveState.HALTED, mark="✗"
         ),
+        Step.CLUSTER_PINNED: Treatment("ClusterPinned", mark="⏸"),
+        Step.PIN_UNAVAILABLE: Treatment("PinUnavailable", warning=True, mark="✗", names_revision=True),
         Step.IN_FORCE_WAIT: Treatment(warning=True, mark="⏸", names_revision=True),
         Step.HEALTH_CHECKED: Treatment(mark="", quiet=True),
         Step.CLUSTER_DEGRADED: Treatment("ClusterDegraded", warning=True, mark="!"),

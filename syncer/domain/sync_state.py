@@ -108,6 +108,29 @@ class Suspension:
 
 
 @dataclass(frozen=True)
+class Pin:
+    """A person's ``syncer rollback``: while ``revision`` is set, the cluster is kept on it (verified
+    again from git like any revision) and takes no newer one until ``syncer resume``; ``by``,
+    ``reason`` and ``at`` say who, why and when."""
+
+    revision: str = ""
+    by: str = ""
+    reason: str = ""
+    at: float = 0.0
+
+    @property
+    def active(self) -> bool:
+        return bool(self.revision)
+
+    def describe(self) -> str:
+        """``pinned to 0123456789ab by ops at 2026-12-03 10:00 UTC: bad canary`` ("" when none)."""
+        if not self.active:
+            return ""
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.at)) if self.at else "an unknown time"
+        return f"pinned to {self.revision[:12]} by {self.by or 'someone'} at {when}: {self.reason}"
+
+
+@dataclass(frozen=True)
 class ClusterSyncState:
     """The sync state one cluster keeps (in a ConfigMap in the agent's namespace).
 
@@ -125,7 +148,8 @@ class ClusterSyncState:
     for its maintenance window (empty when none waits); ``suspension`` is a person's ``syncer
     suspend`` (kept beside the state like the override). ``awaiting`` is the manual gate the
     cluster's wave waits at (the agent's record); ``promotion`` and ``abort`` are a person's ``syncer
-    promote`` and ``syncer abort`` (kept beside the state like the override).
+    promote`` and ``syncer abort`` (kept beside the state like the override); ``pin`` a person's
+    ``syncer rollback``.
     """
 
     cluster: str
@@ -151,6 +175,7 @@ class ClusterSyncState:
     awaiting: AwaitingPromotion = field(default_factory=AwaitingPromotion)
     promotion: Promotion = field(default_factory=Promotion)
     abort: Abort = field(default_factory=Abort)
+    pin: Pin = Pin()
     rebuilt: bool = field(default=False, compare=False)
     stored: bool = field(default=True, compare=False)
 

@@ -38,6 +38,7 @@ from syncer.plan import (
     dry_runs_needed,
     plan_cluster,
 )
+from syncer.rollout.pins import pinned_away
 from syncer.rollout.waves import plan_waves
 from syncer.status.state_store import StateStore
 
@@ -243,7 +244,11 @@ def _plan_target(
             state = stored.result()
             plan = plan_live_cluster(client, desired, options, state.applied_inventory(), live=live)
             refused = refusal_now(client, state, revision, desired.content_hash, options.field_manager)
-            return plan if refused is None else replace(plan, blocked=refused.why, refused=True)
+            if refused is not None:
+                return replace(plan, blocked=refused.why, refused=True)
+            if pinned_away(state, revision):  # a person's pin: the sync gives it its pinned revision
+                return replace(plan, blocked=f"{state.pin.describe()} (until `syncer resume`)")
+            return plan
     except KubeError as err:
         return ClusterPlan(target.name, error=str(err))
     finally:

@@ -26,6 +26,7 @@ from syncer.domain.progress import Listener, PassEvent, Step
 from syncer.domain.sync_state import ClusterSyncState
 from syncer.engine.diff import plan_live_cluster
 from syncer.engine.in_force import InForce
+from syncer.engine.pinned import heal_pins, roll_pins
 from syncer.engine.revision import (
     Advance,
     PollOutcome,
@@ -40,6 +41,7 @@ from syncer.engine.rollout_model import RolloutHooks, RolloutOptions, RolloutOut
 from syncer.errors import FencedOut, KubeError, SyncerError
 from syncer.kube import KubeApi
 from syncer.leader.fence import UNFENCED, FencedKube, FenceOf
+from syncer.rollout.pins import pins_away, restricted
 from syncer.source import GitSource
 from syncer.status.state_store import LoadedState
 
@@ -97,6 +99,13 @@ def git_revisions(source: SourceOptions, trust: TrustPolicy) -> RevisionGate:
     return RevisionGate(GitSource(source), trust, RevisionOptions(timeout=source.timeout))
 
 
+def signer_of(prepared: PreparedRevision) -> str:
+    """The trust policy's name of who signed the revision's own commit ("" when not known)."""
+    commits = prepared.verification.commits
+    own = [c for c in commits if c.commit == prepared.revision] or list(commits[-1:])
+    return own[0].signer if own else ""
+
+
 def rejection_event(rejection: Rejection) -> PassEvent:
     """The event of a rejected tip: a source failure (git unreachable) is not the revision's fault."""
     step = Step.SOURCE_FAILED if rejection.stage is Stage.SOURCE else Step.REVISION_REJECTED
@@ -136,6 +145,7 @@ class FleetPass:
         self._pending: dict[str, ClusterSyncState] = {}
         self._suspended: dict[str, bool] = {}  # whether each cluster recorded a suspension when last read
         self._rebuilt: dict[str, DesiredFleet] = {}  # older revisions rebuilt this pass, for rollbacks
+        self._signers: dict[str, str] = {}  # who signed each revision rolled out, for the history
 
     def client(self, cluster: str) -> KubeApi:
         """The connection to ``cluster``, opened on first use and kept; each write through it passes
@@ -152,6 +162,7 @@ class FleetPass:
             fences=self.fences,
             newer=self._newer,
             admits=self.revisions.admits,
+            signer=lambda revision: self._signers.get(revision, ""),
         )
         return FleetRollout(self.clients, self.options, stop=stop, listener=self.listener, hooks=hooks)
 
@@ -287,6 +298,7 @@ class FleetPass:
     ) -> tuple[RolloutReport, FleetRollout]:
         """Roll ``current`` out from the states read this pass (or, taking over from the rollout of a
         ``superseded`` revision, from the states as that rollout left them)."""
+        self._signers[current.revision] = signer_of(current)
         rollout = self._rollout(stop, current.fleet)
         rollout.read_states(self._read, self._unread)
         if superseded is None:
@@ -297,7 +309,12 @@ class FleetPass:
             rollout.unsaved.update(superseded.unsaved)
         rollout.hold_back(current.revision)
         rollout.save_unsaved()
-        report = rollout.roll_out(current.fleet, lambda revision: self._fleet_of(revision, current))
+        # A cluster a person pinned to another revision (``syncer rollback``) is left out of the
+        # revision in force, and gets its pinned revision through the same rollout instead.
+        pins = pins_away(rollout.states, current.revision)
+        fleet = restricted(current.fleet, set(current.fleet.clusters) - set(pins))
+        report = rollout.roll_out(fleet, lambda revision: self._fleet_of(revision, current))
+        roll_pins(rollout, pins, lambda revision: self._fleet_of(revision, current))
         return report, rollout
 
     def _fenced_out(self, revision: str, err: FencedOut) -> RolloutReport:
@@ -354,13 +371,19 @@ class FleetPass:
         return self._rebuilt[revision]
 
     def heal(self, stop: threading.Event) -> tuple[ChangeSet, ...]:
-        """Repair drift on the clusters already on the revision in force (see ``FleetRollout.heal``)."""
+        """Repair drift on the clusters already on the revision in force (see ``FleetRollout.heal``),
+        and on the clusters a person pinned, against their pinned revision."""
         current = self.revisions.current
         if current is None:
             return ()
         self._unconnected = {}
         try:
-            return self._rollout(stop, current.fleet).heal(current.fleet)
+            rollout = self._rollout(stop, current.fleet)
+            repaired = rollout.heal(current.fleet)
+            pins = pins_away(rollout.states, current.revision)
+            return repaired + heal_pins(rollout, pins, lambda revision: self._fleet_of(revision, current))
         except FencedOut as err:
             self._fenced_out(current.revision, err)
             return ()
+        finally:
+            self._rebuilt = {}

@@ -160,12 +160,13 @@ class FleetRollout(RolloutGate):
 
     # -- drift repair -----------------------------------------------------------------------------
 
-    def heal(self, fleet: DesiredFleet) -> tuple[ChangeSet, ...]:
+    def heal(self, fleet: DesiredFleet, *, read: bool = True) -> tuple[ChangeSet, ...]:
         """The drift job: every cluster that finished ``fleet``'s revision goes through
         ``repair_drift`` (the one path of drift repair, which asks whether the cluster may be written
         now). Clusters still rolling out, and clusters whose state cannot be read, are left out.
-        Returns the change sets that wrote or failed."""
-        states = self.read_states()
+        The states are read first (``read``; else the ones read last are used). Returns the change
+        sets that wrote or failed."""
+        states = self.read_states() if read else dict(self.states)
         repaired: list[ChangeSet] = []
         for name in fleet.clusters:
             state = states.get(name)

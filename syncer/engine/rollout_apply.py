@@ -20,6 +20,7 @@ from syncer.engine.rollout_state import RolloutStates
 from syncer.errors import FencedOut, KubeError
 from syncer.rollout import Held, Wave, is_done
 from syncer.rollout.failures import apply_failure
+from syncer.rollout.pins import pinned_away
 from syncer.rollout.windows import WindowOverride, judge_cluster
 
 
@@ -83,7 +84,7 @@ class WaveApply(RolloutStates):
         name = desired.cluster
         api = self.clients[name]
         state = self.states[name]
-        if state.suspension.active:
+        if state.suspension.active or pinned_away(state, revision):
             return self._not_applied(wave, name, revision)
         self.listener(PassEvent(Step.APPLYING, wave.name, name, revision))
         before = state.degraded_before if state.revision == revision else health_before(api, state)
@@ -99,7 +100,8 @@ class WaveApply(RolloutStates):
                 degraded_before=before,
             ),
         )
-        if self.states[name].suspension.active:  # suspended since the pass read the state
+        now_held = self.states[name]
+        if now_held.suspension.active or pinned_away(now_held, revision):  # since the pass read it
             self._save(
                 name, replace(self.states[name], revision=state.revision, phase=state.phase, wave=state.wave)
             )
@@ -153,21 +155,26 @@ class WaveApply(RolloutStates):
     ) -> Held:
         """The one decision whether clusters may be changed now, asked by every writer: a wave before
         it applies, each cluster's apply, drift repair and a rollback. A cluster a person suspended
-        may not (whatever its window), then one outside its maintenance window may not
-        (``closed_windows``). ``pending_only``: only the clusters still to get ``fleet``."""
-        suspended = []
+        may not (whatever its window), nor one a person pinned to another revision than ``fleet``'s,
+        then one outside its maintenance window may not (``closed_windows``). ``pending_only``: only
+        the clusters still to get ``fleet``."""
+        suspended, pinned = [], []
         for name in sorted(clusters):
             state = self.states.get(name)
-            if state is None or not state.suspension.active:
+            if state is None or (pending_only and is_done(state, fleet.revision)):
                 continue
-            if pending_only and is_done(state, fleet.revision):
-                continue
-            why = state.suspension.describe()
-            self.listener(PassEvent(Step.CLUSTER_SUSPENDED, wave, name, fleet.revision, reason=why))
-            suspended.append(f"{name}: {why}")
-        open_ones = tuple(c for c in clusters if not any(s.startswith(f"{c}: ") for s in suspended))
+            if state.suspension.active:
+                why = state.suspension.describe()
+                self.listener(PassEvent(Step.CLUSTER_SUSPENDED, wave, name, fleet.revision, reason=why))
+                suspended.append(f"{name}: {why}")
+            elif pinned_away(state, fleet.revision):
+                why = state.pin.describe()
+                self.listener(PassEvent(Step.CLUSTER_PINNED, wave, name, fleet.revision, reason=why))
+                pinned.append(f"{name}: {why}")
+        held = {line.split(": ", 1)[0] for line in (*suspended, *pinned)}
+        open_ones = tuple(c for c in clusters if c not in held)
         closed = self.closed_windows(open_ones, fleet, wave, pending_only=pending_only)
-        return Held(tuple(suspended), tuple(closed))
+        return Held(tuple(suspended), tuple(closed), tuple(pinned))
 
     def closed_windows(
         self,
@@ -210,9 +217,12 @@ class WaveApply(RolloutStates):
         return closed
 
     def _not_applied(self, wave: Wave, name: str, revision: str) -> ChangeSet:
-        """A cluster a person suspended: nothing is written to it, and the wave waits for it."""
-        why = self.states[name].suspension.describe()
-        self.listener(PassEvent(Step.CLUSTER_SUSPENDED, wave.name, name, revision, reason=why))
+        """A cluster a person suspended, or pinned to another revision: nothing is written to it, and
+        the wave waits for it."""
+        state = self.states[name]
+        step = Step.CLUSTER_SUSPENDED if state.suspension.active else Step.CLUSTER_PINNED
+        why = state.suspension.describe() or state.pin.describe()
+        self.listener(PassEvent(step, wave.name, name, revision, reason=why))
         self.unreachable[name] = why
         return ChangeSet(name, revision, error=why)
 

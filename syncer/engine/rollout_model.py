@@ -8,7 +8,7 @@ from enum import StrEnum
 
 from syncer.apply import ApplyPolicy
 from syncer.config.rollout import RolloutPolicy
-from syncer.config.settings import AGENT_NAMESPACE, HEALTH_POLL
+from syncer.config.settings import AGENT_NAMESPACE, HEALTH_POLL, HISTORY_KEEP
 from syncer.config.two_person import TwoPersonRule
 from syncer.domain.changeset import ChangeSet
 from syncer.engine.diff import DiffOptions
@@ -33,7 +33,9 @@ class RolloutOutcome(StrEnum):
 class RolloutOptions:
     """How a revision is rolled out; ``health_poll`` is the longest wait between two health checks;
     ``two_person`` are the trust policy's two-person rules (a cluster rule also says how many people
-    promote a wave of its clusters past a manual gate)."""
+    promote a wave of its clusters past a manual gate).;
+    ``history_keep`` how many entries each cluster's history keeps, ``actor`` who the history says
+    applied (this agent replica)."""
 
     rollout: RolloutPolicy = field(default_factory=RolloutPolicy.single_wave)
     apply: ApplyPolicy = field(default_factory=ApplyPolicy)
@@ -41,6 +43,8 @@ class RolloutOptions:
     state_namespace: str = AGENT_NAMESPACE
     health_poll: float = HEALTH_POLL
     two_person: tuple[TwoPersonRule, ...] = ()
+    history_keep: int = HISTORY_KEEP
+    actor: str = ""
 
 
 def _every_cluster(_: str) -> bool:
@@ -59,6 +63,10 @@ def _always(revision: str, recorded: str) -> bool:
     return True
 
 
+def _unknown_signer(_: str) -> str:
+    return ""
+
+
 @dataclass(frozen=True)
 class RolloutHooks:
     """What a rollout asks outside itself, given whole when it is built.
@@ -68,13 +76,15 @@ class RolloutHooks:
     says the fleet is split. ``fences(cluster)``: the fence each cluster's state writes carry.
     ``newer()``: asked between waves (and by a sharded replica's waiting gate), True when a newer
     verified revision takes over. ``admits(revision, recorded)``: whether a revision may replace what
-    a cluster records (it descends from it, or rewrites are allowed)."""
+    a cluster records (it descends from it, or rewrites are allowed). ``signer(revision)``: the trust
+    policy's name of who signed a verified revision ("" when not known), for the clusters' history."""
 
     owns: Callable[[str], bool] = _every_cluster
     sharded: bool = False
     fences: FenceOf = _unfenced
     newer: Callable[[], bool] = _never
     admits: Callable[[str, str], bool] = _always
+    signer: Callable[[str], str] = _unknown_signer
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Mapping
 
 from syncer.apply import with_retries
+from syncer.domain.history import Actor
 from syncer.domain.progress import Listener, PassEvent, Step
 from syncer.domain.sync_state import ClusterSyncState
 from syncer.engine.rollout_model import RolloutHooks, RolloutOptions
@@ -37,12 +38,13 @@ class RolloutStates:
         self.sharded = hooks.sharded
         self.newer = hooks.newer
         self.admits = hooks.admits
+        self.signer = hooks.signer
         self.options = options
         self.stop = stop or threading.Event()
         self.clock = clock
         self.listener = listener or (lambda _: None)
         self.stores = {
-            name: StateStore(api, options.state_namespace, hooks.fences(name))
+            name: StateStore(api, options.state_namespace, hooks.fences(name), options.history_keep)
             for name, api in clients.items()
         }
         # One lock per cluster: a cluster whose apiserver hangs must not hold up the others' state writes.
@@ -129,7 +131,11 @@ class RolloutStates:
             if self.states.get(cluster) == state and cluster not in self.unsaved:
                 return
             try:
-                self.states[cluster] = self.stores[cluster].save(state, now=self.clock())
+                by = self.options.actor
+                if state.pin.active and state.pin.revision == state.revision:
+                    by = f"{by}, for syncer rollback by {state.pin.by}: {state.pin.reason}"
+                actor = Actor(by, self.signer(state.revision))
+                self.states[cluster] = self.stores[cluster].save(state, self.clock(), actor)
                 self.unsaved.pop(cluster, None)
                 return
             except FencedOut:

@@ -3,11 +3,12 @@
 Owns: stable wave assignment by percentage and label (``plan_waves``), the proceed / wait / halt /
 rollback decision for a wave from its clusters' progress and the time (``judge_wave``), whether a
 cluster is inside its maintenance windows at a time, and when that changes (``judge_cluster``), why
-clusters may not be changed now (``Held``: a suspension, a window), whether a wave held at a manual
+clusters may not be changed now (``Held``: a suspension, a pin, a window), whether a wave held at a manual
 gate may start and whether a person aborted a revision (``promotion``), and
 what the clusters' recorded states say about revisions (``revisions``: what is done, how a
 rollback ends; ``failures``: where a revision failed, for which cause, and what refuses it;
-``rollback``: each cluster's own rollback target). Must not do I/O
+``rollback``: each cluster's own rollback target; ``pins``: which clusters a person's pin keeps on
+a revision, and which revisions a cluster's history lets it be pinned to). Must not do I/O
 or apply anything, nor read the clock; the engine passes progress, states and the time in and acts
 on the decision.
 

@@ -1,8 +1,9 @@
 """Cluster-side sync state, Prometheus metrics, Kubernetes Events and logs. [I/O via kube]
 
 Owns: recording what happened in each cluster (the sync-state ConfigMap: applied revision, inventory,
-wave, health, last good and bad revisions) so that a restarted or second agent can resume from the
-clusters alone, and reporting each pass event as its step's treatment says (``report``). Must not:
+wave, health, last good and bad revisions, a person's acts, and the bounded history of revisions
+applied, ``history``) so that a restarted or second agent can resume from the clusters alone, and
+reporting each pass event as its step's treatment says (``report``). Must not:
 make rollout decisions.
 """
 

@@ -1,10 +1,11 @@
 """A person's acts on a cluster, recorded in the cluster beside its sync state, where the memory lives.
 
 A window override (``syncer override-window``), a retry of failed revisions (``syncer retry``), a
-suspension (``syncer suspend`` / ``resume``), a promotion past a manual gate (``syncer promote``) and
-an abort (``syncer abort``) each live under their own key of the sync-state
-ConfigMap and their own field manager: the agent's state writes never drop them, every replica's
-next pass (or its next state write, ``with_acts``) sees them, and they work with the agent down.
+suspension (``syncer suspend`` / ``resume``), a promotion past a manual gate (``syncer promote``), an
+abort (``syncer abort``) and a pin (``syncer rollback`` / ``resume``) each live under their own key of
+the sync-state ConfigMap and their own field manager: the agent's state writes never drop them,
+every replica's next pass (or its next state write, ``with_acts``) sees them, and they work with the
+agent down.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from syncer.config.settings import AGENT_NAMESPACE
 from syncer.domain.gates import Abort, PromotedBy, Promotion
-from syncer.domain.sync_state import ClusterSyncState, RetryRequest, Suspension
+from syncer.domain.sync_state import ClusterSyncState, Pin, RetryRequest, Suspension
 from syncer.errors import NotFound
 from syncer.kube import ApplyOptions, KubeApi
 from syncer.status import record_fields as fields
@@ -32,8 +33,10 @@ PROMOTION_KEY = "promotion.json"
 PROMOTION_FIELD_MANAGER = "syncer-promote"
 ABORT_KEY = "abort.json"
 ABORT_FIELD_MANAGER = "syncer-abort"
-ACT_KEYS = (OVERRIDE_KEY, RETRY_KEY, SUSPENSION_KEY, PROMOTION_KEY, ABORT_KEY)
-ACT_FIELDS = ("window_override", "window_override_until", "retry", "suspension", "promotion", "abort")
+PIN_KEY = "pin.json"
+PIN_FIELD_MANAGER = "syncer-rollback"
+ACT_KEYS = (OVERRIDE_KEY, RETRY_KEY, SUSPENSION_KEY, PROMOTION_KEY, ABORT_KEY, PIN_KEY)
+ACT_FIELDS = ("window_override", "window_override_until", "retry", "suspension", "promotion", "abort", "pin")
 """The fields of a ``ClusterSyncState`` that are a person's acts, never encoded with the state."""
 
 
@@ -116,17 +119,38 @@ def _abort(configmap: Mapping[str, Any]) -> Abort:
         return Abort()
 
 
+def _pin(configmap: Mapping[str, Any]) -> tuple[Pin, Suspension]:
+    """The person's pin recorded beside the state; none when absent. An unreadable record holds the
+    cluster as a suspension does (fail closed: someone meant to keep it where it is)."""
+    text = (configmap.get("data") or {}).get(PIN_KEY, "")
+    if not text:
+        return Pin(), Suspension()
+    try:
+        raw = json.loads(text)
+        revision, by, reason = (raw.get(key, "") for key in ("revision", "by", "reason"))
+        at = raw.get("at", 0)
+        number = isinstance(at, int | float) and not isinstance(at, bool)
+        if not (isinstance(revision, str) and isinstance(by, str) and isinstance(reason, str) and number):
+            raise ValueError(f"{PIN_KEY}: revision, by and reason must be strings, at a number")
+    except (ValueError, AttributeError):
+        return Pin(), Suspension(f"unreadable {PIN_KEY}: taken as suspended", "", 0.0)
+    return Pin(revision, by, reason, float(at)), Suspension()
+
+
 def with_acts(state: ClusterSyncState, configmap: Mapping[str, Any]) -> ClusterSyncState:
     """``state`` with the person's acts ``configmap`` records beside it (window override, retry,
-    suspension, promotion, abort): they are never the agent's to decide, so the ConfigMap as read
+    suspension, promotion, abort, pin): they are never the agent's to decide, so the ConfigMap as read
     says what they are."""
     reason, until = _override(configmap)
+    pin, unreadable = _pin(configmap)
+    suspension = _suspension(configmap)
     return replace(
         state,
         window_override=reason,
         window_override_until=until,
         retry=_retry(configmap),
-        suspension=_suspension(configmap),
+        suspension=suspension if suspension.active else unreadable,
+        pin=pin,
         promotion=_promotion(configmap),
         abort=_abort(configmap),
     )
@@ -163,6 +187,11 @@ class PersonActs:
     def record_abort(self, abort: Abort) -> None:
         """Stop ``abort.revision``: its wave in flight is rolled back and it is refused until a retry."""
         self._record_act(ABORT_KEY, ABORT_FIELD_MANAGER, asdict(abort))
+
+    def record_pin(self, pin: Pin) -> None:
+        """Keep the cluster on ``pin.revision`` and off every newer one (``syncer rollback``), or let
+        it follow the revision in force again (an empty pin: ``syncer resume``)."""
+        self._record_act(PIN_KEY, PIN_FIELD_MANAGER, asdict(pin))
 
     def _record_act(self, key: str, field_manager: str, value: Mapping[str, Any]) -> None:
         """Record a person's act beside the state, under its own key and field manager: the agent's

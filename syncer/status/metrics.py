@@ -65,6 +65,13 @@ class SyncerMetrics:
             ["cluster"],
             registry=r,
         )
+        self.cluster_pinned = Gauge(
+            "syncer_cluster_pinned",
+            "1 while a person's pin (syncer rollback) keeps the cluster on a revision and off newer "
+            "ones, 0 otherwise; set at the end of each pass from what the cluster records.",
+            ["cluster"],
+            registry=r,
+        )
         self.cluster_reachable = Gauge(
             "syncer_cluster_reachable",
             "1 when the cluster's sync state could be read at the last pass, 0 when it could not.",

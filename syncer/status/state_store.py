@@ -7,7 +7,8 @@ syncer's managed-by label, so an agent can always resume from the clusters alone
 The revisions that failed on the cluster are kept under a key of their own (``FAILURES_KEY``), written
 with the state: a corrupt state is rebuilt without losing them. A person's ``syncer retry`` and
 window override are keys of their own too, under their own field managers, so the agent's state
-writes never drop them.
+writes never drop them. The cluster's history of revisions (``syncer.status.history``) is kept under
+its own key, written in the same fenced write as the state that starts or settles an entry.
 """
 
 from __future__ import annotations
@@ -18,22 +19,24 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from syncer.config.settings import AGENT_NAMESPACE
+from syncer.config.settings import AGENT_NAMESPACE, HISTORY_KEEP
 from syncer.domain.applied import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from syncer.domain.changeset import FailureCause
 from syncer.domain.gates import AwaitingPromotion
+from syncer.domain.history import Actor, note
 from syncer.domain.sync_state import (
     ClusterSyncState,
     FailedRevision,
     InventoryEntry,
     SyncPhase,
 )
-from syncer.errors import Conflict, FencedOut, NotFound
+from syncer.errors import Conflict, FencedOut, NotFound, RecordUnreadable
 from syncer.kube import ApplyOptions, KubeApi
 from syncer.leader.fence import UNFENCED, Fence
 from syncer.status import acts
 from syncer.status import record_fields as fields
 from syncer.status.acts import ACT_KEYS, with_acts
+from syncer.status.history import HISTORY_KEY, encode_history, history_of
 from syncer.status.record_fields import StateFormatError
 
 STATE_CONFIGMAP = acts.STATE_CONFIGMAP  # the ConfigMap a cluster keeps its state and the acts in
@@ -214,13 +217,21 @@ class StateStore:
     With a ``fence`` whose token is above 0, every write records the token in the ConfigMap and is
     refused (``FencedOut``) when the ConfigMap already records a higher one: a deposed leader cannot
     overwrite what a newer leader wrote. The read and the write are tied by the resourceVersion, so
-    a write in between makes ours fail and be judged again.
+    a write in between makes ours fail and be judged again. Each write keeps the cluster's history
+    of revisions (at most ``keep`` entries) up to date with the state it writes.
     """
 
-    def __init__(self, kube: KubeApi, namespace: str = AGENT_NAMESPACE, fence: Fence = UNFENCED) -> None:
+    def __init__(
+        self,
+        kube: KubeApi,
+        namespace: str = AGENT_NAMESPACE,
+        fence: Fence = UNFENCED,
+        keep: int = HISTORY_KEEP,
+    ) -> None:
         self.kube = kube
         self.namespace = namespace
         self.fence = fence
+        self.keep = keep
         self._namespace_ready = False
         # The ConfigMap as last read or written here (None: not seen yet): a write is tied to it by
         # its resourceVersion, so a write by anyone in between makes ours fail and be judged again.
@@ -277,9 +288,12 @@ class StateStore:
                 continue  # the kind is not served (e.g. the CRD is not installed yet)
         return ClusterSyncState(self.kube.cluster, inventory=inventory_of(objects), rebuilt=True)
 
-    def save(self, state: ClusterSyncState, now: float | None = None) -> ClusterSyncState:
-        """Write ``state`` (stamped with ``updated_at``), creating the namespace if needed; FencedOut
-        when a newer leader's token is recorded."""
+    def save(
+        self, state: ClusterSyncState, now: float | None = None, actor: Actor = Actor()
+    ) -> ClusterSyncState:
+        """Write ``state`` (stamped with ``updated_at``) and the history it makes (written by
+        ``actor``), creating the namespace if needed; FencedOut when a newer leader's token is
+        recorded."""
         stamped = replace(
             state, updated_at=now if now is not None else time.time(), rebuilt=False, stored=True
         )
@@ -300,6 +314,7 @@ class StateStore:
         for attempt in range(2):
             current = self._seen if self._seen is not None and not attempt else self._read()
             self._refuse_stale(stored_token(current), stored_lease(current), token, lease)
+            body["data"][HISTORY_KEY] = self._history(current, stamped, actor)
             version = (current.get("metadata") or {}).get("resourceVersion")
             body["metadata"].pop("resourceVersion", None)
             if version:
@@ -319,6 +334,15 @@ class StateStore:
         """``state`` with the person's acts the cluster records now (one read of the ConfigMap), for
         a rollout that waits without writing (a bake) and must learn an abort meanwhile."""
         return with_acts(state, self._read())
+
+    def _history(self, current: Mapping[str, Any], state: ClusterSyncState, actor: Actor) -> str:
+        """The history ``current`` keeps, after ``state`` is written; an unreadable one (written by
+        hand, or by a newer version) is started again rather than stop the rollout for it."""
+        try:
+            before = history_of(current, self.kube.cluster)
+        except RecordUnreadable:
+            before = ()
+        return encode_history(note(before, state, state.updated_at, actor, self.keep))
 
     def _read(self) -> Mapping[str, Any]:
         try:

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from syncer.config import GitCredentials, load_agent_config
+from syncer.config.settings import HISTORY_KEEP, HISTORY_KEEP_MAX
 from syncer.errors import ConfigError
 
 
@@ -70,3 +71,30 @@ def test_the_guard_policy_is_loaded_with_the_config_and_bad_cel_is_refused_there
     )
     loaded = load_agent_config(tmp_path / "agent.yaml")
     assert [r.name for r in loaded.guards.rules] == ["no-downgrade"]
+
+
+@pytest.mark.parametrize(
+    ("history", "keep", "problem"),
+    [
+        (None, HISTORY_KEEP, ""),
+        ({"keep": 5}, 5, ""),
+        ({"keep": 0}, 0, "history.keep: must be a positive number"),
+        ({"keep": 2.5}, 0, "history.keep: must be a whole number from 1 to"),
+        ({"keep": HISTORY_KEEP_MAX + 1}, 0, "history.keep: must be a whole number from 1 to"),
+        ({"entries": 5}, 0, "unknown key(s) entries"),
+    ],
+)
+def test_how_much_history_each_cluster_keeps(
+    tmp_path: Path, history: dict[str, object] | None, keep: int, problem: str
+) -> None:
+    (tmp_path / "trust.yaml").write_text("mode: strict\n")
+    config: dict[str, object] = {"source": {"url": "https://h/f.git"}, "trustPolicy": "trust.yaml"}
+    if history is not None:
+        config["history"] = history
+    (tmp_path / "agent.yaml").write_text(yaml.safe_dump(config))
+    if not problem:
+        assert load_agent_config(tmp_path / "agent.yaml").history_keep == keep
+        return
+    with pytest.raises(ConfigError, match=r"agent\.yaml:") as raised:
+        load_agent_config(tmp_path / "agent.yaml")
+    assert problem in str(raised.value)

@@ -1,0 +1,55 @@
+"""Pins: which clusters a person keeps on a revision (``syncer rollback``), and which revisions a
+cluster may be pinned to (one its own history holds as verified and applied there). [pure]"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from syncer.domain.history import HistoryEntry, Outcome
+from syncer.domain.objects import DesiredFleet
+from syncer.domain.sync_state import ClusterSyncState
+from syncer.errors import RollbackRefused
+
+LANDED = frozenset({Outcome.APPLIED, Outcome.HEALTHY, Outcome.ROLLED_BACK})
+"""Outcomes that say a revision was verified and applied on the cluster."""
+
+MIN_PREFIX = 7
+"""The fewest characters of a revision ``syncer rollback --to`` accepts (as git abbreviates)."""
+
+
+def pinned_away(state: ClusterSyncState, revision: str) -> bool:
+    """Whether a person pinned the cluster to a revision other than ``revision``: it may not take it."""
+    return state.pin.active and state.pin.revision != revision
+
+
+def pins_away(states: Mapping[str, ClusterSyncState], revision: str) -> dict[str, str]:
+    """The clusters pinned to another revision than ``revision``, each with its pinned revision."""
+    return {name: s.pin.revision for name, s in sorted(states.items()) if pinned_away(s, revision)}
+
+
+def restricted(fleet: DesiredFleet, names: Iterable[str]) -> DesiredFleet:
+    """``fleet`` with only the clusters ``names`` (those it has)."""
+    kept = set(names)
+    return DesiredFleet(fleet.revision, {n: c for n, c in fleet.clusters.items() if n in kept})
+
+
+def rollback_target(cluster: str, history: tuple[HistoryEntry, ...], wanted: str) -> str:
+    """The full revision ``wanted`` (a full id or a prefix of at least ``MIN_PREFIX`` characters)
+    names in ``cluster``'s history as verified and applied there; RollbackRefused names what the
+    history holds otherwise."""
+    if len(wanted) < MIN_PREFIX:
+        raise RollbackRefused(f"--to {wanted!r}: give at least {MIN_PREFIX} characters of the revision")
+    landed = [e for e in history if e.outcome in LANDED]
+    found = sorted({e.revision for e in landed if e.revision.startswith(wanted.lower())})
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise RollbackRefused(f"{cluster}: {wanted} is ambiguous in its history: {', '.join(found)}")
+    held = list(dict.fromkeys(f"{e.revision[:12]} ({e.outcome})" for e in reversed(landed)))
+    holds = ", ".join(held) if held else "none"
+    others = sorted({f"{e.revision[:12]} ({e.outcome})" for e in history if e.revision.startswith(wanted)})
+    seen = f"; it was only {', '.join(others)} there" if others else ""
+    raise RollbackRefused(
+        f"{cluster}: {wanted} was never verified and applied there{seen}; its history holds, newest "
+        f"first: {holds}"
+    )
