@@ -179,22 +179,24 @@ class Formation:
         return ids if len(ids) == len(nodes) else None
 
     def meet(self, nodes: Sequence[RedisNode], ids: dict[RedisNode, str]) -> bool:
-        """Introduce unknown nodes to the first one, then wait until every node knows all the others."""
-        anchor = nodes[0]
-        view = observe(self.conns, anchor)
-        if view.error:
-            self.errors.append(view.error)
+        """Introduce every pair of nodes that do not know each other yet (the earlier one meets the
+        later one), then wait until every node knows all the others. Meeting each pair at once,
+        instead of only the first node, leaves nothing for gossip to spread but the handshakes."""
+        views = self.observe(nodes)
+        self.errors.extend(v.error for v in views if v.error)
+        if self.errors:
             return False
-        known = {e.node_id for e in view.entries if e.is_known}
-        for node in nodes[1:]:
-            if ids[node] in known:
-                continue
-            try:
-                host = _ip_of(node)
-            except TopologyError as err:
-                self.errors.append(str(err))
-                continue
-            self.change(anchor, "CLUSTER", "MEET", host, node.port)
+        known = {v.node: {e.node_id for e in v.entries if e.is_known} for v in views}
+        for index, node in enumerate(nodes):
+            for other in nodes[index + 1 :]:
+                if ids[other] in known[node] and ids[node] in known[other]:
+                    continue
+                try:
+                    host = _ip_of(other)
+                except TopologyError as err:
+                    self.errors.append(str(err))
+                    continue
+                self.change(node, "CLUSTER", "MEET", host, other.port)
         self._reintroduce(nodes, ids)
         if self.errors:
             return False
@@ -268,13 +270,32 @@ class Formation:
         views: dict[RedisNode, NodeView],
         ids: dict[RedisNode, str],
     ) -> None:
-        """Tell every member that is not its shard's master and does not follow it yet to replicate it."""
+        """Tell every member that is not its shard's master and does not follow it yet to replicate it.
+
+        The master is first told how many replicas are about to ask for a full sync
+        (``repl-diskless-sync-max-replicas``): it starts the transfer once they all wait instead of
+        waiting out ``repl-diskless-sync-delay`` (5 s by default) for more to come."""
         for shard, master in zip(layout, masters, strict=True):
-            for node in shard:
-                me = views[node].myself
-                if node == master or (me is not None and me.is_replica and me.master_id == ids[master]):
-                    continue
+            told = [
+                node
+                for node in shard
+                if node != master
+                and not (
+                    (me := views[node].myself) is not None and me.is_replica and me.master_id == ids[master]
+                )
+            ]
+            if told:
+                self._expect_replicas(master, len(told))
+            for node in told:
                 self.change(node, "CLUSTER", "REPLICATE", ids[master])
+
+    def _expect_replicas(self, master: RedisNode, count: int) -> None:
+        """A tuning, not a topology change: a Redis without the setting (before 7.0) or refusing it
+        keeps its delay, and formation goes on."""
+        try:
+            self.conns.run(master, "CONFIG", "SET", "repl-diskless-sync-max-replicas", count)
+        except TopologyError:
+            return
 
     def settle(
         self, layout: Layout, masters: Sequence[RedisNode], ids: dict[RedisNode, str]
