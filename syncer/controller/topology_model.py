@@ -47,8 +47,10 @@ class TopologyOptions:
     the wait for gossip to spread after CLUSTER MEET; ``ready_timeout`` bounds the wait for
     ``cluster_state:ok`` at the end of ``bootstrap`` (0 looks once and does not wait).
     ``slot_batch`` is the most slot ranges sent in one CLUSTER ADDSLOTSRANGE. ``migrate_batch`` is
-    the most keys one MIGRATE moves (the source blocks while it serialises them), ``migrate_timeout``
-    its I/O timeout in milliseconds; ``slot_group`` slots move together (one round trip per step).
+    the most keys one MIGRATE moves (the source blocks while it serialises them), ``migrate_depth``
+    the most MIGRATE commands sent in one round trip (the source serves no other client while it
+    runs them one after the other, each a round trip to the target), ``migrate_timeout`` its I/O
+    timeout in milliseconds; ``slot_group`` slots move together (one round trip per step).
     ``failover_timeout`` bounds the wait for a CLUSTER FAILOVER.
     ``tls_ca``, ``tls_cert`` and ``tls_key`` are files: with ``tls_ca`` set every connection uses TLS
     (the server certificate is checked against the CA, not against the pod IP).
@@ -64,6 +66,7 @@ class TopologyOptions:
     poll_interval: float = 0.1
     slot_batch: int = 256
     migrate_batch: int = 500
+    migrate_depth: int = 4
     slot_group: int = 64
     migrate_timeout: int = 10000
     failover_timeout: float = 30.0
