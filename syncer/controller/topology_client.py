@@ -103,13 +103,14 @@ class Connections:
         label = " + ".join(str(c[0]) for c in commands)
         with self._translated(node, label):
             client = self._client(node, raw=True)
-            pipe = client.pipeline(transaction=False)
-            # The pipeline's connection, (re)connected before the fence is asked, not after.
-            pipe.connection = client.connection_pool.get_connection()
-            for command in commands:
-                pipe.execute_command(*command)  # type: ignore[no-untyped-call]
-            with self._options.fence.writing():
-                replies: list[object] = pipe.execute()
+            # Leaving the block gives the connection back to the pool, also when nothing was sent.
+            with client.pipeline(transaction=False) as pipe:
+                # Its connection, (re)connected before the fence is asked, not after.
+                pipe.connection = client.connection_pool.get_connection()
+                for command in commands:
+                    pipe.execute_command(*command)  # type: ignore[no-untyped-call]
+                with self._options.fence.writing():
+                    replies: list[object] = pipe.execute()
         return replies
 
     @contextmanager
