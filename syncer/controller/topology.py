@@ -27,6 +27,8 @@ from syncer.controller.topology_model import (
     TopologyOptions,
     TopologyReport,
     judge,
+    misplaced,
+    unmet,
 )
 from syncer.controller.topology_parse import (
     SLOT_COUNT,
@@ -200,7 +202,7 @@ class Formation:
         self._reintroduce(nodes, ids)
         if self.errors:
             return False
-        missing = self._wait(self.options.meet_timeout, lambda: _unmet(self.observe(nodes), ids))
+        missing = self._wait(self.options.meet_timeout, lambda: unmet(self.observe(nodes), ids))
         if missing:
             self.errors.append(
                 f"nodes did not learn of each other within {self.options.meet_timeout}s: {missing[0]}"
@@ -311,7 +313,7 @@ class Formation:
             last[:] = [report]
             if not report.healthy:
                 return [report.summary()]
-            return _misplaced(views, layout, masters, ids) or self._unsynced(layout, masters)
+            return misplaced(views, layout, masters, ids) or self._unsynced(layout, masters)
 
         left = self._wait(timeout, pending)
         report = last[0]
@@ -390,35 +392,6 @@ def _shard_master(
             if ids[other] == listed.master_id and me is not None and me.is_master:
                 return other
     return shard[0]
-
-
-def _unmet(views: Sequence[NodeView], ids: dict[RedisNode, str]) -> list[str]:
-    """``a does not know b yet`` for every pair still to be introduced (or a view's error)."""
-    names = {node_id: str(node) for node, node_id in ids.items()}
-    problems: list[str] = []
-    for view in views:
-        if view.error:
-            problems.append(view.error)
-            continue
-        known = {e.node_id for e in view.entries if e.is_known}
-        problems.extend(f"{view.node} does not know {names[i]} yet" for i in ids.values() if i not in known)
-    return problems
-
-
-def _misplaced(
-    views: Sequence[NodeView], layout: Layout, masters: Sequence[RedisNode], ids: dict[RedisNode, str]
-) -> list[str]:
-    """Replicas that some node does not yet see following their shard's master."""
-    problems: list[str] = []
-    for shard, master in zip(layout, masters, strict=True):
-        for node in shard:
-            if node == master:
-                continue
-            for view in views:
-                entry = next((e for e in view.entries if e.node_id == ids[node]), None)
-                if entry is None or not entry.is_replica or entry.master_id != ids[master]:
-                    problems.append(f"{view.node} does not see {node} following {master} yet")
-    return problems
 
 
 def _with_actions(report: TopologyReport, actions: Sequence[str]) -> TopologyReport:

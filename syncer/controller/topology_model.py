@@ -1,8 +1,9 @@
 """Redis Cluster topology as values: nodes, options, node views and the verdict on them.
 
 Owns: the pure half of topology management -- judging what the nodes said (``NodeView``) into a
-``TopologyReport``. Must not: open connections or sleep; ``topology.py`` does the I/O and feeds the
-views it read into ``judge``.
+``TopologyReport``, and what a formation still waits for (``unmet`` pairs, ``misplaced``
+replicas). Must not: open connections or sleep; ``topology.py`` does the I/O and feeds the views it
+read into ``judge``.
 """
 
 from __future__ import annotations
@@ -341,3 +342,35 @@ def _stray_replicas(reference: NodeView) -> list[str]:
         for e in reference.entries
         if e.is_replica and e.master_id not in masters
     ]
+
+
+def unmet(views: Sequence[NodeView], ids: dict[RedisNode, str]) -> list[str]:
+    """``a does not know b yet`` for every pair still to be introduced (or a view's error)."""
+    names = {node_id: str(node) for node, node_id in ids.items()}
+    problems: list[str] = []
+    for view in views:
+        if view.error:
+            problems.append(view.error)
+            continue
+        known = {e.node_id for e in view.entries if e.is_known}
+        problems.extend(f"{view.node} does not know {names[i]} yet" for i in ids.values() if i not in known)
+    return problems
+
+
+def misplaced(
+    views: Sequence[NodeView],
+    layout: Sequence[Sequence[RedisNode]],
+    masters: Sequence[RedisNode],
+    ids: dict[RedisNode, str],
+) -> list[str]:
+    """Replicas that some node does not yet see following their shard's master."""
+    problems: list[str] = []
+    for shard, master in zip(layout, masters, strict=True):
+        for node in shard:
+            if node == master:
+                continue
+            for view in views:
+                entry = next((e for e in view.entries if e.node_id == ids[node]), None)
+                if entry is None or not entry.is_replica or entry.master_id != ids[master]:
+                    problems.append(f"{view.node} does not see {node} following {master} yet")
+    return problems
