@@ -2,7 +2,8 @@
 
 A key is handed to at most one worker at a time; adding a key that is waiting does nothing, adding
 one that is being processed queues it once more for after ``done``. Failed keys come back after a
-delay that doubles with each failure up to a ceiling. Thread-safe; time comes from an injectable clock.
+delay that doubles with each failure up to a ceiling, and so do keys whose object is not Ready yet,
+up to the interval they asked for. Thread-safe; time comes from an injectable clock.
 """
 
 from __future__ import annotations
@@ -76,6 +77,15 @@ class WorkQueue:
     def add_rate_limited(self, key: str) -> float:
         """Add ``key`` after its backoff, and double the backoff for its next failure."""
         delay = self.backoff(key)
+        with self._cond:
+            self._failures[key] = self._failures.get(key, 0) + 1
+        self.add_after(key, delay)
+        return delay
+
+    def add_backing_off(self, key: str, ceiling: float) -> float:
+        """Add ``key`` after its backoff capped at ``ceiling``, and double the backoff: how a key
+        whose object is not there yet (not Ready) is looked at again soon, then less and less often."""
+        delay = min(self.backoff(key), ceiling)
         with self._cond:
             self._failures[key] = self._failures.get(key, 0) + 1
         self.add_after(key, delay)

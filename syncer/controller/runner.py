@@ -249,9 +249,14 @@ class Controller:
             if self.metrics is not None:
                 self.metrics.observe("sync", "error", time.monotonic() - started)
             return
-        self.queue.forget(key)
-        if outcome.requeue_after is not None:
-            self.queue.add_after(key, outcome.requeue_after)
+        if outcome.ready or outcome.requeue_after is None:
+            self.queue.forget(key)
+            if outcome.requeue_after is not None:
+                self.queue.add_after(key, outcome.requeue_after)
+        else:
+            # Not Ready yet: what it waits for (servers starting, gossip, a replica's sync) sends
+            # no Kubernetes event, so it is looked at again soon, then less often up to its interval.
+            self.queue.add_backing_off(key, outcome.requeue_after)
         if self.metrics is not None:
             self.metrics.observe(outcome.phase, outcome.result, time.monotonic() - started)
             if outcome.phase in ("absent", "finalize"):

@@ -27,6 +27,8 @@ from syncer.controller.topology_model import (
     TopologyOptions,
     TopologyReport,
     judge,
+    misplaced,
+    unmet,
 )
 from syncer.controller.topology_parse import (
     SLOT_COUNT,
@@ -179,26 +181,28 @@ class Formation:
         return ids if len(ids) == len(nodes) else None
 
     def meet(self, nodes: Sequence[RedisNode], ids: dict[RedisNode, str]) -> bool:
-        """Introduce unknown nodes to the first one, then wait until every node knows all the others."""
-        anchor = nodes[0]
-        view = observe(self.conns, anchor)
-        if view.error:
-            self.errors.append(view.error)
+        """Introduce every pair of nodes that do not know each other yet (the earlier one meets the
+        later one), then wait until every node knows all the others. Meeting each pair at once,
+        instead of only the first node, leaves nothing for gossip to spread but the handshakes."""
+        views = self.observe(nodes)
+        self.errors.extend(v.error for v in views if v.error)
+        if self.errors:
             return False
-        known = {e.node_id for e in view.entries if e.is_known}
-        for node in nodes[1:]:
-            if ids[node] in known:
-                continue
-            try:
-                host = _ip_of(node)
-            except TopologyError as err:
-                self.errors.append(str(err))
-                continue
-            self.change(anchor, "CLUSTER", "MEET", host, node.port)
+        known = {v.node: {e.node_id for e in v.entries if e.is_known} for v in views}
+        for index, node in enumerate(nodes):
+            for other in nodes[index + 1 :]:
+                if ids[other] in known[node] and ids[node] in known[other]:
+                    continue
+                try:
+                    host = _ip_of(other)
+                except TopologyError as err:
+                    self.errors.append(str(err))
+                    continue
+                self.change(node, "CLUSTER", "MEET", host, other.port)
         self._reintroduce(nodes, ids)
         if self.errors:
             return False
-        missing = self._wait(self.options.meet_timeout, lambda: _unmet(self.observe(nodes), ids))
+        missing = self._wait(self.options.meet_timeout, lambda: unmet(self.observe(nodes), ids))
         if missing:
             self.errors.append(
                 f"nodes did not learn of each other within {self.options.meet_timeout}s: {missing[0]}"
@@ -268,13 +272,32 @@ class Formation:
         views: dict[RedisNode, NodeView],
         ids: dict[RedisNode, str],
     ) -> None:
-        """Tell every member that is not its shard's master and does not follow it yet to replicate it."""
+        """Tell every member that is not its shard's master and does not follow it yet to replicate it.
+
+        The master is first told how many replicas are about to ask for a full sync
+        (``repl-diskless-sync-max-replicas``): it starts the transfer once they all wait instead of
+        waiting out ``repl-diskless-sync-delay`` (5 s by default) for more to come."""
         for shard, master in zip(layout, masters, strict=True):
-            for node in shard:
-                me = views[node].myself
-                if node == master or (me is not None and me.is_replica and me.master_id == ids[master]):
-                    continue
+            told = [
+                node
+                for node in shard
+                if node != master
+                and not (
+                    (me := views[node].myself) is not None and me.is_replica and me.master_id == ids[master]
+                )
+            ]
+            if told:
+                self._expect_replicas(master, len(told))
+            for node in told:
                 self.change(node, "CLUSTER", "REPLICATE", ids[master])
+
+    def _expect_replicas(self, master: RedisNode, count: int) -> None:
+        """A tuning, not a topology change: a Redis without the setting (before 7.0) or refusing it
+        keeps its delay, and formation goes on."""
+        try:
+            self.conns.run(master, "CONFIG", "SET", "repl-diskless-sync-max-replicas", count)
+        except TopologyError:
+            return
 
     def settle(
         self, layout: Layout, masters: Sequence[RedisNode], ids: dict[RedisNode, str]
@@ -290,7 +313,7 @@ class Formation:
             last[:] = [report]
             if not report.healthy:
                 return [report.summary()]
-            return _misplaced(views, layout, masters, ids) or self._unsynced(layout, masters)
+            return misplaced(views, layout, masters, ids) or self._unsynced(layout, masters)
 
         left = self._wait(timeout, pending)
         report = last[0]
@@ -369,35 +392,6 @@ def _shard_master(
             if ids[other] == listed.master_id and me is not None and me.is_master:
                 return other
     return shard[0]
-
-
-def _unmet(views: Sequence[NodeView], ids: dict[RedisNode, str]) -> list[str]:
-    """``a does not know b yet`` for every pair still to be introduced (or a view's error)."""
-    names = {node_id: str(node) for node, node_id in ids.items()}
-    problems: list[str] = []
-    for view in views:
-        if view.error:
-            problems.append(view.error)
-            continue
-        known = {e.node_id for e in view.entries if e.is_known}
-        problems.extend(f"{view.node} does not know {names[i]} yet" for i in ids.values() if i not in known)
-    return problems
-
-
-def _misplaced(
-    views: Sequence[NodeView], layout: Layout, masters: Sequence[RedisNode], ids: dict[RedisNode, str]
-) -> list[str]:
-    """Replicas that some node does not yet see following their shard's master."""
-    problems: list[str] = []
-    for shard, master in zip(layout, masters, strict=True):
-        for node in shard:
-            if node == master:
-                continue
-            for view in views:
-                entry = next((e for e in view.entries if e.node_id == ids[node]), None)
-                if entry is None or not entry.is_replica or entry.master_id != ids[master]:
-                    problems.append(f"{view.node} does not see {node} following {master} yet")
-    return problems
 
 
 def _with_actions(report: TopologyReport, actions: Sequence[str]) -> TopologyReport:

@@ -4,12 +4,24 @@ Owns: opening (with the options' password and socket timeouts, no retries), runn
 command and translating redis-py errors into ``TopologyError``; reading one node's view. Every command,
 pipeline and new connection passes the options' fence right before it is sent (after connecting, so a
 process frozen while it connects is checked again), and a controller that lost its Lease sends nothing
-more (``FencedOut``). Must not: change the cluster on its own or retry behind the
-caller's back.
+more (``FencedOut``).
+
+The Redis side of the fence: a controller holding a Lease names each connection after the Lease and
+its token (``client_name``), and on its first contact with a node it closes every connection of an
+older token of the same Lease there (``CLIENT LIST`` and ``CLIENT KILL ID``). A connection is made
+or made again only before the fence is asked, never between the question and the send, so a
+deposed leader's command caught between the two goes out on a connection the new leader has closed
+and is never run; one that arrived before the new leader's first contact was run before anything
+the new leader does on that node, and the new leader reads the node after it. docs/topology.md says
+what this does not cover.
+
+Must not: change the cluster on its own or retry behind the caller's back.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -19,6 +31,38 @@ from redis.retry import Retry
 
 from syncer.controller.topology_model import NodeView, RedisNode, TopologyError, TopologyOptions
 from syncer.controller.topology_parse import parse_cluster_info, parse_cluster_nodes
+from syncer.leader.fence import Fence
+
+CLIENT_PREFIX = "syncer-controller"
+
+
+def client_name(fence: Fence) -> str | None:
+    """The name of every connection of a controller holding a Lease: ``syncer-controller/<Lease
+    namespace>/<Lease name>/<token>``; None when it holds none (token 0)."""
+    return f"{CLIENT_PREFIX}/{fence.lease}/{fence.token}" if fence.token else None
+
+
+# The nodes this process swept, per Lease and token: once is enough (see the module docstring).
+_SWEPT: dict[tuple[str, int], set[RedisNode]] = {}
+_SWEPT_LOCK = threading.Lock()
+
+
+def _unswept(fence: Fence, node: RedisNode) -> bool:
+    """Whether ``node`` is yet to be swept under ``fence``'s token."""
+    with _SWEPT_LOCK:
+        return bool(fence.token) and node not in _SWEPT.get((fence.lease, fence.token), set())
+
+
+def _swept(fence: Fence, node: RedisNode) -> None:
+    with _SWEPT_LOCK:
+        _SWEPT.setdefault((fence.lease, fence.token), set()).add(node)
+
+
+def superseded(name: str, fence: Fence) -> bool:
+    """Whether a connection named ``name`` belongs to an older holder of ``fence``'s Lease."""
+    prefix = f"{CLIENT_PREFIX}/{fence.lease}/"
+    token = name[len(prefix) :] if name.startswith(prefix) else ""
+    return bool(fence.token) and token.isdigit() and int(token) < fence.token
 
 
 class Connections:
@@ -43,6 +87,9 @@ class Connections:
         command = " ".join(str(a) for a in args)
         with self._translated(node, command):
             client = self._client(node)
+            if client.connection is not None:
+                # Made again (after a failure) before the fence is asked, never after it.
+                client.connection.connect()  # type: ignore[no-untyped-call]
             with self._options.fence.writing():
                 # redis-py leaves execute_command unannotated; callers check the reply's shape.
                 reply: object = client.execute_command(*args)  # type: ignore[no-untyped-call]
@@ -55,11 +102,15 @@ class Connections:
         """
         label = " + ".join(str(c[0]) for c in commands)
         with self._translated(node, label):
-            pipe = self._client(node, raw=True).pipeline(transaction=False)
-            for command in commands:
-                pipe.execute_command(*command)  # type: ignore[no-untyped-call]
-            with self._options.fence.writing():
-                replies: list[object] = pipe.execute()
+            client = self._client(node, raw=True)
+            # Leaving the block gives the connection back to the pool, also when nothing was sent.
+            with client.pipeline(transaction=False) as pipe:
+                # Its connection, (re)connected before the fence is asked, not after.
+                pipe.connection = client.connection_pool.get_connection()
+                for command in commands:
+                    pipe.execute_command(*command)  # type: ignore[no-untyped-call]
+                with self._options.fence.writing():
+                    replies: list[object] = pipe.execute()
         return replies
 
     @contextmanager
@@ -78,7 +129,8 @@ class Connections:
 
     def _client(self, node: RedisNode, raw: bool = False) -> redis.Redis:
         """The node's client; a new one connects at once (its handshake is a command too, so it is
-        fenced like one), and every command is fenced again right before it is sent."""
+        fenced like one), and every command is fenced again right before it is sent. The first
+        contact with a node closes the connections of the Lease's older holders there."""
         pool = self._raw if raw else self._clients
         client = pool.get(node)
         if client is None:
@@ -93,11 +145,30 @@ class Connections:
                 socket_connect_timeout=opts.timeout,
                 retry=Retry(NoBackoff(), 0),
                 decode_responses=not raw,
-                single_connection_client=True,
+                # The raw client only runs pipelines, which take their connection from the pool.
+                single_connection_client=not raw,
+                client_name=client_name(opts.fence),
                 **opts.tls_arguments(),
             )
             pool[node] = client
+        if raw:
+            self._client(node)  # the first contact sweeps, through the text client
+        elif _unswept(self._options.fence, node):
+            self._sweep(node, client)
+            _swept(self._options.fence, node)
         return client
+
+    def _sweep(self, node: RedisNode, client: redis.Redis) -> None:
+        """Close the connections of the Lease's older holders on ``node`` (a failure is the
+        caller's: nothing is sent to a node not swept)."""
+        fence = self._options.fence
+        with self._options.fence.writing():
+            listed = client.client_list(_type="normal")
+        for found in listed:
+            if superseded(str(found.get("name") or ""), fence):
+                # Gone already (closed on its own) is as good as closed.
+                with self._options.fence.writing(), contextlib.suppress(redis.ResponseError):
+                    client.client_kill_filter(_id=found["id"])
 
     def close(self) -> None:
         for client in [*self._clients.values(), *self._raw.values()]:

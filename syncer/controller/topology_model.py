@@ -1,8 +1,9 @@
 """Redis Cluster topology as values: nodes, options, node views and the verdict on them.
 
 Owns: the pure half of topology management -- judging what the nodes said (``NodeView``) into a
-``TopologyReport``. Must not: open connections or sleep; ``topology.py`` does the I/O and feeds the
-views it read into ``judge``.
+``TopologyReport``, and what a formation still waits for (``unmet`` pairs, ``misplaced``
+replicas). Must not: open connections or sleep; ``topology.py`` does the I/O and feeds the views it
+read into ``judge``.
 """
 
 from __future__ import annotations
@@ -47,8 +48,10 @@ class TopologyOptions:
     the wait for gossip to spread after CLUSTER MEET; ``ready_timeout`` bounds the wait for
     ``cluster_state:ok`` at the end of ``bootstrap`` (0 looks once and does not wait).
     ``slot_batch`` is the most slot ranges sent in one CLUSTER ADDSLOTSRANGE. ``migrate_batch`` is
-    the most keys one MIGRATE moves (the source blocks while it serialises them), ``migrate_timeout``
-    its I/O timeout in milliseconds; ``slot_group`` slots move together (one round trip per step).
+    the most keys one MIGRATE moves (the source blocks while it serialises them), ``migrate_depth``
+    the most MIGRATE commands sent in one round trip (the source serves no other client while it
+    runs them one after the other, each a round trip to the target), ``migrate_timeout`` its I/O
+    timeout in milliseconds; ``slot_group`` slots move together (one round trip per step).
     ``failover_timeout`` bounds the wait for a CLUSTER FAILOVER.
     ``tls_ca``, ``tls_cert`` and ``tls_key`` are files: with ``tls_ca`` set every connection uses TLS
     (the server certificate is checked against the CA, not against the pod IP).
@@ -64,6 +67,7 @@ class TopologyOptions:
     poll_interval: float = 0.1
     slot_batch: int = 256
     migrate_batch: int = 500
+    migrate_depth: int = 4
     slot_group: int = 64
     migrate_timeout: int = 10000
     failover_timeout: float = 30.0
@@ -338,3 +342,35 @@ def _stray_replicas(reference: NodeView) -> list[str]:
         for e in reference.entries
         if e.is_replica and e.master_id not in masters
     ]
+
+
+def unmet(views: Sequence[NodeView], ids: dict[RedisNode, str]) -> list[str]:
+    """``a does not know b yet`` for every pair still to be introduced (or a view's error)."""
+    names = {node_id: str(node) for node, node_id in ids.items()}
+    problems: list[str] = []
+    for view in views:
+        if view.error:
+            problems.append(view.error)
+            continue
+        known = {e.node_id for e in view.entries if e.is_known}
+        problems.extend(f"{view.node} does not know {names[i]} yet" for i in ids.values() if i not in known)
+    return problems
+
+
+def misplaced(
+    views: Sequence[NodeView],
+    layout: Sequence[Sequence[RedisNode]],
+    masters: Sequence[RedisNode],
+    ids: dict[RedisNode, str],
+) -> list[str]:
+    """Replicas that some node does not yet see following their shard's master."""
+    problems: list[str] = []
+    for shard, master in zip(layout, masters, strict=True):
+        for node in shard:
+            if node == master:
+                continue
+            for view in views:
+                entry = next((e for e in view.entries if e.node_id == ids[node]), None)
+                if entry is None or not entry.is_replica or entry.master_id != ids[master]:
+                    problems.append(f"{view.node} does not see {node} following {master} yet")
+    return problems

@@ -116,8 +116,9 @@ class Resharder:
         """MIGRATE the listed keys of several slots until no slot has a key left.
 
         MIGRATE takes keys of one slot, so each round pipelines one MIGRATE per slot (at most
-        ``migrate_batch`` keys in the round, so the source is never blocked long) followed by the
-        next listing of each slot it touched.
+        ``migrate_depth`` of them and ``migrate_batch`` keys in the round, so the source, which runs
+        a round's MIGRATEs back to back, is never blocked long) followed by the next listing of each
+        slot it touched.
         """
         pending = {slot: keys for slot, keys in pending.items() if keys}
         moved = 0
@@ -125,7 +126,8 @@ class Resharder:
             touched: list[int] = []
             total = 0
             for slot, keys in pending.items():
-                if touched and total + len(keys) > self.options.migrate_batch:
+                full = total + len(keys) > self.options.migrate_batch
+                if touched and (full or len(touched) >= self.options.migrate_depth):
                     break
                 touched.append(slot)
                 total += len(keys)

@@ -16,7 +16,7 @@ from syncer.controller.topology import (
     parse_cluster_info,
     parse_cluster_nodes,
 )
-from tests.integration.topology.servers import RedisServers, cluster_command, free_ports, shards_of
+from tests.integration.topology.servers import RedisServers, client, cluster_command, free_ports, shards_of
 
 pytestmark = pytest.mark.integration
 
@@ -72,7 +72,16 @@ def test_three_masters_three_replicas_reach_ok_with_all_slots(formed: Formed) ->
     assert [m.replicas for m in served] == [(str(shard[1]),) for shard in formed.shards]
     assert report.summary().startswith("healthy: cluster_state ok, 16384/16384 slots covered, 3/3 masters")
     verbs = sorted(a.split(": ", 1)[1].split()[1] for a in report.actions)
-    assert verbs == ["ADDSLOTSRANGE"] * 3 + ["MEET"] * 5 + ["REPLICATE"] * 3
+    # Every pair met at once (6 nodes: 15 pairs), so gossip has nothing to spread before the slots.
+    assert verbs == ["ADDSLOTSRANGE"] * 3 + ["MEET"] * 15 + ["REPLICATE"] * 3
+
+
+def test_each_master_starts_its_replica_sync_once_its_replicas_wait(formed: Formed) -> None:
+    """Not after ``repl-diskless-sync-delay`` (5 s): the master was told how many replicas come."""
+    for master, _ in formed.shards:
+        with client(master) as conn:
+            reply = conn.config_get("repl-diskless-sync-max-replicas")
+        assert reply == {"repl-diskless-sync-max-replicas": "1"}
 
 
 def test_each_replica_follows_its_shard_master_as_every_node_sees_it(formed: Formed) -> None:

@@ -1,0 +1,112 @@
+"""The Redis side of the controller's fence, on real redis-servers: a deposed leader's command caught
+between its last fence check and the send is never run, once the new leader has been in touch with
+the node (the Leases are the real elector's, on an in-memory cluster and a test clock)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from syncer.controller.model import CONTROLLER_LEASE
+from syncer.controller.topology_client import Connections, client_name
+from syncer.controller.topology_model import RedisNode, TopologyError, TopologyOptions
+from syncer.leader.election import LeaderElector
+from syncer.leader.fence import Fence
+from tests.integration.topology.servers import RedisServers, client, cluster_command
+from tests.support.memory_kube import MemoryKube
+
+pytestmark = pytest.mark.integration
+
+MARGIN = CONTROLLER_LEASE.duration - CONTROLLER_LEASE.renew_deadline
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class OvertakenAfterCheck:
+    """The deposed leader's fence: once armed, right after it lets a command out (the leader froze
+    there), the Lease runs out, the standby takes it over and asks ``node`` something."""
+
+    def __init__(self, fence: Fence, takeover: Clock, standby: LeaderElector, node: RedisNode) -> None:
+        self._fence, self._clock, self._standby, self._node = fence, takeover, standby, node
+        self.armed = False
+
+    @property
+    def token(self) -> int:
+        return self._fence.token
+
+    @property
+    def lease(self) -> str:
+        return self._fence.lease
+
+    def check(self) -> None:
+        self._fence.check()
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        self._fence.check()
+        if self.armed:
+            self.armed = False
+            self._clock.now += CONTROLLER_LEASE.duration + 1
+            assert self._standby.try_acquire_or_renew()
+            newer = Connections(TopologyOptions(timeout=2.0, fence=self._standby.fence(MARGIN)))
+            try:
+                newer.run(self._node, "CLUSTER", "MYID")
+            finally:
+                newer.close()
+        yield
+
+
+def names(node: RedisNode) -> list[str]:
+    with client(node) as conn:
+        return [str(c.get("name") or "") for c in conn.client_list()]
+
+
+def test_a_command_caught_between_the_fence_and_the_send_never_runs(servers: RedisServers) -> None:
+    [node] = servers.start(1)
+    kube, clock = MemoryKube("one"), Clock()
+    leader = LeaderElector(kube, CONTROLLER_LEASE, "controller-0", clock=clock)
+    standby = LeaderElector(kube, CONTROLLER_LEASE, "controller-1", clock=clock)
+    assert leader.try_acquire_or_renew()
+    assert not standby.try_acquire_or_renew()  # the standby sees the Lease held
+    fence = OvertakenAfterCheck(leader.fence(MARGIN), clock, standby, node)
+    stale = Connections(TopologyOptions(timeout=2.0, fence=fence))
+    try:
+        stale.run(node, "CLUSTER", "MYID")  # connected while it leads
+        assert client_name(fence) in names(node)
+
+        fence.armed = True
+        with pytest.raises(TopologyError):
+            stale.run(node, "CLUSTER", "ADDSLOTS", 100)
+    finally:
+        stale.close()
+
+    assert "cluster_slots_assigned:0" in cluster_command(node, "INFO"), "the deposed leader's command ran"
+    assert standby.token > leader.token
+    assert client_name(fence) not in names(node)
+
+
+def test_connections_of_the_same_holder_and_of_other_clients_are_left_alone(servers: RedisServers) -> None:
+    [node] = servers.start(1)
+    kube, clock = MemoryKube("one"), Clock()
+    leader = LeaderElector(kube, CONTROLLER_LEASE, "controller-0", clock=clock)
+    assert leader.try_acquire_or_renew()
+    first = Connections(TopologyOptions(timeout=2.0, fence=leader.fence(MARGIN)))
+    second = Connections(TopologyOptions(timeout=2.0, fence=leader.fence(MARGIN)))
+    with client(node) as bystander:
+        bystander.client_setname("someone-else")
+        try:
+            first.run(node, "CLUSTER", "MYID")
+            second.run(node, "CLUSTER", "MYID")
+            assert first.run(node, "CLUSTER", "MYID")  # not closed by its own holder's sweep
+            assert bystander.ping()
+        finally:
+            first.close()
+            second.close()
