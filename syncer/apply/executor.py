@@ -20,7 +20,7 @@ from typing import Any
 from syncer.apply.retry import RetryPolicy, with_retries
 from syncer.crds import shipped_sensitive_fields
 from syncer.domain.applied import FIELD_MANAGER, applied_body
-from syncer.domain.changeset import ChangeEntry, ChangeSet, EntryOutcome, FailureCause
+from syncer.domain.changeset import ALREADY_GONE, ChangeEntry, ChangeSet, EntryOutcome, FailureCause
 from syncer.domain.objects import ClusterManifests, Manifest, ObjectKey
 from syncer.domain.plans import WRITING_ACTIONS, Action, Change, ClusterPlan
 from syncer.domain.rules import (
@@ -193,7 +193,7 @@ class ClusterApplier:
                 self.stop,
             )
         except NotFound:
-            return ChangeEntry(key, Action.PRUNE, EntryOutcome.SKIPPED, "already gone")
+            return ChangeEntry(key, Action.PRUNE, EntryOutcome.SKIPPED, ALREADY_GONE)
         except KubeError as err:
             return ChangeEntry(key, Action.PRUNE, EntryOutcome.FAILED, err.detail, cause=failure_cause(err))
         return ChangeEntry(key, Action.PRUNE, EntryOutcome.APPLIED, uid=_uid(live))

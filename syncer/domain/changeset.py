@@ -46,6 +46,10 @@ class ChangeEntry:
         return self.key.subject
 
 
+# The message of a prune whose object was deleted by someone else first.
+ALREADY_GONE = "already gone"
+
+
 @dataclass(frozen=True)
 class ChangeSet:
     """The result of applying one cluster's plan. ``error`` says why the cluster stopped, if it did."""
@@ -62,6 +66,22 @@ class ChangeSet:
     @property
     def writes(self) -> int:
         return sum(1 for e in self.entries if e.outcome is EntryOutcome.APPLIED)
+
+    def kept(self, shown: int = 5) -> str:
+        """What the apply left that git no longer wants, and why, for the log: the objects kept
+        (an opted-out prune, no longer labelled, no proof syncer applied it, pruning off) and the
+        prunes refused by the look just before the delete; "" when none."""
+        kept = [
+            e
+            for e in self.entries
+            if e.outcome is EntryOutcome.SKIPPED
+            and (e.action is Action.KEEP or (e.action is Action.PRUNE and e.message != ALREADY_GONE))
+        ]
+        if not kept:
+            return ""
+        named = "; ".join(f"{e.subject} ({e.message})" for e in kept[:shown])
+        more = f"; and {len(kept) - shown} more" if len(kept) > shown else ""
+        return f"kept {len(kept)} object(s) git no longer wants: {named}{more}"
 
     def counts(self) -> dict[str, int]:
         """Applied objects by action (``create``, ``update``, ``prune``, ...), for metrics."""

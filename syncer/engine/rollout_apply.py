@@ -145,7 +145,10 @@ class WaveApply(RolloutStates):
             )
         self._save(name, applied)
         step = Step.APPLIED if result.ok else Step.APPLY_FAILED
-        self.listener(PassEvent(step, wave.name, name, revision, error=result.error, objects=result.writes))
+        kept = result.kept()
+        self.listener(
+            PassEvent(step, wave.name, name, revision, kept, error=result.error, objects=result.writes)
+        )
         return result
 
     # -- whether a cluster may be changed now --------------------------------------------------------
