@@ -101,9 +101,10 @@ def converge(
             report = topology.judge(list(views.values()), len(layout))
             return ConvergeReport(report, False, problems=tuple(v.error for v in down))
         judged = _judge_returning(run, views, kept)
-        if judged.refused or judged.unread:
-            # A node that could hold the only copy of some keys (or could not be read) is neither
-            # emptied nor met, and nothing else changes in this pass.
+        if judged.holding:
+            # A node that could hold the only copy of some keys (or could not be read, or was judged
+            # differently by two looks, or could not be emptied) is neither emptied nor met, and
+            # nothing else changes in this pass.
             report = topology.inspect(kept, len(layout), options)
             events, problems = tuple(run.events), (*run.problems, *judged.refused)
             return ConvergeReport(report, False, events, problems, refused=judged.refused)
@@ -378,7 +379,7 @@ def _detach(
             run.problems.append(f"{node} is leaving but still serves {me.slot_count} slot(s)")
             ok = False
             continue
-        problem = retire(run.conns, run.options, node, master=me.is_master)
+        problem = retire(run.conns, run.options, node, me.node_id)
         run.problems.extend([problem] if problem else [])
         if not problem and resharder.forget(me.node_id, kept):
             forgotten.append(str(node))
