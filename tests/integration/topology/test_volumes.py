@@ -54,7 +54,10 @@ def test_a_replica_back_with_stale_keys_of_a_one_node_cluster_is_emptied_and_joi
     traffic = Traffic([shards[0][0]], bulk=5000).start()
     replica = shards[0][1]
     replica_id = cluster_command(replica, "MYID")
-    # Its data on disk, as its append-only file holds it with persistence on.
+    # Its data on disk, as its append-only file holds it with persistence on: once its full sync has
+    # brought the preloaded keys (on a busy machine that comes after bootstrap has returned).
+    master = shards[0][0]
+    eventually("the replica to hold its master's keys", lambda: 0 < keys_of(replica) == keys_of(master), 60)
     with client(replica) as conn:
         conn.save()
     # The departure of before: RESET SOFT empties memory only; the kept nodes forget it.
