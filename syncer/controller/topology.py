@@ -213,13 +213,15 @@ class Formation:
     def _reintroduce(self, nodes: Sequence[RedisNode], ids: dict[RedisNode, str]) -> None:
         """Two members that each flag the other ``noaddr`` (a pod came back on an address another
         pod had: the node there answered with another id) never learn the address again: Redis takes
-        no gossip about a ``noaddr`` entry, and neither pings the other. A MEET from the node holding
-        such an entry ends it: the handshake finds the known id and takes its address."""
+        no gossip about a ``noaddr`` entry, and neither pings the other. Members that all came back
+        on new addresses (a RedisCluster re-created from retained claims) each know the others only
+        at their former addresses, so nobody reaches anybody. A MEET from the node holding such an
+        entry ends it: the handshake finds the known id and takes its address."""
         members = {node_id: node for node, node_id in ids.items()}
         for view in self.observe(nodes):
             for entry in view.entries:
                 peer = members.get(entry.node_id)
-                if peer is None or peer == view.node or "noaddr" not in entry.flags:
+                if peer is None or peer == view.node or not _address_lost(entry, peer):
                     continue
                 try:
                     host = _ip_of(peer)
@@ -360,6 +362,15 @@ def _layout(shards: Sequence[Sequence[RedisNode]]) -> Layout:
     if len(set(nodes)) != len(nodes):
         raise ValueError("a node appears more than once in the shards")
     return layout
+
+
+def _address_lost(entry: ClusterNodeEntry, peer: RedisNode) -> bool:
+    """No address, or another than the member's own (compared only for a member addressed by IP)."""
+    try:
+        ipaddress.ip_address(peer.host)
+    except ValueError:
+        return "noaddr" in entry.flags
+    return entry.elsewhere(str(peer))
 
 
 def _ip_of(node: RedisNode) -> str:

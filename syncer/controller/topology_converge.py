@@ -2,6 +2,8 @@
 
 ``converge(layout, departing, options)`` runs, in this order, only what is needed:
 
+0. judges kept nodes that came back with a volume of another shape (``topology_volumes``): each is
+   emptied and reset before it is met, or left out with a reason (``refused``) and nothing else done;
 1. closes slots a crash left open (``--cluster fix`` style: finish a migration whose target
    answers, roll back an import nothing was moved for);
 2. forgets ghost entries (failed, ``noaddr`` or handshake entries that serve no slot and are no
@@ -9,7 +11,8 @@
 3. fails masters that are leaving over to a kept replica of their own;
 4. forms the kept shards (``topology.Formation``: meet, replicate; slots only for a fresh cluster);
 5. rebalances: departing masters give all their slots, kept masters end within one slot of even;
-6. detaches (CLUSTER RESET SOFT) and forgets the departing nodes once they serve nothing.
+6. empties (``topology_volumes.wipe``) and forgets the departing nodes once they serve nothing, so
+   a pod that comes back on the kept claim starts as a fresh node.
 
 Each step is idempotent; a pass interrupted anywhere is completed by the next one. ``departed`` says
 the departing pods may now be deleted.
@@ -27,6 +30,7 @@ from syncer.controller.topology_client import Connections, observe
 from syncer.controller.topology_model import NodeView, RedisNode, TopologyOptions, TopologyReport
 from syncer.controller.topology_plan import OpenSlot, balanced, fix_open_slot, plan_rebalance
 from syncer.controller.topology_reshard import Resharder
+from syncer.controller.topology_volumes import Returned, judge_returning, retire
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,7 @@ class ConvergeReport:
     events: tuple[tuple[str, str], ...] = ()
     problems: tuple[str, ...] = ()
     keys_moved: int = 0
+    refused: tuple[str, ...] = ()
 
 
 Progress = Callable[[int, int], None]
@@ -95,6 +100,16 @@ def converge(
             # Nothing changes while a node does not answer: the verdict says which.
             report = topology.judge(list(views.values()), len(layout))
             return ConvergeReport(report, False, problems=tuple(v.error for v in down))
+        judged = _judge_returning(run, views, kept)
+        if judged.holding:
+            # A node that could hold the only copy of some keys (or could not be read, or was judged
+            # differently by two looks, or could not be emptied) is neither emptied nor met, and
+            # nothing else changes in this pass.
+            report = topology.inspect(kept, len(layout), options)
+            events, problems = tuple(run.events), (*run.problems, *judged.refused)
+            return ConvergeReport(report, False, events, problems, refused=judged.refused)
+        if judged.emptied:
+            views = run.views(everyone)
         if not _claims_agree(run, everyone):
             report = topology.inspect(kept, len(layout), options)
             return ConvergeReport(report, False, tuple(run.events), tuple(run.problems), run.keys_moved)
@@ -146,6 +161,17 @@ def _settled(run: _Pass, nodes: Sequence[RedisNode]) -> bool:
         return f"waiting for {late[0]} to say cluster_state ok before moving slots" if late else ""
 
     return _wait_for(run, waiting)
+
+
+def _judge_returning(run: _Pass, views: dict[RedisNode, NodeView], kept: Sequence[RedisNode]) -> Returned:
+    """Empty and reset each kept node that came back with a volume of another shape."""
+    found = judge_returning(run.conns, run.options, views, kept)
+    run.problems.extend(found.problems)
+    if found.emptied:
+        told = "; ".join(found.emptied)
+        message = f"emptied and reset before joining, as they came back from another shape: {told}"
+        run.events.append(("ReturningNodesReset", message))
+    return found
 
 
 def _claims_agree(run: _Pass, nodes: Sequence[RedisNode]) -> bool:
@@ -333,7 +359,9 @@ def _detach(
     kept: Sequence[RedisNode],
     departing: Sequence[RedisNode],
 ) -> bool:
-    """RESET SOFT every departing node that still belongs to the cluster, then forget it everywhere."""
+    """Empty every departing node that still belongs to the cluster (a master only once it holds no
+    key: nothing may leave with it), then forget it everywhere. Emptied for good (data files
+    rewritten, a new node id), its pod brings nothing back if its claim is kept and it returns."""
     if not departing:
         return True
     resharder = run.resharder(views)
@@ -351,7 +379,9 @@ def _detach(
             run.problems.append(f"{node} is leaving but still serves {me.slot_count} slot(s)")
             ok = False
             continue
-        if resharder.detach(node) and resharder.forget(me.node_id, kept):
+        problem = retire(run.conns, run.options, node, me.node_id)
+        run.problems.extend([problem] if problem else [])
+        if not problem and resharder.forget(me.node_id, kept):
             forgotten.append(str(node))
         else:
             ok = False

@@ -180,10 +180,12 @@ def observe_and_converge(
     except (SyncerError, OSError, ValueError) as err:
         verdict = TopologyVerdict(False, f"Redis topology: {err}", "TopologyError")
         return TopologyPass(verdict, pods=tuple(pods))
-    return _judged(result, pods, bool(departing))
+    return judged(result, pods, bool(departing))
 
 
-def _judged(result: ConvergeReport, pods: Sequence[Pod], departing: bool) -> TopologyPass:
+def judged(result: ConvergeReport, pods: Sequence[Pod], departing: bool) -> TopologyPass:
+    """The pass as the status sees it: the verdict, the shards' masters and what stalls it (a node
+    left out, or departing nodes that cannot leave yet)."""
     report = result.report
     by_address = {str(p.node): p for p in pods}
     masters: dict[int, str] = {}
@@ -204,7 +206,10 @@ def _judged(result: ConvergeReport, pods: Sequence[Pod], departing: bool) -> Top
             detail += f"; {result.problems[0]}"
         verdict = TopologyVerdict(False, f"Redis topology unhealthy: {detail}", report.reason)
     problem = None
-    if departing and result.problems and not result.departed:
+    if result.refused:
+        more = f" (and {len(result.refused) - 1} more)" if len(result.refused) > 1 else ""
+        problem = StallCause("NodesLeftOut", f"{result.refused[0]}{more}")
+    elif departing and result.problems and not result.departed:
         message = f"nodes cannot leave yet, nothing was deleted: {result.problems[0]}"
         problem = StallCause("ScaleInBlocked", message)
     return TopologyPass(verdict, result.departed, masters, result.events, problem, tuple(pods))

@@ -110,6 +110,10 @@ class ClusterNodeEntry:
         """A settled member: handshake finished and an address known."""
         return not self.flags & {"handshake", "noaddr"}
 
+    def elsewhere(self, address: str) -> bool:
+        """No address known (``noaddr``), or another one than ``address`` (``ip:port``)."""
+        return "noaddr" in self.flags or (bool(self.address) and self.address != address)
+
     @property
     def slot_count(self) -> int:
         return sum(r.size for r in self.slots)

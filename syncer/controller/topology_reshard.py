@@ -1,5 +1,5 @@
 """Live changes to a formed Redis Cluster through redis-py: move slots with their keys, close open
-slots, fail a master over, detach and forget nodes.
+slots, fail a master over, forget nodes.
 
 A slot moves the way ``redis-cli --cluster reshard`` moves it: CLUSTER SETSLOT IMPORTING on the
 target, SETSLOT MIGRATING on the source, then the keys in MIGRATE batches (``KEYS`` form, each
@@ -283,16 +283,6 @@ class Resharder:
         if state != "connected":
             return f"{replica} is not in sync with {master} (link {state})"
         return ""
-
-    def detach(self, node: RedisNode) -> bool:
-        """CLUSTER RESET SOFT on a departing node: it forgets the cluster (Redis refuses for a master
-        that still holds keys, so no key can go with it)."""
-        try:
-            self._run(node, "CLUSTER", "RESET", "SOFT")
-        except TopologyError as err:
-            self.errors.append(f"detaching {node}: {err}")
-            return False
-        return True
 
     def forget(self, node_id: str, on: Sequence[RedisNode]) -> bool:
         """CLUSTER FORGET ``node_id`` on every node of ``on`` (one that does not know it is fine)."""

@@ -13,6 +13,7 @@ from syncer.kube import ClusterClient
 from tests.integration.conftest import FleetHandle
 from tests.integration.controller.kit import RunningController, controller_running, install_crd
 from tests.integration.controller.rediskit import LOOPBACK_CLUSTER, Scene, SceneStarter, scene
+from tests.integration.topology.traffic import stop_leftovers
 from tests.support.waiting import eventually
 
 
@@ -96,3 +97,13 @@ def redis_scene(
             yield made
 
     return start
+
+
+@pytest.fixture(autouse=True)
+def no_writer_outlives_its_test() -> Iterator[None]:
+    """Stop a client writer its test left running (the test failed between ``start`` and ``stop``):
+    it would go on writing into whatever cluster a later test builds on its servers' addresses, and
+    that test would read its keys as lost. A test that leaves one running fails here."""
+    yield
+    left = stop_leftovers()
+    assert not left, f"{left} traffic writer(s) still running after the test, stopped now"

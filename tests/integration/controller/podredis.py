@@ -103,6 +103,10 @@ class PodRedis:
             if ip and not meta.get("deletionTimestamp"):
                 live[meta["uid"]] = (meta["name"], ip)
         with self._lock:
+            if self._stop.is_set():
+                # A round that listed the pods before ``stop`` must start nothing after it: a server
+                # it started would outlive the test on an address a later test's pod gets.
+                return
             for uid in [u for u in self.servers if u not in live]:
                 self._terminate(self.servers.pop(uid))
             for uid, (name, ip) in live.items():
@@ -261,7 +265,7 @@ class PodRedis:
     def stop(self) -> list[int]:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(10)
+            self._thread.join(60)
         alive: list[int] = []
         with self._lock:
             for server in self.servers.values():

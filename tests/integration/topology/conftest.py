@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.integration.topology.servers import RedisServers
+from tests.integration.topology.traffic import stop_leftovers
 
 PASSWORD = "s3cret-topology"
 
@@ -30,3 +31,13 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServers]:
 def auth_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServers]:
     """Like ``servers`` with ``requirepass`` and ``masterauth`` set to ``PASSWORD``."""
     yield from _servers(tmp_path_factory, PASSWORD)
+
+
+@pytest.fixture(autouse=True)
+def no_writer_outlives_its_test() -> Iterator[None]:
+    """Stop a client writer its test left running (the test failed between ``start`` and ``stop``):
+    it would go on writing into whatever cluster a later test builds on its servers' addresses, and
+    that test would read its keys as lost. A test that leaves one running fails here."""
+    yield
+    left = stop_leftovers()
+    assert not left, f"{left} traffic writer(s) still running after the test, stopped now"

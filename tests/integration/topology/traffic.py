@@ -5,12 +5,18 @@ hot set of ``hot`` keys round after round through redis-py's cluster client, rea
 after writing it. Every acknowledged write is remembered; ``stop`` reads every key once more and
 reports keys whose value is not the last acknowledged one (lost), and the longest time between two
 acknowledged writes (the write outage the operation caused).
+
+The hot keys carry a tag of their own writer (``hot:<tag>:{i}``, same slot as ``hot:{i}``), so a
+writer that outlives its test (a test failing between ``start`` and ``stop``) cannot overwrite the
+keys of a later test whose pods got its servers' addresses; ``stop_leftovers`` (called after every
+test by the integration fixtures) stops such a writer.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -73,8 +79,12 @@ class Traffic:
     # first write after it), in ``time.monotonic`` seconds.
     gaps: list[tuple[float, float]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    tag: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
+
+    def hot_key(self, i: int) -> str:
+        return f"hot:{self.tag}:{{{i}}}"
 
     def preload(self) -> None:
         client = cluster_client(self.nodes, self.password)
@@ -84,8 +94,8 @@ class Traffic:
                 client.mset_nonatomic(values)  # type: ignore[no-untyped-call]
                 self.acked.update(values)
             for i in range(self.hot):
-                client.set(f"hot:{{{i}}}", "0")
-                self.acked[f"hot:{{{i}}}"] = "0"
+                client.set(self.hot_key(i), "0")
+                self.acked[self.hot_key(i)] = "0"
             if self.durable:
                 self._replicate_all(client)
         finally:
@@ -104,6 +114,7 @@ class Traffic:
             self.preload()
         self._thread = threading.Thread(target=self._run, name="traffic", daemon=True)
         self._thread.start()
+        _RUNNING.append(self)
         return self
 
     def _run(self) -> None:
@@ -115,7 +126,7 @@ class Traffic:
             for i in range(self.hot):
                 if self._stop.is_set():
                     break
-                key, value = f"hot:{{{i}}}", str(round_)
+                key, value = self.hot_key(i), str(round_)
                 durable = True
                 while not self._stop.is_set():
                     try:
@@ -153,6 +164,12 @@ class Traffic:
         if client is not None:
             client.close()
 
+    def _halt(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(30)
+        _RUNNING[:] = [t for t in _RUNNING if t is not self]
+
     def _replicated(self, client: RedisCluster, key: str) -> bool:
         node = client.get_node_from_key(key)
         reply = client.execute_command("WAIT", 1, 200, target_nodes=node)  # type: ignore[no-untyped-call]
@@ -160,9 +177,7 @@ class Traffic:
 
     def stop(self, nodes: Sequence[RedisNode] | None = None, deadline: float = 30.0) -> TrafficResult:
         """Stop writing and check every acknowledged key through ``nodes`` (default the start ones)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(30)
+        self._halt()
         keys = sorted(self.acked)
         found: dict[str, str | None] = {}
         end = time.monotonic() + deadline
@@ -184,6 +199,17 @@ class Traffic:
         # A hot key may hold a write newer than the last acknowledged one (sent, not yet confirmed).
         lost = tuple(k for k in keys if not _at_least(found.get(k), self.acked[k]))
         return TrafficResult(self.writes, self.failed, self.stale, lost, self.longest, len(keys))
+
+
+_RUNNING: list[Traffic] = []
+
+
+def stop_leftovers() -> int:
+    """Stop every writer still running (its test ended without ``stop``); how many there were."""
+    left = list(_RUNNING)
+    for traffic in left:
+        traffic._halt()
+    return len(left)
 
 
 def _at_least(found: str | None, acked: str) -> bool:
