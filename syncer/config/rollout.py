@@ -7,10 +7,12 @@ least one), the first two waves together about 10%, and so on until the last wav
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from syncer.analysis import AnalysisPolicy
+from syncer.config.analysis import parse_analysis, parse_prometheus
 from syncer.config.loading import Fields, load_yaml_file
 from syncer.config.shapes import parse_selector
 from syncer.config.windows import MaintenanceWindow, parse_window
@@ -33,12 +35,13 @@ class WaveGate:
 
     ``max_concurrent``: clusters applied at once; ``health_timeout``: seconds the wave may take to
     become healthy after it was applied; ``bake``: seconds it must then stay healthy before the next
-    wave starts.
+    wave starts; ``analysis``: the metrics it is then judged by (none: health and bake alone).
     """
 
     max_concurrent: int = 5
     health_timeout: float = 600.0
     bake: float = 120.0
+    analysis: AnalysisPolicy = field(default_factory=AnalysisPolicy)
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,7 @@ def _gate(fields: Fields, base: WaveGate) -> WaveGate:
         max_concurrent=int(max_concurrent),
         health_timeout=_duration(fields, "healthTimeout", base.health_timeout),
         bake=_duration(fields, "bake", base.bake),
+        analysis=parse_analysis(fields.child("analysis"), base.analysis),
     )
 
 
@@ -91,17 +95,19 @@ def parse_rollout_policy(data: dict[str, Any], origin: str) -> RolloutPolicy:
 
 
 def _rollout_policy(top: Fields) -> RolloutPolicy:
-    top.reject_unknown({"waves", "defaults", "rollback", "windows"})
+    top.reject_unknown({"waves", "defaults", "rollback", "windows", "prometheus"})
     defaults_fields = top.child("defaults")
-    defaults_fields.reject_unknown({"maxConcurrent", "healthTimeout", "bake"})
-    defaults = _gate(defaults_fields, WaveGate())
+    defaults_fields.reject_unknown({"maxConcurrent", "healthTimeout", "bake", "analysis"})
+    defaults = _gate(defaults_fields, WaveGate(analysis=parse_prometheus(top)))
     waves: list[WavePolicy] = []
     entries = top.items("waves")
     if not entries:
         raise top.error("waves", "at least one wave is required")
     for index in range(len(entries)):
         wave = top.child("waves", index)
-        wave.reject_unknown({"name", "percent", "selector", "maxConcurrent", "healthTimeout", "bake"})
+        wave.reject_unknown(
+            {"name", "percent", "selector", "maxConcurrent", "healthTimeout", "bake", "analysis"}
+        )
         percent = wave.number("percent", 0) if wave.has("percent") else None
         if percent is None or percent > 100:
             raise wave.error("percent", "is required: a number above 0 and at most 100")
