@@ -11,22 +11,17 @@ engine feeds it answers and records its counts.
 
 from __future__ import annotations
 
-from syncer.analysis.measure import (
-    MetricCounts,
-    Outcome,
-    Verdict,
-    advance,
-    judge_value,
-    verdict_of,
-)
+from syncer.analysis.measure import Judged, advance, judge_value, next_due, verdict_of
 from syncer.analysis.model import AnalysisPolicy, Baseline, MetricSpec, PrometheusSource
 from syncer.analysis.query import ARGUMENTS, QueryArgs, check_query, render_query
 from syncer.analysis.response import QueryAnswer, read_answer
+from syncer.domain.analysis import MetricCounts, Outcome, Verdict
 
 __all__ = [
     "ARGUMENTS",
     "AnalysisPolicy",
     "Baseline",
+    "Judged",
     "MetricCounts",
     "MetricSpec",
     "Outcome",
@@ -37,6 +32,7 @@ __all__ = [
     "advance",
     "check_query",
     "judge_value",
+    "next_due",
     "read_answer",
     "render_query",
     "verdict_of",

@@ -8,29 +8,11 @@ cluster's state and a restarted agent goes on from them.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from enum import StrEnum
 
 from syncer.analysis.model import Baseline, MetricSpec
 from syncer.analysis.response import QueryAnswer
+from syncer.domain.analysis import MetricCounts, Outcome, Verdict
 from syncer.guards.language import Program
-
-
-class Outcome(StrEnum):
-    """What one measurement says."""
-
-    SUCCESS = "success"
-    FAILURE = "failure"
-    INCONCLUSIVE = "inconclusive"
-    ERROR = "error"
-
-
-class Verdict(StrEnum):
-    """Where a metric's analysis stands."""
-
-    RUNNING = "running"
-    SUCCESSFUL = "successful"
-    FAILED = "failed"
-    INCONCLUSIVE = "inconclusive"
 
 
 @dataclass(frozen=True)
@@ -40,22 +22,6 @@ class Judged:
     outcome: Outcome
     value: float | None
     detail: str
-
-
-@dataclass(frozen=True)
-class MetricCounts:
-    """The measurements of one metric so far, and when the last one was taken (epoch seconds; 0:
-    none yet)."""
-
-    metric: str
-    taken: int = 0
-    successes: int = 0
-    failures: int = 0
-    inconclusive: int = 0
-    errors: int = 0
-    consecutive_errors: int = 0
-    last_at: float = 0.0
-    last_value: float | None = None
 
 
 def _holds(program: Program, result: float, baseline: float | None) -> bool | str:

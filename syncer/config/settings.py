@@ -43,6 +43,10 @@ cluster: 16 MiB is thousands of clusters). syncer does not read it; the kubernet
 DRIFT_INTERVAL = 300.0
 """Seconds between two drift repairs of the clusters already on the revision in force."""
 
+PROMETHEUS_TIMEOUT = 10.0
+"""Seconds one query of an analysis may take (connect and answer); a slower Prometheus gives an
+error measurement, never a value."""
+
 
 @dataclass(frozen=True)
 class LeaseSettings:
