@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import shutil
 import time
+import urllib.parse
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +42,20 @@ class LocalPrometheus:
         partial = self.targets / f".{job}.json.new"
         partial.write_text(json.dumps(entry))
         partial.replace(self.targets / f"{job}.json")  # whole files only: Prometheus watches the folder
+
+    def query(self, promql: str) -> float | None:
+        """The one number ``promql`` gives now (None: no single series, or no answer), for a person
+        or a test checking what Prometheus sees."""
+        url = f"{self.url}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"
+        try:
+            with urllib.request.urlopen(url, timeout=5) as answer:
+                body = json.load(answer)
+        except (OSError, ValueError):
+            return None
+        result = body.get("data", {}).get("result", [])
+        if not isinstance(result, list) or len(result) != 1:
+            return None
+        return float(result[0]["value"][1])
 
 
 def _binary() -> str:

@@ -22,6 +22,7 @@ class Judged:
     outcome: Outcome
     value: float | None
     detail: str
+    baseline: float | None = None
 
 
 def _holds(program: Program, result: float, baseline: float | None) -> bool | str:
@@ -52,12 +53,12 @@ def judge_value(metric: MetricSpec, answer: QueryAnswer, baseline: QueryAnswer |
         if isinstance(holds, str):
             return Judged(Outcome.ERROR, answer.value, holds)
         if holds:
-            return Judged(outcome, answer.value, f"{said}: {program.source}")
+            return Judged(outcome, answer.value, f"{said}: {program.source}", base)
     if metric.success is not None and metric.failure is None:
-        return Judged(Outcome.FAILURE, answer.value, f"{said}: not {metric.success.source}")
+        return Judged(Outcome.FAILURE, answer.value, f"{said}: not {metric.success.source}", base)
     if metric.failure is not None and metric.success is None:
-        return Judged(Outcome.SUCCESS, answer.value, f"{said}: not {metric.failure.source}")
-    return Judged(Outcome.INCONCLUSIVE, answer.value, f"{said}: neither condition holds")
+        return Judged(Outcome.SUCCESS, answer.value, f"{said}: not {metric.failure.source}", base)
+    return Judged(Outcome.INCONCLUSIVE, answer.value, f"{said}: neither condition holds", base)
 
 
 def advance(counts: MetricCounts, judged: Judged, at: float) -> MetricCounts:

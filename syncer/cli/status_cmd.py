@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,16 @@ def status(config_path: Path, kubeconfig: str, state_namespace: str, output: str
                     else None
                 ),
                 updatedAt=state.updated_at,
+                analysis=(
+                    {
+                        "revision": state.analysis.revision,
+                        "started": state.analysis.started,
+                        "metrics": [asdict(c) for c in state.analysis.metrics],
+                        "summary": state.analysis.summary(),
+                    }
+                    if state.analysis.metrics
+                    else None
+                ),
                 window=state.window,
                 windowOverride=_override_text(state.window_override, state.window_override_until),
                 suspended=(
@@ -111,6 +122,7 @@ def status(config_path: Path, kubeconfig: str, state_namespace: str, output: str
     for column in ("cluster", "owner", "wave", "revision", "phase", "health", "last good"):
         table.add_column(column, no_wrap=True)
     table.add_column("window", overflow="fold")
+    table.add_column("analysis", overflow="fold")
     table.add_column("last error", overflow="fold")
     for row in rows:
         table.add_row(
@@ -126,6 +138,7 @@ def status(config_path: Path, kubeconfig: str, state_namespace: str, output: str
                 for part in (_suspended_text(row), row.get("window", ""), row.get("windowOverride", ""))
                 if part
             ),
+            (row.get("analysis") or {}).get("summary", ""),
             row.get("lastError") or row.get("error", ""),
         )
     Console().print(table)

@@ -53,11 +53,21 @@ class AnalysisRecord:
     def counts(self, metric: str) -> MetricCounts:
         return next((c for c in self.metrics if c.metric == metric), MetricCounts(metric))
 
+    def summary(self) -> str:
+        """Each metric's counts in one line, as ``syncer status`` shows them (empty: none)."""
+        return "; ".join(
+            f"{c.metric}: {c.taken} taken, {c.successes} ok, {c.failures} failed, "
+            f"{c.inconclusive} inconclusive, {c.errors} errors"
+            + ("" if c.last_value is None else f", last {c.last_value:g}")
+            for c in self.metrics
+        )
+
 
 @dataclass(frozen=True)
 class Measurement:
     """One measurement as it is told: the metric, its value (None: none), the conditions it was held
-    to, what it said, where the metric's analysis stands after it, and whether it is a dry run."""
+    to, what it said, where the metric's analysis stands after it, whether it is a dry run, and the
+    baseline it was compared with (None: none)."""
 
     metric: str
     value: float | None
@@ -66,3 +76,4 @@ class Measurement:
     verdict: Verdict
     detail: str
     dry_run: bool = False
+    baseline: float | None = None

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
 
+from syncer.domain.analysis import Measurement
 from syncer.domain.health import Health
 from syncer.errors import SyncerError
 
@@ -54,6 +55,7 @@ class Step(StrEnum):
     WINDOW_OPEN = "window-open"
     WINDOW_CLOSED = "window-closed"
     WINDOW_OVERRIDDEN = "window-overridden"
+    ANALYSIS_MEASURED = "analysis-measured"  # one measurement of a wave's canary analysis
 
 
 class Waiting(StrEnum):
@@ -64,6 +66,7 @@ class Waiting(StrEnum):
     BAKE = "bake"
     WINDOW = "window"
     SUSPENDED = "suspended"  # a person suspended a cluster of the wave (``syncer resume`` ends it)
+    ANALYSIS = "analysis"  # a healthy, baked wave is being judged by its metrics
 
 
 class WaveState(StrEnum):
@@ -82,7 +85,8 @@ class PassEvent:
     """One step of a pass. ``wave``/``cluster`` are empty when the step is about the whole wave or
     fleet; ``reason`` says why (a gate's verdict, a rebuilt state's problem); ``error`` is the error
     of a failed step and ``cause`` the error value itself when there is one; ``objects`` counts the
-    objects a step wrote; ``waiting`` tells a health wait from a bake."""
+    objects a step wrote; ``waiting`` tells a health wait from a bake; ``measurement`` is what an
+    analysis measured."""
 
     step: Step
     wave: str = ""
@@ -94,6 +98,7 @@ class PassEvent:
     objects: int = 0
     waiting: Waiting | None = None
     health: Health | None = None
+    measurement: Measurement | None = None
 
     @property
     def treatment(self) -> Treatment:
@@ -170,6 +175,7 @@ TREATMENTS: Mapping[Step, Treatment] = MappingProxyType(
         Step.WINDOW_OPEN: Treatment(mark="", quiet=True),
         Step.WINDOW_CLOSED: Treatment("OutsideMaintenanceWindow", wave_state=WaveState.WAITING, mark="⏸"),
         Step.WINDOW_OVERRIDDEN: Treatment("MaintenanceWindowOverridden", warning=True, mark="!"),
+        Step.ANALYSIS_MEASURED: Treatment("AnalysisMeasured", mark="~"),
     }
 )
 

@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from syncer.domain.analysis import AnalysisRecord
 from syncer.domain.applied import Inventory, InventorySource
 from syncer.domain.changeset import FailureCause
 from syncer.domain.objects import ObjectKey
@@ -118,7 +119,8 @@ class ClusterSyncState:
     operator's reason to change the cluster outside its maintenance windows until
     ``window_override_until`` (``syncer override-window``); ``window`` says why a change to it waits
     for its maintenance window (empty when none waits); ``suspension`` is a person's ``syncer
-    suspend`` (kept beside the state like the override).
+    suspend`` (kept beside the state like the override). ``analysis`` holds the counts of the canary
+    analysis of ``revision``, so a restarted agent goes on from them.
     """
 
     cluster: str
@@ -141,6 +143,7 @@ class ClusterSyncState:
     window_override: str = ""
     window_override_until: float = 0.0
     suspension: Suspension = Suspension()
+    analysis: AnalysisRecord = field(default_factory=AnalysisRecord)
     rebuilt: bool = field(default=False, compare=False)
     stored: bool = field(default=True, compare=False)
 

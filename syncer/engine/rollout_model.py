@@ -10,6 +10,7 @@ from syncer.apply import ApplyPolicy
 from syncer.config.rollout import RolloutPolicy
 from syncer.config.settings import AGENT_NAMESPACE, HEALTH_POLL
 from syncer.domain.changeset import ChangeSet
+from syncer.engine.analysis_gate import QueryFn, query_prometheus
 from syncer.engine.diff import DiffOptions
 from syncer.leader.fence import UNFENCED, Fence, FenceOf
 from syncer.rollout import Decision
@@ -64,13 +65,15 @@ class RolloutHooks:
     says the fleet is split. ``fences(cluster)``: the fence each cluster's state writes carry.
     ``newer()``: asked between waves (and by a sharded replica's waiting gate), True when a newer
     verified revision takes over. ``admits(revision, recorded)``: whether a revision may replace what
-    a cluster records (it descends from it, or rewrites are allowed)."""
+    a cluster records (it descends from it, or rewrites are allowed). ``query(source, promql, at)``:
+    how a wave's analysis asks Prometheus."""
 
     owns: Callable[[str], bool] = _every_cluster
     sharded: bool = False
     fences: FenceOf = _unfenced
     newer: Callable[[], bool] = _never
     admits: Callable[[str, str], bool] = _always
+    query: QueryFn = query_prometheus
 
 
 @dataclass(frozen=True)

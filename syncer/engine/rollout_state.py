@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from syncer.apply import with_retries
 from syncer.domain.progress import Listener, PassEvent, Step
 from syncer.domain.sync_state import ClusterSyncState
+from syncer.engine.analysis_gate import AnalysisGate
 from syncer.engine.rollout_model import RolloutHooks, RolloutOptions
 from syncer.errors import FencedOut, KubeError
 from syncer.kube import KubeApi
@@ -41,6 +42,7 @@ class RolloutStates:
         self.stop = stop or threading.Event()
         self.clock = clock
         self.listener = listener or (lambda _: None)
+        self.analysis = AnalysisGate(hooks.query, clock, self.listener)
         self.stores = {
             name: StateStore(api, options.state_namespace, hooks.fences(name))
             for name, api in clients.items()

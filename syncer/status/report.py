@@ -60,6 +60,8 @@ class EventReporter:
             self.metrics.cluster_window_open.labels(cluster=event.cluster).set(
                 0 if event.step is Step.WINDOW_CLOSED else 1
             )
+        if event.measurement is not None and event.cluster:
+            self.metrics.measured(event.wave, event.cluster, event.measurement)
         level = logging.WARNING if treatment.warning else logging.INFO
         log.log(
             logging.DEBUG if treatment.quiet else level,

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from syncer.config.settings import AGENT_NAMESPACE
+from syncer.domain.analysis import AnalysisRecord, MetricCounts
 from syncer.domain.applied import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from syncer.domain.changeset import FailureCause
 from syncer.domain.sync_state import (
@@ -167,7 +168,31 @@ def decode(cluster: str, text: str) -> ClusterSyncState:
         healthy_since=_number(raw, "healthy_since"),
         updated_at=_number(raw, "updated_at"),
         window=_text(raw, "window"),
+        analysis=_analysis(raw.get("analysis")),
     )
+
+
+def _analysis(raw: Any) -> AnalysisRecord:
+    """The analysis counts recorded with the state (none when absent: a state written before them)."""
+    if raw is None:
+        return AnalysisRecord()
+    if not isinstance(raw, dict) or not isinstance(raw.get("metrics", []), list):
+        raise StateFormatError("analysis must be an object with a list of metrics")
+    metrics = []
+    for entry in raw.get("metrics", []):
+        if not isinstance(entry, dict):
+            raise StateFormatError("analysis metrics must be objects")
+        last = entry.get("last_value")
+        if last is not None and (isinstance(last, bool) or not isinstance(last, int | float)):
+            raise StateFormatError("last_value must be a number or null")
+        whole = {k: int(_number(entry, k)) for k in _COUNTS}
+        metrics.append(
+            MetricCounts(_text(entry, "metric"), **whole, last_at=_number(entry, "last_at"), last_value=last)
+        )
+    return AnalysisRecord(_text(raw, "revision"), _number(raw, "started"), tuple(metrics))
+
+
+_COUNTS = ("taken", "successes", "failures", "inconclusive", "errors", "consecutive_errors")
 
 
 def inventory_of(objects: Iterable[Mapping[str, Any]]) -> tuple[InventoryEntry, ...]:
