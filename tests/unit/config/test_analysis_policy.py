@@ -55,6 +55,7 @@ def test_defaults_apply_to_every_wave_and_a_wave_may_replace_them(tmp_path: Path
     assert canary.gate.analysis.source_for("us-1").url == "https://prometheus.example:9090"
     assert canary.gate.analysis.source_for("us-1").ca_file == "ca.pem"
     assert rest.gate.analysis.metrics == ()
+    assert canary.gate.analysis.describe() == "error-rate (4x every 30s, dry run)"
 
 
 def test_a_duration_gives_the_count(tmp_path: Path) -> None:
