@@ -14,6 +14,9 @@ from dataclasses import asdict, dataclass
 import promql_parser
 
 ARGUMENTS = ("cluster", "namespace", "name", "revision", "wave")
+MAX_QUERY_CHARS = 4096
+"""The longest query template. The parser recurses on nesting and overflows its stack (killing the
+process) on a query nested some ten thousand levels deep; within this length it never gets there."""
 _SAMPLE = {"cluster": "cluster-a", "namespace": "default", "name": "cache", "revision": "0" * 40, "wave": "w"}
 
 
@@ -41,6 +44,8 @@ def render_query(template: str, args: QueryArgs) -> str:
 def check_query(template: str) -> str:
     """What is wrong with ``template`` (empty: nothing): an unknown or malformed argument, or PromQL
     that does not parse once the arguments are filled."""
+    if len(template) > MAX_QUERY_CHARS:
+        return f"longer than {MAX_QUERY_CHARS} characters ({len(template)})"
     parsed = string.Template(template)
     if not parsed.is_valid():
         return "a '$' that does not start an argument ${...} (write $$ for a literal '$')"
