@@ -8,6 +8,7 @@ problem is a ``ConfigError`` naming the file, line and column, before any rollou
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from syncer.analysis import AnalysisPolicy, Baseline, MetricSpec, PrometheusSource, check_query
 from syncer.config.loading import Fields
@@ -108,27 +109,37 @@ def _metric(fields: Fields) -> MetricSpec:
     )
 
 
-def _source(fields: Fields, more: frozenset[str] = frozenset()) -> PrometheusSource:
+def _file(fields: Fields, key: str, base: Path | None) -> str:
+    """The file ``key`` names, relative to the policy's folder, checked now (a regular file within
+    the agent's limits); empty when not given."""
+    if not fields.has(key):
+        return ""
+    path = Path(fields.string(key))
+    return str(fields.check_file(key, base / path if base is not None else path))
+
+
+def _source(fields: Fields, base: Path | None, more: frozenset[str] = frozenset()) -> PrometheusSource:
     fields.reject_unknown({"url", "caFile", "tokenFile", *more})
     url = fields.string("url")
     if not re.match(r"^https?://[^\s/]+", url):
         raise fields.error("url", f"{url!r} must be an http:// or https:// URL")
-    return PrometheusSource(url.rstrip("/"), fields.string("caFile", ""), fields.string("tokenFile", ""))
+    return PrometheusSource(url.rstrip("/"), _file(fields, "caFile", base), _file(fields, "tokenFile", base))
 
 
-def parse_prometheus(top: Fields) -> AnalysisPolicy:
+def parse_prometheus(top: Fields, base: Path | None) -> AnalysisPolicy:
     """The policy's Prometheus (``prometheus: {url, caFile, tokenFile, clusters: {name: {...}}}``,
-    ``clusters`` naming those that have their own) as an analysis without metrics."""
+    ``clusters`` naming those that have their own; files relative to ``base``, the policy's folder)
+    as an analysis without metrics."""
     if not top.has("prometheus"):
         return AnalysisPolicy()
     section = top.child("prometheus")
     clusters = section.child("clusters")
     names = sorted(str(name) for name in (section.raw("clusters") or {}))
-    by_cluster = tuple((name, _source(clusters.child(name))) for name in names)
+    by_cluster = tuple((name, _source(clusters.child(name), base)) for name in names)
     if not section.has("url"):
         section.reject_unknown({"clusters"})
         return AnalysisPolicy(by_cluster=by_cluster)
-    return AnalysisPolicy(prometheus=_source(section, frozenset({"clusters"})), by_cluster=by_cluster)
+    return AnalysisPolicy(prometheus=_source(section, base, frozenset({"clusters"})), by_cluster=by_cluster)
 
 
 def parse_analysis(fields: Fields, base: AnalysisPolicy) -> AnalysisPolicy:

@@ -89,16 +89,17 @@ def _gate(fields: Fields, base: WaveGate) -> WaveGate:
     )
 
 
-def parse_rollout_policy(data: dict[str, Any], origin: str) -> RolloutPolicy:
-    """Validate an already-parsed rollout policy; every problem is a ``ConfigError`` naming ``origin``."""
-    return _rollout_policy(Fields(data, origin=origin))
+def parse_rollout_policy(data: dict[str, Any], origin: str, base: Path | None = None) -> RolloutPolicy:
+    """Validate an already-parsed rollout policy; every problem is a ``ConfigError`` naming ``origin``;
+    the files it names are relative to ``base`` (None: the working directory)."""
+    return _rollout_policy(Fields(data, origin=origin), base)
 
 
-def _rollout_policy(top: Fields) -> RolloutPolicy:
+def _rollout_policy(top: Fields, base: Path | None) -> RolloutPolicy:
     top.reject_unknown({"waves", "defaults", "rollback", "windows", "prometheus"})
     defaults_fields = top.child("defaults")
     defaults_fields.reject_unknown({"maxConcurrent", "healthTimeout", "bake", "analysis"})
-    defaults = _gate(defaults_fields, WaveGate(analysis=parse_prometheus(top)))
+    defaults = _gate(defaults_fields, WaveGate(analysis=parse_prometheus(top, base)))
     waves: list[WavePolicy] = []
     entries = top.items("waves")
     if not entries:
@@ -128,4 +129,4 @@ def _rollout_policy(top: Fields) -> RolloutPolicy:
 
 def load_rollout_policy(path: Path) -> RolloutPolicy:
     """The rollout policy in ``path``; ``ConfigError`` naming the file and key for any problem."""
-    return _rollout_policy(Fields.of(load_yaml_file(path)))
+    return _rollout_policy(Fields.of(load_yaml_file(path)), path.parent)

@@ -25,6 +25,7 @@ defaults:
 
 
 def load(tmp_path: Path, text: str) -> object:
+    (tmp_path / "ca.pem").touch()
     path = tmp_path / "rollout.yaml"
     path.write_text(text)
     return load_rollout_policy(path)
@@ -53,9 +54,20 @@ def test_defaults_apply_to_every_wave_and_a_wave_may_replace_them(tmp_path: Path
     assert metric.success.source == "result <= baseline * 1.2 + 0.001"
     assert canary.gate.analysis.source_for("eu-1").url == "http://eu-1-prometheus:9090"
     assert canary.gate.analysis.source_for("us-1").url == "https://prometheus.example:9090"
-    assert canary.gate.analysis.source_for("us-1").ca_file == "ca.pem"
+    assert canary.gate.analysis.source_for("us-1").ca_file == str(tmp_path / "ca.pem")
     assert rest.gate.analysis.metrics == ()
     assert canary.gate.analysis.describe() == "error-rate (4x every 30s, dry run)"
+
+
+def test_the_ca_and_token_files_are_found_beside_the_policy_and_checked_at_load(tmp_path: Path) -> None:
+    text = HEAD + "        failureCondition: result > 0.1\nwaves:\n  - {percent: 100}\n"
+    with_token = text.replace("  caFile: ca.pem\n", "  caFile: ca.pem\n  tokenFile: token\n")
+    (tmp_path / "token").mkdir()
+    assert "tokenFile" in load_error(tmp_path, with_token), "a directory is no token file"
+    (tmp_path / "token").rmdir()
+    (tmp_path / "token").write_text("secret\n")
+    source = load(tmp_path, with_token).waves[0].gate.analysis.prometheus  # type: ignore[attr-defined]
+    assert (source.ca_file, source.token_file) == (str(tmp_path / "ca.pem"), str(tmp_path / "token"))
 
 
 def test_a_duration_gives_the_count(tmp_path: Path) -> None:
