@@ -55,7 +55,8 @@ def query_prometheus(source: PrometheusSource, promql: str, at: float | None) ->
 
 @dataclass(frozen=True)
 class AnalysisPass:
-    """One look at a wave's analysis: the verdict and the clusters' states with their new counts."""
+    """One look at a wave's analysis: the verdict, and the states of the clusters whose counts changed
+    (only those are written: a look that measured nothing writes nothing)."""
 
     verdict: WaveAnalysisVerdict
     states: Mapping[str, ClusterSyncState]
@@ -95,7 +96,8 @@ class AnalysisGate:
                     self._tell(metric, judged, verdict, (name, cluster, fleet.revision))
                 found.append(MetricStanding(metric, verdict, reason, due))
             standings[cluster] = tuple(found)
-            updated[cluster] = replace(state, analysis=record)
+            if record != state.analysis:
+                updated[cluster] = replace(state, analysis=record)
         return AnalysisPass(judge_analysis(standings, self.clock()), updated)
 
     def _record(self, state: ClusterSyncState, revision: str) -> AnalysisRecord:

@@ -126,6 +126,7 @@ def test_nothing_is_asked_before_it_is_due_and_recorded_counts_go_on() -> None:
     looked = gate.look(wave(metric), FLEET, states(canary=replace(states()["canary"], analysis=record)))
     assert answers.asked == []
     assert (looked.verdict.verdict, looked.verdict.wait) == (Verdict.RUNNING, 5.0)
+    assert looked.states == {}, "nothing measured, nothing to write"
     later = AnalysisGate(answers, lambda: 105.0, lambda _: None)
     looked = later.look(wave(metric), FLEET, states(canary=replace(states()["canary"], analysis=record)))
     assert looked.verdict.verdict is Verdict.SUCCESSFUL
