@@ -53,12 +53,12 @@ def desired(revision: str, namespace: str) -> DesiredFleet:
     )
 
 
-def policy(url: str, metric: dict[str, Any] | None) -> RolloutPolicy:
+def policy(local: prometheus.LocalPrometheus, metric: dict[str, Any] | None) -> RolloutPolicy:
     canary: dict[str, Any] = {"name": "canary", "percent": 1, "selector": {"matchLabels": {"tier": "canary"}}}
     if metric is not None:
         canary["analysis"] = {"metrics": [metric]}
     data = {
-        "prometheus": {"url": url},
+        "prometheus": {"url": local.url, "caFile": str(local.ca_file)},
         "defaults": {"bake": "0s"},
         "waves": [canary, {"name": "rest", "percent": 100}],
     }
@@ -130,7 +130,7 @@ def main() -> int:
             ok = True
             print(f"count {args.count}, interval {args.interval:g}s: least added {least:g}s")
             for index, (way, chosen) in enumerate(ways.items()):
-                seconds, asked = run(clients, policy(local.url, chosen), f"bench-analysis-{index}")
+                seconds, asked = run(clients, policy(local, chosen), f"bench-analysis-{index}")
                 if chosen is None:
                     base = seconds
                     print(f"{way:>20}: canary wave {seconds:6.2f}s, {asked} queries")

@@ -228,8 +228,9 @@ def start(state_dir: Path | None, cluster: str, component: str, timeout: float) 
     help="Scrape HOST:PORT as JOB from now on (repeatable; with start).",
 )
 def prometheus_cmd(state_dir: Path | None, action: str, targets: tuple[str, ...]) -> None:
-    """Start the fleet's Prometheus (Debian's prometheus on a free port; stopped with the fleet) and
-    print its URL, or stop it (start brings it back on the same port, with its data)."""
+    """Start the fleet's Prometheus (Debian's prometheus on a free port, HTTPS with a CA of its own;
+    stopped with the fleet) and print its URL and CA file, or stop it (start brings it back on the
+    same port, with its data)."""
     root = _root(state_dir)
     try:
         if action == "stop":
@@ -246,7 +247,7 @@ def prometheus_cmd(state_dir: Path | None, action: str, targets: tuple[str, ...]
         jobs.setdefault(job, []).append(address)
     for job, addresses in jobs.items():
         local.scrape(job, addresses)
-    click.echo(local.url)
+    click.echo(f"{local.url} (CA: {local.ca_file})")
 
 
 @cli.command("apply")

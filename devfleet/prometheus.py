@@ -1,5 +1,6 @@
 """A real Prometheus beside the local fleet: Debian's ``prometheus`` (2.42) on a free port of
-127.0.0.1, scraping the targets it is given, stopped with the fleet.
+127.0.0.1, serving HTTPS with a certificate of its own CA, scraping the targets it is given, stopped
+with the fleet.
 
 Targets are file-discovered (``file_sd_configs``): each job is one JSON file of ``targets/`` that
 Prometheus watches, so a test adds or changes what is scraped without restarting it. The process is
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import ssl
 import time
 import urllib.parse
 import urllib.request
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from devfleet import probe, procs
+from devfleet import pki, probe, procs
 from devfleet.fleet import locked
 from devfleet.state import Fleet, Say
 
@@ -31,9 +33,11 @@ PORT_ATTEMPTS = 3
 
 @dataclass(frozen=True)
 class LocalPrometheus:
-    """A Prometheus of the fleet: its base URL and the folder of its file-discovered targets."""
+    """A Prometheus of the fleet: its base URL (https), the CA bundle that verifies it, and the folder
+    of its file-discovered targets."""
 
     url: str
+    ca_file: Path
     targets: Path
 
     def scrape(self, job: str, addresses: list[str], labels: dict[str, str] | None = None) -> None:
@@ -47,8 +51,9 @@ class LocalPrometheus:
         """The one number ``promql`` gives now (None: no single series, or no answer), for a person
         or a test checking what Prometheus sees."""
         url = f"{self.url}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"
+        context = ssl.create_default_context(cafile=str(self.ca_file))
         try:
-            with urllib.request.urlopen(url, timeout=5) as answer:
+            with urllib.request.urlopen(url, timeout=5, context=context) as answer:
                 body = json.load(answer)
         except (OSError, ValueError):
             return None
@@ -76,10 +81,19 @@ def _config(targets: Path) -> str:
     return yaml.safe_dump({"global": settings, "scrape_configs": [jobs]})
 
 
+def _tls(home: Path) -> None:
+    """A CA of its own and a serving certificate for 127.0.0.1, and the web config that serves them."""
+    ca = pki.CertificateAuthority.create(home / "pki", f"{NAME}-ca")
+    pair = ca.issue(home / "pki" / "server", NAME, server_ips=("127.0.0.1",), server_names=("localhost",))
+    web = {"tls_server_config": {"cert_file": str(pair.cert), "key_file": str(pair.key)}}
+    (home / "web.yml").write_text(yaml.safe_dump(web))
+
+
 def _argv(home: Path, port: int) -> list[str]:
     return [
         _binary(),
         f"--config.file={home / 'prometheus.yml'}",
+        f"--web.config.file={home / 'web.yml'}",
         f"--storage.tsdb.path={home / 'data'}",
         f"--web.listen-address=127.0.0.1:{port}",
         "--storage.tsdb.retention.time=1d",
@@ -97,12 +111,14 @@ def _home(fleet: Fleet) -> Path:
 
 def _handle(proc: procs.Proc, fleet: Fleet) -> LocalPrometheus:
     listen = next(a for a in proc.argv if a.startswith("--web.listen-address="))
-    return LocalPrometheus(f"http://{listen.split('=', 1)[1]}", _home(fleet) / "targets")
+    home = _home(fleet)
+    return LocalPrometheus(f"https://{listen.split('=', 1)[1]}", home / "pki" / "ca.crt", home / "targets")
 
 
-def _wait_ready(proc: procs.Proc, url: str, timeout: float) -> None:
-    ready = f"{url}/-/ready"
-    probe.wait(f"{NAME} {ready}", lambda: probe.answers_ok(ready, None), time.monotonic() + timeout, proc)
+def _wait_ready(proc: procs.Proc, local: LocalPrometheus, timeout: float) -> None:
+    ready = f"{local.url}/-/ready"
+    context = ssl.create_default_context(cafile=str(local.ca_file))
+    probe.wait(f"{NAME} {ready}", lambda: probe.answers_ok(ready, context), time.monotonic() + timeout, proc)
 
 
 def start(root: Path, say: Say = print, timeout: float = 60.0) -> LocalPrometheus:
@@ -118,13 +134,14 @@ def start(root: Path, say: Say = print, timeout: float = 60.0) -> LocalPrometheu
                 new = procs.respawn(old)
                 fleet.processes[fleet.processes.index(old)] = new
                 fleet.save()
-                _wait_ready(new, _handle(new, fleet).url, timeout)
+                _wait_ready(new, _handle(new, fleet), timeout)
                 say(f"started {NAME} again (pid {new.pid})")
                 old = new
             return _handle(old, fleet)
         home = _home(fleet)
         (home / "targets").mkdir(parents=True, exist_ok=True)
         (home / "prometheus.yml").write_text(_config(home / "targets"))
+        _tls(home)
         taken = {c.port for c in fleet.clusters} | {fleet.etcd_port}
         for attempt in range(1, PORT_ATTEMPTS + 1):
             proc = procs.spawn(NAME, _argv(home, probe.free_port(taken)), home / "prometheus.log", home)
@@ -132,7 +149,7 @@ def start(root: Path, say: Say = print, timeout: float = 60.0) -> LocalPrometheu
             fleet.save()
             handle = _handle(proc, fleet)
             try:
-                _wait_ready(proc, handle.url, timeout)
+                _wait_ready(proc, handle, timeout)
             except probe.Exited as exited:
                 fleet.processes.remove(proc)
                 fleet.save()

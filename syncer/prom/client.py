@@ -21,7 +21,8 @@ class PrometheusClient:
         self.source = source
         self.timeout = timeout
         self._session = requests.Session()
-        self._session.verify = source.ca_file or True
+        # Given with each request: requests lets $REQUESTS_CA_BUNDLE replace a session's own bundle.
+        self._verify: str | bool = source.ca_file or True
 
     def close(self) -> None:
         self._session.close()
@@ -37,7 +38,9 @@ class PrometheusClient:
             return QueryAnswer(error=f"the bearer token could not be read: {err}")
         url = f"{self.source.url}/api/v1/query"
         try:
-            response = self._session.post(url, data=params, headers=headers, timeout=self.timeout)
+            response = self._session.post(
+                url, data=params, headers=headers, timeout=self.timeout, verify=self._verify
+            )
         except requests.RequestException as err:
             return QueryAnswer(error=f"{self.source.url} did not answer: {type(err).__name__}: {err}")
         try:

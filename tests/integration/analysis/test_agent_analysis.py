@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 COUNT = 8
 
 
-def analysed(made: Rig, url: str) -> str:
+def analysed(made: Rig, local: LocalPrometheus) -> str:
     """FAST's waves, the canary judged by ``error-rate`` (COUNT measurements, one every 2 s)."""
     query = f'max(analysis_test_errors{{cluster="${{cluster}}",namespace="{made.namespace}"}})'
     metric = {"name": "error-rate", "query": query, "interval": "2s", "count": COUNT}
@@ -29,7 +29,13 @@ def analysed(made: Rig, url: str) -> str:
         "analysis": {"metrics": [{**metric, "failureCondition": "result > 0.1"}]},
     }
     return write_policy(
-        made, "analysed.yaml", {**FAST, "prometheus": {"url": url}, "waves": [canary, *FAST["waves"][1:]]}
+        made,
+        "analysed.yaml",
+        {
+            **FAST,
+            "prometheus": {"url": local.url, "caFile": str(local.ca_file)},
+            "waves": [canary, *FAST["waves"][1:]],
+        },
     )
 
 
@@ -55,7 +61,7 @@ def test_an_agent_killed_mid_analysis_resumes_without_resetting_its_counts(
         live_exporter(running_prometheus, rig.namespace, rig.clients, rig.namespace),
         agents.shown_on_failure(),
     ):
-        policy = analysed(rig, running_prometheus.url)
+        policy = analysed(rig, running_prometheus)
         revision = commit(rig, "0.01")
         first = agents.start("first", rig.args(policy, "--no-leader-elect"))
 

@@ -63,13 +63,13 @@ def prefix(namespace: str, clients: dict[str, ClusterClient]) -> Iterator[str]:
 @pytest.fixture
 def scraped(
     running_prometheus: LocalPrometheus, clients: dict[str, ClusterClient], prefix: str
-) -> Iterator[str]:
-    """The Prometheus URL, scraping this test's live exporter."""
+) -> Iterator[LocalPrometheus]:
+    """The fleet's Prometheus, scraping this test's live exporter."""
     with live_exporter(running_prometheus, prefix, clients, prefix):
-        yield running_prometheus.url
+        yield running_prometheus
 
 
-def policy(url: str, prefix: str, **metric: Any) -> RolloutPolicy:
+def policy(local: LocalPrometheus, prefix: str, **metric: Any) -> RolloutPolicy:
     """Canary then the rest; the canary judged by one metric (``metric`` overrides its fields; no
     ``metric`` at all: no analysis)."""
     query = f'max(analysis_test_errors{{cluster="${{cluster}}",namespace="{prefix}"}})'
@@ -80,7 +80,7 @@ def policy(url: str, prefix: str, **metric: Any) -> RolloutPolicy:
     analysis = {"metrics": [fields]} if metric else {}
     canary: dict[str, Any] = {"name": "canary", "percent": 1, "selector": {"matchLabels": {"tier": "canary"}}}
     data = {
-        "prometheus": {"url": url},
+        "prometheus": {"url": local.url, "caFile": str(local.ca_file)},
         "defaults": {"bake": "0s", "healthTimeout": "60s", "maxConcurrent": 2},
         "waves": [{**canary, "analysis": analysis} if analysis else canary, {"name": "rest", "percent": 100}],
     }
@@ -109,7 +109,7 @@ def measured(log: list[PassEvent]) -> list[tuple[str, Outcome, float | None]]:
 
 
 def test_a_healthy_revision_proceeds_with_its_measurements_recorded(
-    clients: dict[str, ClusterClient], prefix: str, scraped: str, tmp_path: Path
+    clients: dict[str, ClusterClient], prefix: str, scraped: LocalPrometheus, tmp_path: Path
 ) -> None:
     desired = Repo(tmp_path / "repo", prefix).write("rev-1", errors="0.01")
     log: list[PassEvent] = []
@@ -130,7 +130,7 @@ def test_a_healthy_revision_proceeds_with_its_measurements_recorded(
 
 
 def test_a_measurably_bad_canary_fails_analysis_and_rolls_back_later_waves_untouched(
-    clients: dict[str, ClusterClient], prefix: str, scraped: str, tmp_path: Path
+    clients: dict[str, ClusterClient], prefix: str, scraped: LocalPrometheus, tmp_path: Path
 ) -> None:
     repo = Repo(tmp_path / "repo", prefix)
     good = repo.write("rev-good", errors="0")
@@ -155,7 +155,7 @@ def test_a_measurably_bad_canary_fails_analysis_and_rolls_back_later_waves_untou
 
 
 def test_a_query_with_no_series_is_inconclusive_and_halts_for_a_person(
-    clients: dict[str, ClusterClient], prefix: str, scraped: str, tmp_path: Path
+    clients: dict[str, ClusterClient], prefix: str, scraped: LocalPrometheus, tmp_path: Path
 ) -> None:
     repo = Repo(tmp_path / "repo", prefix)
     good = repo.write("rev-good", errors="0")
@@ -175,7 +175,11 @@ def test_a_query_with_no_series_is_inconclusive_and_halts_for_a_person(
 
 
 def test_prometheus_stopped_mid_analysis_is_inconclusive_and_a_retry_measures_again(
-    clients: dict[str, ClusterClient], prefix: str, scraped: str, tmp_path: Path, fleet: FleetHandle
+    clients: dict[str, ClusterClient],
+    prefix: str,
+    scraped: LocalPrometheus,
+    tmp_path: Path,
+    fleet: FleetHandle,
 ) -> None:
     repo = Repo(tmp_path / "repo", prefix)
     good = repo.write("rev-good", errors="0")
@@ -211,7 +215,7 @@ def test_prometheus_stopped_mid_analysis_is_inconclusive_and_a_retry_measures_ag
 
 
 def test_a_baseline_of_the_clusters_not_yet_changed_passes_a_like_canary_and_fails_a_degraded_one(
-    clients: dict[str, ClusterClient], prefix: str, scraped: str, tmp_path: Path
+    clients: dict[str, ClusterClient], prefix: str, scraped: LocalPrometheus, tmp_path: Path
 ) -> None:
     repo = Repo(tmp_path / "repo", prefix)
     first = repo.write("rev-1", errors="0.01")
@@ -243,7 +247,7 @@ def test_a_baseline_of_the_clusters_not_yet_changed_passes_a_like_canary_and_fai
 
 
 def test_a_failing_dry_run_metric_lets_the_wave_proceed_and_says_so(
-    clients: dict[str, ClusterClient], prefix: str, scraped: str, tmp_path: Path
+    clients: dict[str, ClusterClient], prefix: str, scraped: LocalPrometheus, tmp_path: Path
 ) -> None:
     repo = Repo(tmp_path / "repo", prefix)
     good = repo.write("rev-good", errors="0")
@@ -259,7 +263,7 @@ def test_a_failing_dry_run_metric_lets_the_wave_proceed_and_says_so(
 
 
 def test_a_stopped_rollout_resumes_its_analysis_without_resetting_the_counts(
-    clients: dict[str, ClusterClient], prefix: str, scraped: str, tmp_path: Path
+    clients: dict[str, ClusterClient], prefix: str, scraped: LocalPrometheus, tmp_path: Path
 ) -> None:
     repo = Repo(tmp_path / "repo", prefix)
     good = repo.write("rev-good", errors="0")
