@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from devfleet import access, build, fleet
+from devfleet import access, build, fleet, probe, prometheus
 from devfleet import cpu as fleet_cpu
 from devfleet import memory as fleet_memory
 
@@ -215,6 +215,39 @@ def start(state_dir: Path | None, cluster: str, component: str, timeout: float) 
         _loaded(state_dir).start_component(cluster, component, _say, timeout)
     except (KeyError, RuntimeError, TimeoutError) as err:
         raise click.ClickException(_why(err)) from err
+
+
+@cli.command("prometheus")
+@_state_option
+@click.argument("action", type=click.Choice(["start", "stop"]))
+@click.option(
+    "--scrape",
+    "targets",
+    multiple=True,
+    metavar="JOB=HOST:PORT",
+    help="Scrape HOST:PORT as JOB from now on (repeatable; with start).",
+)
+def prometheus_cmd(state_dir: Path | None, action: str, targets: tuple[str, ...]) -> None:
+    """Start the fleet's Prometheus (Debian's prometheus on a free port, HTTPS with a CA of its own;
+    stopped with the fleet) and print its URL and CA file, or stop it (start brings it back on the
+    same port, with its data)."""
+    root = _root(state_dir)
+    try:
+        if action == "stop":
+            prometheus.stop(root, _say)
+            return
+        local = prometheus.start(root, _say)
+    except (RuntimeError, TimeoutError, probe.Exited) as err:
+        raise click.ClickException(_why(err)) from err
+    jobs: dict[str, list[str]] = {}
+    for target in targets:
+        job, _, address = target.partition("=")
+        if not job or ":" not in address:
+            raise click.BadParameter(f"{target!r} is not JOB=HOST:PORT", param_hint="--scrape")
+        jobs.setdefault(job, []).append(address)
+    for job, addresses in jobs.items():
+        local.scrape(job, addresses)
+    click.echo(f"{local.url} (CA: {local.ca_file})")
 
 
 @cli.command("apply")

@@ -87,7 +87,7 @@ class UpOptions:
 
 
 @contextlib.contextmanager
-def _locked(root: Path) -> Iterator[None]:
+def locked(root: Path) -> Iterator[None]:
     """Holds a lock beside ``root`` so that two commands never start or stop the same fleet at once."""
     root.parent.mkdir(parents=True, exist_ok=True)
     with (root.parent / f".{root.name}.lock").open("a") as lock:
@@ -102,7 +102,7 @@ def up(root: Path, options: UpOptions = UpOptions(), say: Say = print) -> Fleet:
     """Start a fleet in ``root``; if one already runs there whole, return it as it is."""
     if len(set(options.clusters)) != len(options.clusters) or not options.clusters:
         raise ValueError(f"cluster names must be given and unique: {', '.join(options.clusters)}")
-    with _locked(root):
+    with locked(root):
         existing = Fleet.load(root)
         if existing is not None:
             if len(existing.live()) == len(existing.processes):
@@ -287,7 +287,7 @@ def _start_full_components(
 
 def down(root: Path, say: Say = print) -> list[procs.Proc]:
     """Stop exactly the processes the fleet in ``root`` started and remove its state; return survivors."""
-    with _locked(root):
+    with locked(root):
         return _down(root, say)
 
 

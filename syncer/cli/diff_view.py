@@ -175,6 +175,8 @@ def render_text(
     console.print(Text(f"revision {plan.revision}{mode}", style="bold"))
     for index, wave in enumerate(plan.waves, start=1):
         console.print(Text(f"wave {index}: {wave.name}", style="bold underline"))
+        if wave.analysis:
+            console.print(Text(f"  judged by analysis: {wave.analysis}"))
         for cluster in wave.clusters:
             for line in _cluster_lines(cluster, field_manager, report):
                 console.print(line)
@@ -214,6 +216,8 @@ def render_unified(plan: FleetPlan, guards: tuple[GuardReport | None, str] = (No
     report, policy = guards
     yield f"# syncer diff of revision {plan.revision}" + (" (offline)" if plan.offline else "")
     for wave in plan.waves:
+        if wave.analysis:
+            yield f"# wave {wave.name} judged by analysis: {wave.analysis}"
         for cluster in wave.clusters:
             yield f"# wave {wave.name}, cluster {cluster.cluster}"
             if cluster.error:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,16 @@ def status(config_path: Path, kubeconfig: str, state_namespace: str, output: str
                     else None
                 ),
                 updatedAt=state.updated_at,
+                analysis=(
+                    {
+                        "revision": state.analysis.revision,
+                        "started": state.analysis.started,
+                        "metrics": [asdict(c) for c in state.analysis.metrics],
+                        "summary": state.analysis.summary(),
+                    }
+                    if state.analysis.metrics
+                    else None
+                ),
                 window=state.window,
                 windowOverride=_override_text(state.window_override, state.window_override_until),
                 suspended=(
@@ -149,6 +160,7 @@ _COLUMNS = (
     Column("phase", priority=2),
     Column("health", priority=1),
     Column("window", priority=0, fold=True),
+    Column("analysis", priority=1, fold=True),
     Column("last error", priority=0, fold=True),
     Column("last good", priority=3),
     Column("owner", priority=4),
@@ -175,6 +187,7 @@ def render_status(rows: list[dict[str, Any]], console: Console) -> None:
                 )
                 if part
             ),
+            (row.get("analysis") or {}).get("summary", ""),
             row.get("lastError") or row.get("error", ""),
             row.get("lastGood", "")[:12],
             row.get("owner", ""),

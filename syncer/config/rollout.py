@@ -7,10 +7,12 @@ least one), the first two waves together about 10%, and so on until the last wav
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from syncer.analysis import AnalysisPolicy
+from syncer.config.analysis import parse_analysis, parse_prometheus
 from syncer.config.loading import Fields, load_yaml_file
 from syncer.config.shapes import parse_selector
 from syncer.config.windows import MaintenanceWindow, parse_window
@@ -35,12 +37,14 @@ class WaveGate:
     become healthy after it was applied; ``bake``: seconds it must then stay healthy before the next
     wave starts; ``manual`` (``approval: manual``): the wave does not start until a person promotes
     the waiting revision (``syncer promote``), after the previous wave passed.
+    ``analysis``: the metrics it is then judged by (none: health and bake alone).
     """
 
     max_concurrent: int = 5
     health_timeout: float = 600.0
     bake: float = 120.0
     manual: bool = False
+    analysis: AnalysisPolicy = field(default_factory=AnalysisPolicy)
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,7 @@ def _gate(fields: Fields, base: WaveGate) -> WaveGate:
         health_timeout=_duration(fields, "healthTimeout", base.health_timeout),
         bake=_duration(fields, "bake", base.bake),
         manual=_manual(fields, base.manual),
+        analysis=parse_analysis(fields.child("analysis"), base.analysis),
     )
 
 
@@ -101,16 +106,17 @@ def _manual(fields: Fields, default: bool) -> bool:
     return _APPROVALS[value]
 
 
-def parse_rollout_policy(data: dict[str, Any], origin: str) -> RolloutPolicy:
-    """Validate an already-parsed rollout policy; every problem is a ``ConfigError`` naming ``origin``."""
-    return _rollout_policy(Fields(data, origin=origin))
+def parse_rollout_policy(data: dict[str, Any], origin: str, base: Path | None = None) -> RolloutPolicy:
+    """Validate an already-parsed rollout policy; every problem is a ``ConfigError`` naming ``origin``;
+    the files it names are relative to ``base`` (None: the working directory)."""
+    return _rollout_policy(Fields(data, origin=origin), base)
 
 
-def _rollout_policy(top: Fields) -> RolloutPolicy:
-    top.reject_unknown({"waves", "defaults", "rollback", "windows"})
+def _rollout_policy(top: Fields, base: Path | None) -> RolloutPolicy:
+    top.reject_unknown({"waves", "defaults", "rollback", "windows", "prometheus"})
     defaults_fields = top.child("defaults")
-    defaults_fields.reject_unknown({"maxConcurrent", "healthTimeout", "bake", "approval"})
-    defaults = _gate(defaults_fields, WaveGate())
+    defaults_fields.reject_unknown({"maxConcurrent", "healthTimeout", "bake", "approval", "analysis"})
+    defaults = _gate(defaults_fields, WaveGate(analysis=parse_prometheus(top, base)))
     waves: list[WavePolicy] = []
     entries = top.items("waves")
     if not entries:
@@ -118,7 +124,7 @@ def _rollout_policy(top: Fields) -> RolloutPolicy:
     for index in range(len(entries)):
         wave = top.child("waves", index)
         wave.reject_unknown(
-            {"name", "percent", "selector", "maxConcurrent", "healthTimeout", "bake", "approval"}
+            {"name", "percent", "selector", "maxConcurrent", "healthTimeout", "bake", "approval", "analysis"}
         )
         percent = wave.number("percent", 0) if wave.has("percent") else None
         if percent is None or percent > 100:
@@ -140,4 +146,4 @@ def _rollout_policy(top: Fields) -> RolloutPolicy:
 
 def load_rollout_policy(path: Path) -> RolloutPolicy:
     """The rollout policy in ``path``; ``ConfigError`` naming the file and key for any problem."""
-    return _rollout_policy(Fields.of(load_yaml_file(path)))
+    return _rollout_policy(Fields.of(load_yaml_file(path)), path.parent)

@@ -51,6 +51,10 @@ HISTORY_KEEP_MAX = 200
 """The most ``history.keep`` may ask for: each entry's texts are bounded, so that many entries stay
 far below the 1 MiB a ConfigMap may hold."""
 
+PROMETHEUS_TIMEOUT = 10.0
+"""Seconds one query of an analysis may take (connect and answer); a slower Prometheus gives an
+error measurement, never a value."""
+
 
 @dataclass(frozen=True)
 class LeaseSettings:

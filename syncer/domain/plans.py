@@ -146,10 +146,12 @@ class LeavingCluster:
 
 @dataclass(frozen=True)
 class WavePlan:
-    """The clusters of one rollout wave, in rollout order."""
+    """The clusters of one rollout wave, in rollout order, and the analysis it will be judged by
+    (``analysis``: its metrics in words; empty: health and bake alone)."""
 
     name: str
     clusters: tuple[ClusterPlan, ...]
+    analysis: str = ""
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
 
+from syncer.domain.analysis import Measurement
 from syncer.domain.health import Health
 from syncer.errors import SyncerError
 
@@ -64,6 +65,7 @@ class Step(StrEnum):
     ROLLED_BACK = "rolled-back"  # the failed clusters of a wave are back on the revision named
     SUSPENSION_STARTED = "suspension-started"  # a cluster records a suspension it did not last pass
     SUSPENSION_ENDED = "suspension-ended"  # a cluster no longer records the suspension it did
+    ANALYSIS_MEASURED = "analysis-measured"  # one measurement of a wave's canary analysis
 
 
 class Waiting(StrEnum):
@@ -75,6 +77,7 @@ class Waiting(StrEnum):
     WINDOW = "window"
     SUSPENDED = "suspended"  # a person suspended a cluster of the wave (``syncer resume`` ends it)
     PROMOTION = "promotion"  # a manual gate: the wave starts once a person runs ``syncer promote``
+    ANALYSIS = "analysis"  # a healthy, baked wave is being judged by its metrics
 
 
 class WaveState(StrEnum):
@@ -93,7 +96,8 @@ class PassEvent:
     """One step of a pass. ``wave``/``cluster`` are empty when the step is about the whole wave or
     fleet; ``reason`` says why (a gate's verdict, a rebuilt state's problem); ``error`` is the error
     of a failed step and ``cause`` the error value itself when there is one; ``objects`` counts the
-    objects a step wrote; ``waiting`` tells a health wait from a bake."""
+    objects a step wrote; ``waiting`` tells a health wait from a bake; ``measurement`` is what an
+    analysis measured."""
 
     step: Step
     wave: str = ""
@@ -105,6 +109,7 @@ class PassEvent:
     objects: int = 0
     waiting: Waiting | None = None
     health: Health | None = None
+    measurement: Measurement | None = None
 
     @property
     def treatment(self) -> Treatment:
@@ -193,6 +198,7 @@ TREATMENTS: Mapping[Step, Treatment] = MappingProxyType(
         Step.ROLLED_BACK: Treatment(warning=True, mark="↺", names_revision=True),
         Step.SUSPENSION_STARTED: Treatment(warning=True, mark="⏸"),
         Step.SUSPENSION_ENDED: Treatment(mark="▶"),
+        Step.ANALYSIS_MEASURED: Treatment("AnalysisMeasured", mark="~"),
     }
 )
 

@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from syncer.domain.analysis import AnalysisRecord
 from syncer.domain.applied import Inventory, InventorySource
 from syncer.domain.changeset import FailureCause
 from syncer.domain.gates import Abort, AwaitingPromotion, Promotion
@@ -149,7 +150,8 @@ class ClusterSyncState:
     suspend`` (kept beside the state like the override). ``awaiting`` is the manual gate the
     cluster's wave waits at (the agent's record); ``promotion`` and ``abort`` are a person's ``syncer
     promote`` and ``syncer abort`` (kept beside the state like the override); ``pin`` a person's
-    ``syncer rollback``.
+    ``syncer rollback``. ``analysis`` holds the counts of
+    the canary analysis of ``revision``, so a restarted agent goes on from them.
     """
 
     cluster: str
@@ -176,6 +178,7 @@ class ClusterSyncState:
     promotion: Promotion = field(default_factory=Promotion)
     abort: Abort = field(default_factory=Abort)
     pin: Pin = Pin()
+    analysis: AnalysisRecord = field(default_factory=AnalysisRecord)
     rebuilt: bool = field(default=False, compare=False)
     stored: bool = field(default=True, compare=False)
 

@@ -272,7 +272,11 @@ def _fleet_plan(
     labels = {name: fleet.clusters[name].labels for name in by_name}
     waves = blocked_after_refusal(
         tuple(
-            WavePlan(wave.name, tuple(by_name[name] for name in sorted(wave.clusters)))
+            WavePlan(
+                wave.name,
+                tuple(by_name[name] for name in sorted(wave.clusters)),
+                wave.gate.analysis.describe() if wave.gate.analysis.metrics else "",
+            )
             for wave in plan_waves(labels, policy)
         )
     )

@@ -63,7 +63,7 @@ def roll_back_wave(
         rollout.listener(PassEvent(Step.ROLLING_BACK, wave.name, revision=revision))
         for name in names:
             rollout._apply_cluster(wave, back.clusters[name], revision)
-        verdict = rollout._gate(replace(wave, clusters=tuple(names)), back, rollback=False)
+        verdict = rollout._gate(replace(wave, clusters=tuple(names)), back, rollback=False, analysed=False)
         for name in names:
             state = rollout.states[name]
             rollout._save(name, replace(state, phase=phase_after_rollback(state, verdict)))

@@ -12,10 +12,11 @@ from __future__ import annotations
 import contextlib
 from dataclasses import replace
 
+from syncer.domain.analysis import Verdict
 from syncer.domain.changeset import ChangeSet
 from syncer.domain.health import Health
 from syncer.domain.objects import DesiredFleet
-from syncer.domain.progress import PassEvent, Step
+from syncer.domain.progress import PassEvent, Step, Waiting
 from syncer.domain.sync_state import SyncPhase
 from syncer.engine.live import live_health
 from syncer.engine.rollout_apply import WaveApply
@@ -114,14 +115,21 @@ class RolloutGate(WaveApply):
         return progress
 
     def _gate(
-        self, wave: Wave, fleet: DesiredFleet, rollback: bool | None = None, *, rolling_out: bool = False
+        self,
+        wave: Wave,
+        fleet: DesiredFleet,
+        rollback: bool | None = None,
+        *,
+        rolling_out: bool = False,
+        analysed: bool = True,
     ) -> GateVerdict:
         """Check the wave's health until the gate decides (or the agent is asked to stop).
 
         A sharded replica also waits for clusters other replicas own; while it waits it applies the
         clusters it gains, and (``rolling_out``) a newer verified revision takes over at once
         (``Superseded``); a cluster its owner does not put on the revision within the wave's health
-        timeout ends the wait with the reason (the next pass looks again)."""
+        timeout ends the wait with the reason (the next pass looks again). A wave healthy and baked
+        is then judged by its analysis (``analysed``; a rollback's gate is not)."""
         allowed = self.options.rollout.rollback if rollback is None else rollback
         entered = self.clock()
         waited = False  # the person's acts read with the states are current until the gate waits
@@ -146,8 +154,11 @@ class RolloutGate(WaveApply):
                         PassEvent(Step.GATE_WAIT, wave.name, revision=fleet.revision, reason=reason)
                     )
                     return replace(verdict, reason=f"{reason} (for {wave.gate.health_timeout:g}s)")
+            still = verdict.decision is Decision.PROCEED and self._still_healthy(wave, fleet.revision)
+            if verdict.decision is Decision.PROCEED and analysed and wave.gate.analysis.metrics and not still:
+                verdict = self._analysed(wave, fleet, verdict, allowed)
             step = _GATE_STEPS[verdict.decision]
-            if step is Step.GATE_PROCEED and self._still_healthy(wave, fleet.revision):
+            if still:
                 step = Step.GATE_STILL_HEALTHY
             self.listener(
                 PassEvent(
@@ -181,6 +192,26 @@ class RolloutGate(WaveApply):
             why = verdict.reason
             self.listener(PassEvent(Step.ROLLOUT_ABORTED, wave.name, revision=revision, reason=why))
         return verdict
+
+    def _analysed(self, wave: Wave, fleet: DesiredFleet, healthy: GateVerdict, rollback: bool) -> GateVerdict:
+        """The verdict on a healthy, baked wave once its analysis looked (``engine.analysis_gate``):
+        wait for the next measurement, proceed, fail (halt or roll back) or halt for a person when it
+        is inconclusive (``syncer retry`` measures again). The counts are recorded first."""
+        owned = replace(wave, clusters=tuple(filter(self.owns, wave.clusters)))
+        looked = self.analysis.look(owned, fleet, self.states)
+        for name, state in looked.states.items():
+            self._save(name, state)
+        found = looked.verdict
+        if found.verdict is Verdict.RUNNING:
+            return GateVerdict(Decision.WAIT, found.reason, found.wait, waiting=Waiting.ANALYSIS)
+        if found.verdict is Verdict.SUCCESSFUL:
+            return replace(healthy, reason=f"{healthy.reason}; {found.reason}")
+        failed = tuple(name for name, _ in found.clusters)
+        if found.verdict is Verdict.FAILED:
+            decision = Decision.ROLLBACK if rollback else Decision.HALT
+            return GateVerdict(decision, found.reason, failed=failed, reasons=found.clusters)
+        reason = f"{found.reason}; waiting for a person: syncer retry measures again"
+        return GateVerdict(Decision.HALT, reason, failed=failed, reasons=found.clusters)
 
     def _elsewhere(self, wave: Wave, revision: str) -> list[str]:
         """The clusters of ``wave`` another replica owns that do not record ``revision``, with what

@@ -11,6 +11,7 @@ from syncer.config.rollout import RolloutPolicy
 from syncer.config.settings import AGENT_NAMESPACE, HEALTH_POLL, HISTORY_KEEP
 from syncer.config.two_person import TwoPersonRule
 from syncer.domain.changeset import ChangeSet
+from syncer.engine.analysis_gate import QueryFn, query_prometheus
 from syncer.engine.diff import DiffOptions
 from syncer.leader.fence import UNFENCED, Fence, FenceOf
 from syncer.rollout import Decision
@@ -77,7 +78,8 @@ class RolloutHooks:
     ``newer()``: asked between waves (and by a sharded replica's waiting gate), True when a newer
     verified revision takes over. ``admits(revision, recorded)``: whether a revision may replace what
     a cluster records (it descends from it, or rewrites are allowed). ``signer(revision)``: the trust
-    policy's name of who signed a verified revision ("" when not known), for the clusters' history."""
+    policy's name of who signed a verified revision ("" when not known), for the clusters' history;
+    ``query(source, promql, at)``: how a wave's analysis asks Prometheus."""
 
     owns: Callable[[str], bool] = _every_cluster
     sharded: bool = False
@@ -85,6 +87,7 @@ class RolloutHooks:
     newer: Callable[[], bool] = _never
     admits: Callable[[str, str], bool] = _always
     signer: Callable[[str], str] = _unknown_signer
+    query: QueryFn = query_prometheus
 
 
 @dataclass(frozen=True)

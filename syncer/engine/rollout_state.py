@@ -14,6 +14,7 @@ from syncer.apply import with_retries
 from syncer.domain.history import Actor
 from syncer.domain.progress import Listener, PassEvent, Step
 from syncer.domain.sync_state import ClusterSyncState
+from syncer.engine.analysis_gate import AnalysisGate
 from syncer.engine.rollout_model import RolloutHooks, RolloutOptions
 from syncer.errors import FencedOut, KubeError
 from syncer.kube import KubeApi
@@ -43,6 +44,7 @@ class RolloutStates:
         self.stop = stop or threading.Event()
         self.clock = clock
         self.listener = listener or (lambda _: None)
+        self.analysis = AnalysisGate(hooks.query, clock, self.listener)
         self.stores = {
             name: StateStore(api, options.state_namespace, hooks.fences(name), options.history_keep)
             for name, api in clients.items()

@@ -1,4 +1,5 @@
-"""The CEL environment of guard rules: which variables and functions an expression may use.
+"""The CEL environments of guard rules and of analysis conditions: which variables and functions an
+expression may use. One language serves both; only the variables differ.
 
 Every expression is parsed and type-checked when the policy is loaded (``compile_expression``), so an
 undeclared variable, an unknown function or a wrong argument type is found then, with its line and
@@ -22,6 +23,9 @@ from syncer.guards import functions
 # a prune), the cluster ({name, labels}), the revision ({id, objectsChanged, clustersAffected}) and
 # the change itself ({action, kind, namespace, name, subject}).
 VARIABLES = ("old", "new", "cluster", "revision", "change")
+# The variables of an analysis condition: the value measured now and the baseline it is compared with
+# (both numbers; see syncer.analysis).
+ANALYSIS_VARIABLES = ("result", "baseline")
 
 _ERROR = re.compile(r"^ERROR: <input>:(\d+):(\d+): (.*)$")
 
@@ -77,11 +81,16 @@ def _declarations() -> list[Any]:
     return decls
 
 
-_ENV = cel.NewEnv(
-    variables=dict.fromkeys(VARIABLES, cel.Type.DYN),
-    extensions=[ext_strings.ExtStrings(), ext_optional.ExtOptional(), ext_math.ExtMath()],
-    functions=_declarations(),
-)
+def _env(variables: Mapping[str, Any]) -> Any:
+    return cel.NewEnv(
+        variables=dict(variables),
+        extensions=[ext_strings.ExtStrings(), ext_optional.ExtOptional(), ext_math.ExtMath()],
+        functions=_declarations(),
+    )
+
+
+_ENV = _env(dict.fromkeys(VARIABLES, cel.Type.DYN))
+_ANALYSIS_ENV = _env(dict.fromkeys(ANALYSIS_VARIABLES, cel.Type.DOUBLE))
 
 
 def _problems(text: str) -> tuple[CelProblem, ...]:
@@ -109,9 +118,10 @@ class Program:
 
     source: str
     compiled: Any = field(repr=False, compare=False)
+    variables: tuple[str, ...] = VARIABLES
 
     def evaluate(self, inputs: Mapping[str, Any]) -> Evaluation:
-        data = {name: plain(inputs.get(name)) for name in VARIABLES}
+        data = {name: plain(inputs.get(name)) for name in self.variables}
         result = self.compiled.eval(data=data)
         kind = result.type().name()
         if kind == "BOOL":
@@ -137,16 +147,18 @@ def _runtime_message(text: str) -> str:
     return message
 
 
-def compile_expression(source: str) -> Program | tuple[CelProblem, ...]:
-    """A program for ``source``, or every problem the parser and the type checker found in it."""
+def compile_expression(source: str, *, analysis: bool = False) -> Program | tuple[CelProblem, ...]:
+    """A program for ``source``, or every problem the parser and the type checker found in it: a
+    guard rule's, or (``analysis``) an analysis condition's over ``result`` and ``baseline``."""
     try:
-        compiled = _ENV.compile(source)
+        compiled = (_ANALYSIS_ENV if analysis else _ENV).compile(source)
     except RuntimeError as err:
         return _problems(str(err))
     kind = compiled.return_type().name()
     if kind not in ("BOOL", "DYN"):
-        return (CelProblem(1, 1, f"the expression gives {_a(kind)}; a rule must give a bool"),)
-    return Program(source, compiled)
+        what = "a condition" if analysis else "a rule"
+        return (CelProblem(1, 1, f"the expression gives {_a(kind)}; {what} must give a bool"),)
+    return Program(source, compiled, ANALYSIS_VARIABLES if analysis else VARIABLES)
 
 
 def plain(value: Any) -> Any:

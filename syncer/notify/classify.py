@@ -85,6 +85,7 @@ RULES: Mapping[Step, Rule | None] = MappingProxyType(
         Step.WINDOW_OPEN: None,
         Step.WINDOW_CLOSED: None,  # the wave's wait is told by GATE_WAIT once beyond its bound
         Step.WINDOW_OVERRIDDEN: None,
+        Step.ANALYSIS_MEASURED: None,  # a failed analysis is told by the gate's halt or rollback
         Step.CLUSTER_PINNED: None,  # told every pass while the pin holds: the person's act is known
         Step.PIN_UNAVAILABLE: Rule(NoticeClass.REVISION_REJECTED, Severity.ERROR, "pin-unavailable"),
         Step.AWAITING_PROMOTION: Rule(NoticeClass.AWAITING_PROMOTION, Severity.WARNING, "manual-gate"),

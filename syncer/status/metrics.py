@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from syncer.domain.analysis import Measurement
 from syncer.domain.progress import WaveState
 
 
@@ -125,6 +128,31 @@ class SyncerMetrics:
             registry=r,
         )
 
+        self.analysis_value = Gauge(
+            "syncer_analysis_value",
+            "The last value a wave's analysis measured for a metric on a cluster (NaN: it had none).",
+            ["metric", "cluster", "wave"],
+            registry=r,
+        )
+        self.analysis_baseline = Gauge(
+            "syncer_analysis_baseline",
+            "The baseline the last measurement of a metric on a cluster was compared with.",
+            ["metric", "cluster", "wave"],
+            registry=r,
+        )
+        self.analysis_threshold = Gauge(
+            "syncer_analysis_threshold",
+            "1 for the conditions (CEL over result and baseline) a metric on a cluster is held to.",
+            ["metric", "cluster", "wave", "condition"],
+            registry=r,
+        )
+        self.analysis_total = Counter(
+            "syncer_analysis",
+            "Measurements of analysis metrics by result: success, failure, inconclusive, error.",
+            ["metric", "result"],
+            registry=r,
+        )
+
     def set_revision(self, revision: str) -> None:
         self.revision_info.clear()
         self.revision_info.labels(revision=revision).set(1)
@@ -133,3 +161,12 @@ class SyncerMetrics:
         """Mark ``wave`` as being in ``state`` (one state per wave at a time)."""
         for other in WaveState:
             self.wave_state.labels(wave=wave, state=str(other)).set(1 if other == state else 0)
+
+    def measured(self, wave: str, cluster: str, measurement: Measurement) -> None:
+        """Record one measurement of a wave's analysis."""
+        where = {"metric": measurement.metric, "cluster": cluster, "wave": wave}
+        self.analysis_value.labels(**where).set(math.nan if measurement.value is None else measurement.value)
+        if measurement.baseline is not None:
+            self.analysis_baseline.labels(**where).set(measurement.baseline)
+        self.analysis_threshold.labels(**where, condition=measurement.threshold).set(1)
+        self.analysis_total.labels(metric=measurement.metric, result=str(measurement.outcome)).inc()

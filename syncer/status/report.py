@@ -79,6 +79,8 @@ class EventReporter:
             self.metrics.apply_errors.labels(cluster=event.cluster).inc()
         if event.wave and event.step in _GATE_STEPS:
             self._awaiting(event)
+        if event.measurement is not None and event.cluster:
+            self.metrics.measured(event.wave, event.cluster, event.measurement)
         level = logging.WARNING if treatment.warning else logging.INFO
         log.log(
             logging.DEBUG if treatment.quiet else level,

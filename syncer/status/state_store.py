@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from syncer.config.settings import AGENT_NAMESPACE, HISTORY_KEEP
+from syncer.domain.analysis import AnalysisRecord, MetricCounts
 from syncer.domain.applied import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from syncer.domain.changeset import FailureCause
 from syncer.domain.gates import AwaitingPromotion
@@ -156,6 +157,7 @@ def decode(cluster: str, text: str) -> ClusterSyncState:
         updated_at=fields.number(raw, "updated_at"),
         window=fields.text(raw, "window"),
         awaiting=_awaiting(raw.get("awaiting")),
+        analysis=_analysis(raw.get("analysis")),
     )
 
 
@@ -168,6 +170,34 @@ def _awaiting(raw: Any) -> AwaitingPromotion:
     return AwaitingPromotion(
         fields.text(raw, "wave"), fields.text(raw, "revision"), fields.number(raw, "since")
     )
+
+
+def _analysis(raw: Any) -> AnalysisRecord:
+    """The analysis counts recorded with the state (none when absent: a state written before them)."""
+    if raw is None:
+        return AnalysisRecord()
+    if not isinstance(raw, dict) or not isinstance(raw.get("metrics", []), list):
+        raise StateFormatError("analysis must be an object with a list of metrics")
+    metrics = []
+    for entry in raw.get("metrics", []):
+        if not isinstance(entry, dict):
+            raise StateFormatError("analysis metrics must be objects")
+        last = entry.get("last_value")
+        if last is not None and (isinstance(last, bool) or not isinstance(last, int | float)):
+            raise StateFormatError("last_value must be a number or null")
+        whole = {k: int(fields.number(entry, k)) for k in _COUNTS}
+        metrics.append(
+            MetricCounts(
+                fields.text(entry, "metric"),
+                **whole,
+                last_at=fields.number(entry, "last_at"),
+                last_value=last,
+            )
+        )
+    return AnalysisRecord(fields.text(raw, "revision"), fields.number(raw, "started"), tuple(metrics))
+
+
+_COUNTS = ("taken", "successes", "failures", "inconclusive", "errors", "consecutive_errors")
 
 
 def inventory_of(objects: Iterable[Mapping[str, Any]]) -> tuple[InventoryEntry, ...]:

@@ -70,3 +70,14 @@ def test_the_unified_rendering_is_a_diff_per_object() -> None:
     assert "# keep eu-1/RedisCluster/redis/old: kept: prune disabled (syncer.dev/prune: disabled)" in lines
     # Every line is a comment or a line a diff highlighter understands.
     assert all(line[:1] in "#-+@ " for line in lines)
+
+
+def test_a_wave_with_an_analysis_says_which_metrics_it_will_run() -> None:
+    plan = _plan()
+    analysed = FleetPlan(
+        plan.revision,
+        (WavePlan("all", plan.waves[0].clusters, "errors (5x every 60s), lag (1x every 30s, dry run)"),),
+    )
+    assert "judged by analysis: errors (5x every 60s), lag (1x every 30s, dry run)" in _text(analysed)
+    assert "# wave all judged by analysis: errors (5x every 60s)" in "\n".join(render_unified(analysed))
+    assert "judged by analysis" not in _text(plan)

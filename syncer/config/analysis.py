@@ -1,0 +1,156 @@
+"""The ``analysis`` sections of the rollout policy: metrics a wave is judged by, checked at load.
+
+Each query template must use only known arguments and parse as PromQL; each condition must parse and
+type-check as CEL over ``result`` and ``baseline`` (both numbers: write ``1.0``, not ``1``). Any
+problem is a ``ConfigError`` naming the file, line and column, before any rollout.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from syncer.analysis import AnalysisPolicy, Baseline, MetricSpec, PrometheusSource, check_query
+from syncer.config.loading import Fields
+from syncer.domain.durations import parse_duration
+from syncer.errors import ConfigError
+from syncer.guards.language import CelProblem, Program, compile_expression
+
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9_]{0,61}[a-z0-9])?$")
+_METRIC_KEYS = {
+    "name", "query", "successCondition", "failureCondition", "baseline", "interval", "count",
+    "duration", "initialDelay", "failureLimit", "inconclusiveLimit", "consecutiveErrorLimit", "dryRun",
+}  # fmt: skip
+
+
+def _seconds(fields: Fields, key: str, default: float) -> float:
+    if not fields.has(key):
+        return default
+    try:
+        return parse_duration(fields.raw(key))
+    except ValueError as err:
+        raise fields.error(key, str(err)) from err
+
+
+def _whole(fields: Fields, key: str, default: int, *, least: int = 0) -> int:
+    value = fields.raw(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise fields.error(key, f"must be a whole number of at least {least}, not {value!r}")
+    return value
+
+
+def _where(fields: Fields, key: str, problem: CelProblem) -> str:
+    """file:line:column of a CEL problem in the condition under ``key``: exact for a condition on the
+    key's own line (plain), else the key's place and the place in the condition's text."""
+    located = fields.located(key)
+    match = re.match(r"^(.*):(\d+):(\d+)$", located)
+    if match is None or problem.line != 1:
+        return f"{located}: (line {problem.line}, column {problem.column} of the condition)"
+    column = int(match.group(3)) + len(key) + 2 + problem.column - 1
+    return f"{match.group(1)}:{match.group(2)}:{column}"
+
+
+def _condition(fields: Fields, key: str, metric: str, baseline: Baseline) -> Program | None:
+    if not fields.has(key):
+        return None
+    source = fields.raw(key)
+    if not isinstance(source, str) or not source.strip():
+        raise fields.error(key, "must be a CEL expression over result (and baseline) giving a bool")
+    compiled = compile_expression(source.strip(), analysis=True)
+    if isinstance(compiled, tuple):
+        raise ConfigError(
+            "\n".join(f"{_where(fields, key, p)}: metric {metric}: {key}: {p.message}" for p in compiled)
+        )
+    if baseline is Baseline.NONE and re.search(r"\bbaseline\b", source):
+        raise fields.error(key, f"metric {metric} uses baseline but sets none (baseline: previous or before)")
+    return compiled
+
+
+def _metric(fields: Fields) -> MetricSpec:
+    fields.reject_unknown(_METRIC_KEYS)
+    name = fields.string("name")
+    if not _NAME.match(name):
+        raise fields.error("name", f"{name!r} must be lower-case letters, digits, '-' and '_'")
+    query = fields.string("query")
+    wrong = check_query(query)
+    if wrong:
+        raise fields.error("query", f"metric {name}: {wrong}")
+    raw_baseline = fields.string("baseline", str(Baseline.NONE))
+    if raw_baseline not in {str(b) for b in Baseline}:
+        raise fields.error("baseline", f"must be one of {', '.join(Baseline)}, not {raw_baseline!r}")
+    baseline = Baseline(raw_baseline)
+    success = _condition(fields, "successCondition", name, baseline)
+    failure = _condition(fields, "failureCondition", name, baseline)
+    if success is None and failure is None:
+        raise fields.error(
+            "successCondition", f"metric {name}: give successCondition, failureCondition or both"
+        )
+    interval = _seconds(fields, "interval", MetricSpec.interval)
+    if fields.has("count") and fields.has("duration"):
+        raise fields.error("duration", "give count or duration, not both")
+    count = _whole(fields, "count", MetricSpec.count, least=1)
+    if fields.has("duration"):
+        count = max(1, int(_seconds(fields, "duration", 0.0) // interval))
+    return MetricSpec(
+        name=name,
+        query=query,
+        success=success,
+        failure=failure,
+        baseline=baseline,
+        interval=interval,
+        count=count,
+        initial_delay=_seconds(fields, "initialDelay", MetricSpec.initial_delay),
+        failure_limit=_whole(fields, "failureLimit", MetricSpec.failure_limit),
+        inconclusive_limit=_whole(fields, "inconclusiveLimit", MetricSpec.inconclusive_limit),
+        consecutive_error_limit=_whole(fields, "consecutiveErrorLimit", MetricSpec.consecutive_error_limit),
+        dry_run=fields.boolean("dryRun", MetricSpec.dry_run),
+    )
+
+
+def _file(fields: Fields, key: str, base: Path | None) -> str:
+    """The file ``key`` names, relative to the policy's folder, checked now (a regular file within
+    the agent's limits); empty when not given."""
+    if not fields.has(key):
+        return ""
+    path = Path(fields.string(key))
+    return str(fields.check_file(key, base / path if base is not None else path))
+
+
+def _source(fields: Fields, base: Path | None, more: frozenset[str] = frozenset()) -> PrometheusSource:
+    fields.reject_unknown({"url", "caFile", "tokenFile", *more})
+    url = fields.string("url")
+    if not re.match(r"^https?://[^\s/]+", url):
+        raise fields.error("url", f"{url!r} must be an http:// or https:// URL")
+    return PrometheusSource(url.rstrip("/"), _file(fields, "caFile", base), _file(fields, "tokenFile", base))
+
+
+def parse_prometheus(top: Fields, base: Path | None) -> AnalysisPolicy:
+    """The policy's Prometheus (``prometheus: {url, caFile, tokenFile, clusters: {name: {...}}}``,
+    ``clusters`` naming those that have their own; files relative to ``base``, the policy's folder)
+    as an analysis without metrics."""
+    if not top.has("prometheus"):
+        return AnalysisPolicy()
+    section = top.child("prometheus")
+    clusters = section.child("clusters")
+    names = sorted(str(name) for name in (section.raw("clusters") or {}))
+    by_cluster = tuple((name, _source(clusters.child(name), base)) for name in names)
+    if not section.has("url"):
+        section.reject_unknown({"clusters"})
+        return AnalysisPolicy(by_cluster=by_cluster)
+    return AnalysisPolicy(prometheus=_source(section, base, frozenset({"clusters"})), by_cluster=by_cluster)
+
+
+def parse_analysis(fields: Fields, base: AnalysisPolicy) -> AnalysisPolicy:
+    """The ``analysis`` mapping in ``fields`` (metrics; the Prometheus comes from ``base``, the
+    policy's); ``base`` when there is none. ``analysis: {metrics: []}`` turns analysis off."""
+    fields.reject_unknown({"metrics"})
+    if not fields.has("metrics"):
+        return base
+    metrics = tuple(_metric(fields.child("metrics", i)) for i in range(len(fields.items("metrics"))))
+    if len({m.name for m in metrics}) != len(metrics):
+        raise fields.error("metrics", "metric names must be unique")
+    if metrics and base.prometheus is None:
+        raise fields.error("metrics", "no Prometheus to query: give prometheus.url at the top of the policy")
+    return AnalysisPolicy(metrics, base.prometheus, base.by_cluster)

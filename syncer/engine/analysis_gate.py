@@ -1,0 +1,185 @@
+"""The canary analysis of a wave that is healthy and baked: each metric measured on each cluster when
+due, counted in the cluster's state, and the wave's verdict.
+
+Each measurement is told as an ``analysis-measured`` event; the counts go into each cluster's state
+(``ClusterSyncState.analysis``) by the gate, so a restarted agent goes on from them. Counts of another
+revision, or older than a person's ``syncer retry``, start afresh.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from statistics import fmean
+
+from syncer.analysis import (
+    AnalysisPolicy,
+    Baseline,
+    Judged,
+    MetricSpec,
+    Outcome,
+    PrometheusSource,
+    QueryAnswer,
+    QueryArgs,
+    advance,
+    judge_value,
+    next_due,
+    render_query,
+    verdict_of,
+)
+from syncer.analysis.query import uses_objects
+from syncer.analysis.wave import MetricStanding, WaveAnalysisVerdict, judge_analysis
+from syncer.domain.analysis import AnalysisRecord, Measurement, Verdict
+from syncer.domain.objects import DesiredFleet
+from syncer.domain.progress import Listener, PassEvent, Step
+from syncer.domain.sync_state import ClusterSyncState
+from syncer.prom import PrometheusClient
+from syncer.rollout import Wave
+
+QueryFn = Callable[[PrometheusSource, str, float | None], QueryAnswer]
+"""Asks one Prometheus for the number ``promql`` gives now (``None``) or at a time."""
+
+# Worst first: the outcome a cluster's measurement takes when it is measured once per object.
+_WORST = (Outcome.FAILURE, Outcome.ERROR, Outcome.INCONCLUSIVE, Outcome.SUCCESS)
+_REDIS_CLUSTER = "RedisCluster"
+
+
+def query_prometheus(source: PrometheusSource, promql: str, at: float | None) -> QueryAnswer:
+    """``promql`` asked of ``source`` over HTTP (``syncer.prom``)."""
+    client = PrometheusClient(source)
+    try:
+        return client.query(promql, at)
+    finally:
+        client.close()
+
+
+@dataclass(frozen=True)
+class AnalysisPass:
+    """One look at a wave's analysis: the verdict, and the states of the clusters whose counts changed
+    (only those are written: a look that measured nothing writes nothing)."""
+
+    verdict: WaveAnalysisVerdict
+    states: Mapping[str, ClusterSyncState]
+
+
+class AnalysisGate:
+    """Measures the metrics of a wave's analysis when due (see the module docstring)."""
+
+    def __init__(self, query: QueryFn, clock: Callable[[], float], listener: Listener) -> None:
+        self.query = query
+        self.clock = clock
+        self.listener = listener
+
+    def look(self, wave: Wave, fleet: DesiredFleet, states: Mapping[str, ClusterSyncState]) -> AnalysisPass:
+        """Measure what is due on each cluster of ``wave`` and judge it; ``states`` are every
+        cluster's (the others' give the ``previous`` baselines)."""
+        policy, name = wave.gate.analysis, wave.name
+        standings: dict[str, tuple[MetricStanding, ...]] = {}
+        updated: dict[str, ClusterSyncState] = {}
+        for cluster in wave.clusters:
+            state = states[cluster]
+            record = self._record(state, fleet.revision)
+            found = []
+            for metric in policy.metrics:
+                counts = record.counts(metric.name)
+                verdict, reason = verdict_of(metric, counts)
+                now = self.clock()
+                due = next_due(metric, counts, record.started)
+                if verdict is Verdict.RUNNING and due <= now:
+                    judged = self._measure(metric, policy, (cluster, name), fleet, states)
+                    counts = advance(counts, judged, now)
+                    verdict, reason = verdict_of(metric, counts)
+                    due = next_due(metric, counts, record.started)
+                    record = replace(
+                        record, metrics=(*(c for c in record.metrics if c.metric != metric.name), counts)
+                    )
+                    self._tell(metric, judged, verdict, (name, cluster, fleet.revision))
+                found.append(MetricStanding(metric, verdict, reason, due))
+            standings[cluster] = tuple(found)
+            if record != state.analysis:
+                updated[cluster] = replace(state, analysis=record)
+        return AnalysisPass(judge_analysis(standings, self.clock()), updated)
+
+    def _record(self, state: ClusterSyncState, revision: str) -> AnalysisRecord:
+        record = state.analysis
+        if record.revision != revision or (state.retry.at and state.retry.at > record.started):
+            return AnalysisRecord(revision, self.clock())
+        return record
+
+    def _measure(
+        self,
+        metric: MetricSpec,
+        policy: AnalysisPolicy,
+        where: tuple[str, str],
+        fleet: DesiredFleet,
+        states: Mapping[str, ClusterSyncState],
+    ) -> Judged:
+        """One measurement of ``metric`` on a cluster (``where``: it and its wave), once per
+        RedisCluster when the query names objects (the worst outcome counts)."""
+        cluster, wave = where
+        source = policy.source_for(cluster)
+        if source is None:
+            return Judged(Outcome.ERROR, None, f"no Prometheus for cluster {cluster}")
+        args = [QueryArgs(cluster, fleet.revision, wave)]
+        if uses_objects(metric.query):
+            keys = [m.key for m in fleet.clusters[cluster].manifests if m.key.kind == _REDIS_CLUSTER]
+            args = [replace(args[0], namespace=k.namespace, name=k.name) for k in keys]
+        if not args:
+            return Judged(Outcome.INCONCLUSIVE, None, "no RedisCluster on the cluster to measure")
+        judged = []
+        for arg in args:
+            answer = self.query(source, render_query(metric.query, arg), None)
+            judged.append(judge_value(metric, answer, self._baseline(metric, policy, arg, states)))
+        return min(judged, key=lambda j: _WORST.index(j.outcome))
+
+    def _baseline(
+        self,
+        metric: MetricSpec,
+        policy: AnalysisPolicy,
+        args: QueryArgs,
+        states: Mapping[str, ClusterSyncState],
+    ) -> QueryAnswer | None:
+        """The baseline of one measurement: the same query over the measured cluster at its apply
+        (``before``), or the mean over the clusters not on the revision (``previous``)."""
+        if metric.baseline is Baseline.NONE:
+            return None
+        if metric.baseline is Baseline.BEFORE:
+            source = policy.source_for(args.cluster)
+            applied = states[args.cluster].applied_at
+            if source is None or not applied:
+                return QueryAnswer(missing="no apply time recorded")
+            return self.query(source, render_query(metric.query, args), applied)
+        values = []
+        for other, state in sorted(states.items()):
+            source = policy.source_for(other)
+            if other == args.cluster or state.revision == args.revision or source is None:
+                continue
+            answer = self.query(source, render_query(metric.query, replace(args, cluster=other)), None)
+            if answer.value is not None:
+                values.append(answer.value)
+        if not values:
+            return QueryAnswer(missing="no cluster on the previous revision gave a value")
+        return QueryAnswer(fmean(values))
+
+    def _tell(
+        self, metric: MetricSpec, judged: Judged, verdict: Verdict, where: tuple[str, str, str]
+    ) -> None:
+        wave, cluster, revision = where
+        measurement = Measurement(
+            metric.name,
+            judged.value,
+            metric.threshold,
+            judged.outcome,
+            verdict,
+            judged.detail,
+            metric.dry_run,
+            judged.baseline,
+        )
+        dry = " (dry run)" if metric.dry_run else ""
+        reason = f"{metric.name}: {judged.outcome}{dry}: {judged.detail}"
+        self.listener(
+            PassEvent(Step.ANALYSIS_MEASURED, wave, cluster, revision, reason=reason, measurement=measurement)
+        )
+
+
+__all__ = ["AnalysisGate", "AnalysisPass", "QueryFn", "query_prometheus"]
