@@ -103,6 +103,9 @@ class _Local:
     fields: tuple[FieldChange, ...]
     unchanged: bool
     adopted: tuple[FieldChange, ...]
+    # Fields syncer owns that git no longer sets (and no other manager keeps): the apply gives them
+    # up, whether or not their value changes.
+    released: tuple[FieldChange, ...] = ()
 
     def having(self, action: Action) -> tuple[FieldChange, ...]:
         return tuple(f for f in self.fields if f.action == action)
@@ -121,6 +124,7 @@ def _local(manifest: Manifest, live: Mapping[str, Any], recorded: bool, options:
         applied_last = recorded_fields(live) or tuple(ownership.ours)
     out = FieldList(manifest.key.kind, options.sensitive)
     adopted = FieldList(manifest.key.kind, options.sensitive)
+    released = FieldList(manifest.key.kind, options.sensitive)
     unchanged = True
     for path, want in sorted(wanted.items()):
         present, have = value_at(live, path)
@@ -150,7 +154,10 @@ def _local(manifest: Manifest, live: Mapping[str, Any], recorded: bool, options:
                 adopted.add(path, (have, have), ownership.owners(path, options.field_manager), Action.RELEASE)
             else:
                 out.add(path, (have, None), ownership.owners(path, options.field_manager), Action.UPDATE)
-    return _Local(body, out.done(), unchanged, adopted.done())
+                released.add(
+                    path, (have, have), ownership.owners(path, options.field_manager), Action.RELEASE
+                )
+    return _Local(body, out.done(), unchanged, adopted.done(), released.done())
 
 
 def _managers(fields: tuple[FieldChange, ...], field_manager: str) -> tuple[str, ...]:
@@ -246,6 +253,20 @@ class _Planner:
             )
         if fields:
             return self._change(manifest, Action.UPDATE, fields + local.adopted, after=after, predicted=True)
+        if local.released:
+            # The server keeps the values (a default fills them in), but the apply still gives up
+            # syncer's ownership and its record of the fields, so that the next diff is free again.
+            message = (
+                "git no longer sets these fields; their values stay (a default), syncer stops owning them"
+            )
+            return self._change(
+                manifest,
+                Action.UPDATE,
+                local.released + local.adopted,
+                after=after,
+                predicted=True,
+                message=message,
+            )
         if local.adopted:
             message = "values already match; the sync makes syncer own what git says"
             return self._change(
