@@ -2,9 +2,10 @@
 
 ``Agent.sync_once`` is one call of ``syncer.engine.fleet_pass.FleetPass.run_pass`` and ``Agent.heal``
 one of ``FleetPass.heal``; neither runs twice at the same time. While the pass runs, its events go
-to ``syncer.status.report.EventReporter`` (logs, wave metrics, Kubernetes Events) and to an optional
-listener (the CLI's progress lines); once it has returned, the agent counts what it did. What a
-pass wrote is told by its events (``PassTally``): a pass whose only writes re-applied drift on clusters
+to ``syncer.status.report.EventReporter`` (logs, wave metrics, Kubernetes Events), to the fleet
+page (``syncer.agent.fleet_page``) and to an optional listener (the CLI's progress lines); once it
+has returned, the agent counts what it did and tells the page the states it ended with. What a pass
+wrote is told by its events (``PassTally``): a pass whose only writes re-applied drift on clusters
 already on the revision counts as ``repaired``, not ``applied``.
 """
 
@@ -14,6 +15,7 @@ import logging
 import threading
 import time
 
+from syncer.agent.fleet_page import FleetPage
 from syncer.config import AgentConfig, ClusterAccess
 from syncer.config.settings import AgentSettings
 from syncer.domain.changeset import ChangeSet
@@ -88,7 +90,10 @@ class Agent:
             self.gate.judge = RevisionGuard(config.guards, self.fleet_pass.plan_live).require
         self.reporter = EventReporter(metrics, self.fleet_pass.clients, settings.state_namespace)
         self.tally = PassTally()
-        self.fleet_pass.listener = to_all(self.reporter, listener, self._tell_tally)
+        # The fleet page (/ui) follows the same events and the states each pass ends with.
+        waves = [wave.name for wave in config.rollout.waves]
+        self.page = FleetPage(waves, config.clusters, lambda: self.gate.current)
+        self.fleet_pass.listener = to_all(self.reporter, listener, self._tell_tally, self.page.tell)
         self._lock = threading.Lock()
         self.passes = 0
 
@@ -103,6 +108,7 @@ class Agent:
         return self.connections.access(cluster)
 
     def close(self) -> None:
+        self.page.close()
         self.reporter.flush()
         self.connections.close()
         self.fleet_pass.clients.clear()
@@ -120,6 +126,7 @@ class Agent:
             started = time.monotonic()
             result = self.fleet_pass.run_pass(self.stop)
             self._count(result, time.monotonic() - started)
+            self.page.after_pass(result)
             return result
 
     def heal(self) -> tuple[ChangeSet, ...]:
