@@ -1,4 +1,4 @@
-// The fleet page: renders the agent's /ui/state and follows /ui/events. Every value from git or the
+// The fleet page: renders the picture the agent streams from /ui/events (the same as /ui/state). Every value from git or the
 // clusters goes into the page as text (textContent), never as markup.
 "use strict";
 
@@ -53,7 +53,7 @@ function clusterCell(cluster) {
   button.append(el("span", "cluster-name", cluster.name));
   button.append(el("span", "cluster-line cluster-revision", `rev ${cluster.short || "none"} · ${cluster.phase || "never"}`));
   button.append(el("span", "cluster-line cluster-health", healthText(cluster)));
-  if (cluster.suspended) button.append(el("span", "cluster-line cluster-suspended", `⏸ ${cluster.suspended}`));
+  if (cluster.suspended) button.append(el("span", "cluster-line cluster-suspended", `‖ ${cluster.suspended}`));
   if (cluster.lastError) button.append(el("span", "cluster-line cluster-error", `! ${cluster.lastError}`));
   button.addEventListener("click", () => choose(cluster.name));
   const item = el("li");
@@ -149,5 +149,6 @@ function follow() {
 document.addEventListener("DOMContentLoaded", () => {
   document.getElementById("detail-close").addEventListener("click", close);
   document.addEventListener("keydown", (event) => { if (event.key === "Escape" && chosen) close(); });
-  fetch("/ui/state").then((answer) => answer.json()).then(render).finally(follow);
+  // The event stream's first message is the whole picture: no separate fetch of /ui/state.
+  follow();
 });
