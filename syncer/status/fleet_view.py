@@ -80,14 +80,25 @@ class WaveView:
 
 
 @dataclass(frozen=True)
+class RejectionView:
+    """The last tip the revision gate refused, and why (its error, with file:line where a file is
+    the cause)."""
+
+    sha: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class FleetView:
-    """The whole picture: the revision in force, the one rolling out (None: none is), the waves in
-    the policy's order and every cluster by name. ``version`` grows with every change."""
+    """The whole picture: the revision in force, the one rolling out (None: none is), the last tip
+    refused until another revision rolls out, the waves in the policy's order and every cluster by
+    name. ``version`` grows with every change."""
 
     waves: tuple[WaveView, ...] = ()
     clusters: Mapping[str, ClusterView] = field(default_factory=dict)
     in_force: RevisionView | None = None
     rolling: RevisionView | None = None
+    rejected: RejectionView | None = None
     version: int = 0
 
 
@@ -139,17 +150,22 @@ def _fold_cluster(cell: ClusterView, event: PassEvent) -> ClusterView:
 
 
 def fold_event(view: FleetView, event: PassEvent) -> FleetView:
-    """The picture after ``event``: its wave's state and its cluster's cell; an ``APPLYING`` of a
-    revision other than the one in force makes that revision the one rolling out, and resets the
-    waves it has not reached yet to pending."""
+    """The picture after ``event``: its wave's state and its cluster's cell; a refused tip is the
+    rejected one; an ``APPLYING`` of a revision other than the one in force makes that revision the
+    one rolling out (no longer any refused tip), and resets the waves it has not reached yet to
+    pending."""
     waves = view.waves
     rolling = view.rolling
+    rejected = view.rejected
+    if event.step is Step.REVISION_REJECTED:
+        rejected = RejectionView(event.revision, event.detail)
     if event.step is Step.APPLYING and event.revision and (rolling is None or rolling.sha != event.revision):
         in_force = view.in_force.sha if view.in_force else ""
         if event.revision != in_force:
             rolling = RevisionView(event.revision)
+            rejected = None
             waves = tuple(WaveView(w.name) for w in waves)
-    view = replace(view, waves=waves, rolling=rolling)
+    view = replace(view, waves=waves, rolling=rolling, rejected=rejected)
     waves = _fold_wave(view, event)
     clusters = dict(view.clusters)
     if event.cluster:
@@ -219,10 +235,14 @@ def to_json(view: FleetView) -> dict[str, Any]:
             "objects": [{"kind": o.kind, "namespace": o.namespace, "name": o.name} for o in c.objects],
         }
 
+    rejected = view.rejected
     return {
         "version": view.version,
         "inForce": revision(view.in_force),
         "rolling": revision(view.rolling),
+        "rejected": None
+        if rejected is None
+        else {"sha": rejected.sha, "short": rejected.sha[:SHORT_SHA], "reason": rejected.reason},
         "waves": [
             {"name": w.name, "state": w.state, "waiting": w.waiting, "reason": w.reason} for w in view.waves
         ],

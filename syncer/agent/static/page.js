@@ -30,6 +30,15 @@ function describeRevision(target, revision, none) {
   if (revision.subject) dd.append(el("span", "subject cluster-line", revision.subject));
 }
 
+function describeRejection(rejected) {
+  const target = document.getElementById("rejected");
+  target.hidden = !rejected;
+  const dd = target.querySelector("dd");
+  dd.replaceChildren();
+  if (!rejected) return;
+  dd.append(el("span", "sha", rejected.short || "no revision"), el("span", "reason cluster-line", `✗ ${rejected.reason}`));
+}
+
 function waveState(wave) {
   const mark = WAVE_MARKS[wave.state] || "?";
   const waiting = wave.waiting && WAITS[wave.waiting] ? ` (${WAITS[wave.waiting]})` : "";
@@ -116,6 +125,7 @@ function render(next) {
   fleet = next;
   describeRevision(document.getElementById("in-force"), fleet.inForce, "none yet");
   describeRevision(document.getElementById("rolling"), fleet.rolling, "nothing");
+  describeRejection(fleet.rejected);
   renderWaves();
   renderDetail();
   document.body.dataset.version = String(fleet.version);

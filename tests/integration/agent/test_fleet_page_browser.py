@@ -1,8 +1,8 @@
 """The fleet page in a real headless chromium, served by a real ``syncer run`` rolling signed
 commits out to the real fleet: the page follows the rollout wave by wave as it happens (no reload),
 shows a failing wave halted with its reason and a cluster it cannot reach as unreachable, renders a
-commit subject full of markup as text without running any of it, is usable by keyboard and at 1280
-and 390 pixels wide (screenshots of both in the test's output directory)."""
+commit subject and an object name full of markup as text without running any of it, is usable by
+keyboard and at 1280 and 390 pixels wide (screenshots of both in the test's output directory)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,14 @@ from selenium.webdriver.common.keys import Keys
 from tests.integration.agent.browser import RECORD_WAVES, WIDTHS, chromium, screenshots, text_of, wave_states
 from tests.integration.agent.drills import FAST, commit_per_cluster, no_traceback, write_policy
 from tests.integration.agent.procs import AgentProc, Agents
-from tests.integration.agent.test_agent_process import LABELS, ROLLOUT_TIMEOUT, Rig, agents, rig
+from tests.integration.agent.test_agent_process import (
+    LABELS,
+    ROLLOUT_TIMEOUT,
+    Rig,
+    agents,
+    redis_cluster,
+    rig,
+)
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
@@ -27,6 +34,7 @@ __all__ = ["agents", "rig"]  # fixtures
 HOSTILE = (
     'sessions <script>document.title="pwned";window.pwned=1</script><img src=x onerror="window.pwned=2">'
 )
+HOSTILE_NAME = "<script>window.pwned=3</script>"
 PAGE_TIMEOUT = 10
 
 
@@ -89,6 +97,23 @@ def test_the_page_follows_a_rollout_wave_by_wave_and_shows_git_text_as_text(
         browser.switch_to.active_element.send_keys(Keys.ESCAPE)
         assert browser.execute_script("return document.getElementById('detail').hidden;")
         assert browser.switch_to.active_element.get_attribute("data-cluster") == "eu-1"
+
+        # An object named with markup: the tip is refused, its reason (naming the object) shown as text.
+        hostile_rc = redis_cluster(rig.namespace, "7.2.4")
+        hostile_rc["metadata"]["name"] = HOSTILE_NAME
+        docs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": rig.namespace}}, hostile_rc]
+        refused = rig.work.commit(
+            "hostile name", {"base/objects.yaml": yaml.safe_dump_all(docs)}, sign=rig.key
+        )
+        rig.work.git("push", "-q", str(rig.remote), "main")
+        eventually(
+            "the refused tip",
+            lambda: refused[:12] in text_of(browser, "#rejected"),
+            ROLLOUT_TIMEOUT,
+        )
+        assert HOSTILE_NAME in text_of(browser, "#rejected .reason")
+        assert "base/objects.yaml" in text_of(browser, "#rejected .reason")
+        nothing_ran(browser)
 
         for path in screenshots(browser, tmp_path, "rollout"):
             assert path.stat().st_size > 0

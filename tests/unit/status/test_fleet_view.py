@@ -124,3 +124,16 @@ def test_every_change_raises_the_version() -> None:
     versions.append(view.version)
     assert versions == sorted(set(versions))
     assert to_json(view)["inForce"] == {"sha": NEW, "short": NEW[:12], "signer": "alice", "subject": "bump"}
+
+
+def test_a_refused_tip_shows_until_another_revision_rolls_out() -> None:
+    view = fold_revisions(initial(["all"], ["c1"]), RevisionView(OLD), None)
+    reason = "clusters/c1/rc.yaml:3: metadata.name '<script>' is not a valid name"
+    view = fold_event(view, PassEvent(Step.REVISION_REJECTED, revision=NEW, error=reason))
+    assert to_json(view)["rejected"] == {"sha": NEW, "short": NEW[:12], "reason": reason}
+    assert view.rolling is None
+    view = fold_event(view, PassEvent(Step.APPLYING, "all", "c1", OLD))
+    assert view.rejected is not None
+    third = "c" * 40
+    view = fold_event(view, PassEvent(Step.APPLYING, "all", "c1", third))
+    assert view.rejected is None
