@@ -1,6 +1,6 @@
-"""The agent's HTTP endpoints: /metrics, /healthz, /readyz and the git webhook ``POST /hooks/git`` on
-one listener (``AgentServer``), and /healthz and /readyz again on a probe listener of their own
-(``ProbeServer``) for the kubelet.
+"""The agent's HTTP endpoints: /metrics, /healthz, /readyz, the git webhook ``POST /hooks/git`` and
+the read-only fleet page under ``/ui`` (``syncer.agent.ui``) on one listener (``AgentServer``), and
+/healthz and /readyz again on a probe listener of their own (``ProbeServer``) for the kubelet.
 
 The webhook takes a shared secret, either as ``Authorization: Bearer <secret>`` or as a GitHub/Gitea
 style ``X-Hub-Signature-256: sha256=<hmac of the body>``; anything else gets 401 and nothing happens.
@@ -33,12 +33,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from prometheus_client import CollectorRegistry, exposition
 
 from syncer.config.settings import HttpSettings
 from syncer.errors import ConfigError
+
+if TYPE_CHECKING:
+    from syncer.agent.ui import PageRoutes
 
 log = logging.getLogger("syncer.agent")
 
@@ -75,7 +78,8 @@ POLL_STARTS = HookAnswer(False, "a poll starts now")
 class Endpoints:
     """What the server answers with: the metrics registry, liveness and readiness checks (each
     returns ``(ok, detail)``), the webhook secret, what to call when a valid hook arrives (it says
-    what came of it), and what to call with a reason when a request or connection is refused."""
+    what came of it), what to call with a reason when a request or connection is refused, and the
+    fleet page's routes (None: no page)."""
 
     registry: CollectorRegistry
     healthy: Callable[[], tuple[bool, str]]
@@ -83,6 +87,7 @@ class Endpoints:
     hook_secret: str = ""
     on_hook: Callable[[], HookAnswer] = lambda: POLL_STARTS
     on_refused: Callable[[str], None] = lambda reason: None
+    page: PageRoutes | None = None
 
 
 def signature_ok(secret: str, body: bytes, authorization: str, hub_signature: str) -> bool:
@@ -231,6 +236,9 @@ def _handler(endpoints: Endpoints, settings: HttpSettings, limits: _Limits) -> t
                 self._check(endpoints.healthy)
             elif path == "/readyz":
                 self._check(endpoints.ready)
+            elif endpoints.page is not None and endpoints.page.serves(path) and not limits.probes_only:
+                self._deadline.cancel()  # the request is in; an event stream outlives the deadline
+                endpoints.page.answer(self, path)
             else:
                 self._send(HTTPStatus.NOT_FOUND, b"not found\n")
 

@@ -24,6 +24,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from syncer.agent.http import POLL_STARTS, AgentServer, Endpoints, HookAnswer, ProbeServer
 from syncer.agent.service import Agent
 from syncer.agent.sharding import sharded
+from syncer.agent.ui import PageRoutes
 from syncer.config.loading import read_agent_file
 from syncer.config.settings import AgentSettings
 from syncer.controller.model import CONTROLLER_LEASE, ControllerOptions
@@ -217,6 +218,7 @@ class AgentProcess:
             secret,
             self._hook,
             lambda reason: refused.labels(reason=reason).inc(),
+            PageRoutes(self.agent.page, secret),
         )
         server = AgentServer(endpoints, self.settings.http)
         try:
@@ -227,6 +229,7 @@ class AgentProcess:
         server.start()
         probes.start()
         log.info("serving /metrics, /healthz, /readyz and /hooks/git on port %s", server.port)
+        log.info("serving the fleet page /ui on port %s", server.port)
         log.info("serving the probes /healthz and /readyz on port %s", probes.port)
         log.info("listening on %s", server.host)
         self._start_controllers()
@@ -261,6 +264,7 @@ class AgentProcess:
             finally:
                 client.close()
         finally:
+            self.agent.page.close()
             server.stop()
             probes.stop()
             for thread in self._threads:

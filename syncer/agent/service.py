@@ -3,9 +3,10 @@
 ``Agent.sync_once`` is one call of ``syncer.engine.fleet_pass.FleetPass.run_pass`` and ``Agent.heal``
 one of ``FleetPass.heal``; neither runs twice at the same time. While the pass runs, its events go
 to ``syncer.status.report.EventReporter`` (logs, wave metrics, Kubernetes Events), to the notifier
-of the config's receivers (``syncer.notify``) and to an optional listener (the CLI's progress
-lines); once it has returned, the agent counts what it did. What a
-pass wrote is told by its events (``PassTally``): a pass whose only writes re-applied drift on clusters
+of the config's receivers (``syncer.notify``), to the fleet page (``syncer.agent.fleet_page``) and
+to an optional listener (the CLI's progress lines); once it has returned, the agent counts what it
+did and tells the page the states it ended with. What a pass
+wrote is told by its events (``PassTally``): a pass whose only writes re-applied drift on clusters
 already on the revision counts as ``repaired``, not ``applied``.
 """
 
@@ -17,6 +18,7 @@ import threading
 import time
 import uuid
 
+from syncer.agent.fleet_page import FleetPage
 from syncer.config import AgentConfig, ClusterAccess
 from syncer.config.settings import AgentSettings
 from syncer.domain.changeset import ChangeSet
@@ -107,7 +109,12 @@ class Agent:
         self.reporter = EventReporter(metrics, self.fleet_pass.clients, settings.state_namespace)
         self.tally = PassTally()
         self.notifier = self._notifier()
-        self.fleet_pass.listener = to_all(self.reporter, listener, self._tell_tally, self.notifier)
+        # The fleet page (/ui) follows the same events and the states each pass ends with.
+        waves = [wave.name for wave in config.rollout.waves]
+        self.page = FleetPage(waves, config.clusters, lambda: self.gate.current)
+        self.fleet_pass.listener = to_all(
+            self.reporter, listener, self._tell_tally, self.notifier, self.page.tell
+        )
         self._lock = threading.Lock()
         self.passes = 0
 
@@ -136,6 +143,7 @@ class Agent:
     def close(self) -> None:
         if self.notifier is not None:
             self.notifier.close(self.config.notifications.settings.timeout)
+        self.page.close()
         self.reporter.flush()
         self.connections.close()
         self.fleet_pass.clients.clear()
@@ -153,6 +161,7 @@ class Agent:
             started = time.monotonic()
             result = self.fleet_pass.run_pass(self.stop)
             self._count(result, time.monotonic() - started)
+            self.page.after_pass(result)
             return result
 
     def heal(self) -> tuple[ChangeSet, ...]:

@@ -2,8 +2,9 @@
 
 Owns: recording what happened in each cluster (the sync-state ConfigMap: applied revision, inventory,
 wave, health, last good and bad revisions, a person's acts, and the bounded history of revisions
-applied, ``history``) so that a restarted or second agent can resume from the clusters alone, and
-reporting each pass event as its step's treatment says (``report``). Must not:
+applied, ``history``) so that a restarted or second agent can resume from the clusters alone,
+reporting each pass event as its step's treatment says (``report``), and folding pass events and
+recorded states into the fleet page's picture (``fleet_view``, pure). Must not:
 make rollout decisions.
 """
 

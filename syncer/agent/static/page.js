@@ -1,0 +1,164 @@
+// The fleet page: renders the picture the agent streams from /ui/events (the same as /ui/state). Every value from git or the
+// clusters goes into the page as text (textContent), never as markup.
+"use strict";
+
+const WAVE_MARKS = {
+  pending: "○", applying: "◔", waiting: "◷", baking: "◑", done: "●", halted: "■", "rolled-back": "↺",
+};
+const WAITS = { health: "for health", bake: "baking", window: "window closed", suspended: "a cluster is suspended" };
+const HEALTH_MARKS = { healthy: "✓", progressing: "…", degraded: "✗", missing: "?" };
+
+let fleet = null;
+let chosen = "";
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function describeRevision(target, revision, none) {
+  const dd = target.querySelector("dd");
+  dd.replaceChildren();
+  if (!revision) {
+    dd.textContent = none;
+    return;
+  }
+  dd.append(el("span", "sha", revision.short));
+  if (revision.signer) dd.append(" signed by ", el("span", "signer", revision.signer));
+  if (revision.subject) dd.append(el("span", "subject cluster-line", revision.subject));
+}
+
+function describeRejection(rejected) {
+  const target = document.getElementById("rejected");
+  target.hidden = !rejected;
+  const dd = target.querySelector("dd");
+  dd.replaceChildren();
+  if (!rejected) return;
+  dd.append(el("span", "sha", rejected.short || "no revision"), el("span", "reason cluster-line", `✗ ${rejected.reason}`));
+}
+
+function waveState(wave) {
+  const mark = WAVE_MARKS[wave.state] || "?";
+  const waiting = wave.waiting && WAITS[wave.waiting] ? ` (${WAITS[wave.waiting]})` : "";
+  return `${mark} ${wave.state}${waiting}`;
+}
+
+function healthText(cluster) {
+  if (!cluster.reachable) return `✗ unreachable: ${cluster.unreachable}`;
+  const health = cluster.health || "unknown";
+  return `${HEALTH_MARKS[health] || "?"} ${health}`;
+}
+
+function clusterCell(cluster) {
+  const button = el("button", "cluster");
+  button.type = "button";
+  button.dataset.cluster = cluster.name;
+  button.dataset.health = cluster.health || "unknown";
+  button.dataset.reachable = String(cluster.reachable);
+  button.setAttribute("aria-expanded", String(cluster.name === chosen));
+  button.setAttribute("aria-controls", "detail");
+  button.append(el("span", "cluster-name", cluster.name));
+  button.append(el("span", "cluster-line cluster-revision", `rev ${cluster.short || "none"} · ${cluster.phase || "never"}`));
+  button.append(el("span", "cluster-line cluster-health", healthText(cluster)));
+  if (cluster.suspended) button.append(el("span", "cluster-line cluster-suspended", `‖ ${cluster.suspended}`));
+  if (cluster.lastError) button.append(el("span", "cluster-line cluster-error", `! ${cluster.lastError}`));
+  button.addEventListener("click", () => choose(cluster.name));
+  const item = el("li");
+  item.append(button);
+  return item;
+}
+
+function renderWaves() {
+  const focused = document.activeElement && document.activeElement.dataset
+    ? document.activeElement.dataset.cluster : undefined;
+  const columns = fleet.waves.map((wave) => ({ wave, clusters: [] }));
+  const byName = new Map(columns.map((column) => [column.wave.name, column]));
+  const loose = { wave: { name: "not in a wave yet", state: "pending", waiting: "", reason: "" }, clusters: [] };
+  for (const cluster of fleet.clusters) (byName.get(cluster.wave) || loose).clusters.push(cluster);
+  if (loose.clusters.length) columns.push(loose);
+  const container = document.getElementById("waves");
+  container.replaceChildren(...columns.map(({ wave, clusters }) => {
+    const section = el("section", "wave");
+    section.dataset.wave = wave.name;
+    section.dataset.state = wave.state;
+    section.append(el("h3", "", wave.name));
+    section.append(el("p", "wave-state", waveState(wave)));
+    if (wave.reason) section.append(el("p", "wave-reason", wave.reason));
+    const list = el("ul", "clusters");
+    list.append(...clusters.map(clusterCell));
+    section.append(list);
+    return section;
+  }));
+  if (focused) {
+    const again = [...container.querySelectorAll(".cluster")].find((b) => b.dataset.cluster === focused);
+    if (again) again.focus();
+  }
+}
+
+function renderDetail() {
+  const detail = document.getElementById("detail");
+  const cluster = fleet.clusters.find((c) => c.name === chosen);
+  if (!cluster) {
+    detail.hidden = true;
+    return;
+  }
+  detail.hidden = false;
+  detail.dataset.cluster = cluster.name;
+  document.getElementById("detail-title").textContent = `Cluster ${cluster.name}`;
+  const rows = [
+    ["Wave", cluster.wave || "none"], ["Revision", cluster.revision || "none"], ["Phase", cluster.phase || "never"],
+    ["Health", healthText(cluster)], ["Health detail", cluster.healthDetail || "—"],
+    ["Suspended", cluster.suspended || "no"], ["Last error", cluster.lastError || "none"],
+    ["Last step", cluster.step || "—"],
+  ];
+  document.getElementById("detail-fields").replaceChildren(...rows.flatMap(([k, v]) => [el("dt", "", k), el("dd", "", v)]));
+  document.querySelector("#detail-objects tbody").replaceChildren(...cluster.objects.map((o) => {
+    const row = el("tr");
+    row.append(el("td", "", o.kind), el("td", "", o.namespace || "—"), el("td", "", o.name));
+    return row;
+  }));
+}
+
+function render(next) {
+  fleet = next;
+  describeRevision(document.getElementById("in-force"), fleet.inForce, "none yet");
+  describeRevision(document.getElementById("rolling"), fleet.rolling, "nothing");
+  describeRejection(fleet.rejected);
+  renderWaves();
+  renderDetail();
+  document.body.dataset.version = String(fleet.version);
+}
+
+function choose(name) {
+  chosen = chosen === name ? "" : name;
+  if (fleet) render(fleet);
+  if (chosen) document.getElementById("detail").focus();
+}
+
+function close() {
+  const was = chosen;
+  chosen = "";
+  if (fleet) render(fleet);
+  const button = [...document.querySelectorAll(".cluster")].find((b) => b.dataset.cluster === was);
+  if (button) button.focus();
+}
+
+function follow() {
+  const status = document.getElementById("connection");
+  const events = new EventSource("/ui/events");
+  events.addEventListener("open", () => { status.textContent = "live"; });
+  events.addEventListener("error", () => { status.textContent = "reconnecting…"; });
+  events.addEventListener("fleet", (message) => {
+    status.textContent = "live";
+    render(JSON.parse(message.data));
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  document.getElementById("detail-close").addEventListener("click", close);
+  document.addEventListener("keydown", (event) => { if (event.key === "Escape" && chosen) close(); });
+  // The event stream's first message is the whole picture: no separate fetch of /ui/state.
+  follow();
+});

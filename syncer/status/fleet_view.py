@@ -1,0 +1,250 @@
+"""The fleet picture the agent's page shows, folded from what feeds the CLI, the logs and the metrics:
+the pass's typed events (``PassEvent``) as they happen and the clusters' recorded states
+(``ClusterSyncState``) a pass ends with.
+
+Pure: every function takes the picture so far and returns the next one; nothing here reads a
+cluster, git or a clock, and nothing decides about the rollout. A wave's state is the one
+``PassEvent.wave_state`` gives (the same as ``syncer_wave_state``); no meaning is read out of text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from syncer.domain.progress import PassEvent, Step, Waiting, WaveState
+from syncer.domain.sync_state import ClusterSyncState
+
+PENDING = "pending"
+"""The state of a wave no event of the revision rolling out has reached yet."""
+
+SHORT_SHA = 12
+"""Characters of a commit id the page shows."""
+
+# Steps that tell a cluster could not be reached, and the ones after which it answered again.
+_UNREACHABLE_STEPS = frozenset({Step.CLUSTER_UNREACHABLE})
+_ERROR_STEPS = frozenset({Step.APPLY_FAILED, Step.DRIFT_REPAIR_FAILED, Step.ROLLBACK_UNAVAILABLE})
+
+
+@dataclass(frozen=True)
+class RevisionView:
+    """One revision as the page names it: its commit id, the signer the trust policy knows the key
+    by, and the commit's subject."""
+
+    sha: str
+    signer: str = ""
+    subject: str = ""
+
+    @property
+    def short(self) -> str:
+        return self.sha[:SHORT_SHA]
+
+
+@dataclass(frozen=True)
+class ObjectView:
+    """An object a cluster's state records as applied."""
+
+    kind: str
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """One cluster's cell: what it records (revision, phase, health, suspension, last error), whether
+    the agent could reach it (``unreachable`` says why not), and the last step a pass told of it."""
+
+    name: str
+    wave: str = ""
+    revision: str = ""
+    phase: str = ""
+    health: str = ""
+    health_detail: str = ""
+    unreachable: str = ""
+    suspended: str = ""
+    last_error: str = ""
+    step: str = ""
+    objects: tuple[ObjectView, ...] = ()
+
+
+@dataclass(frozen=True)
+class WaveView:
+    """One wave's column: its state (``PENDING`` or a ``WaveState``), what it waits for, and why it
+    is in that state (a gate's verdict or an error)."""
+
+    name: str
+    state: str = PENDING
+    waiting: str = ""
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class RejectionView:
+    """The last tip the revision gate refused, and why (its error, with file:line where a file is
+    the cause)."""
+
+    sha: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class FleetView:
+    """The whole picture: the revision in force, the one rolling out (None: none is), the last tip
+    refused until another revision rolls out, the waves in the policy's order and every cluster by
+    name. ``version`` grows with every change."""
+
+    waves: tuple[WaveView, ...] = ()
+    clusters: Mapping[str, ClusterView] = field(default_factory=dict)
+    in_force: RevisionView | None = None
+    rolling: RevisionView | None = None
+    rejected: RejectionView | None = None
+    version: int = 0
+
+
+def initial(waves: Iterable[str], clusters: Iterable[str]) -> FleetView:
+    """The picture before any pass: the policy's waves, each pending, and the config's clusters."""
+    return FleetView(
+        waves=tuple(WaveView(name) for name in waves),
+        clusters={name: ClusterView(name) for name in sorted(clusters)},
+    )
+
+
+def _with_wave(view: FleetView, wave: WaveView) -> tuple[WaveView, ...]:
+    if any(w.name == wave.name for w in view.waves):
+        return tuple(wave if w.name == wave.name else w for w in view.waves)
+    return (*view.waves, wave)
+
+
+def _wave_of(view: FleetView, name: str) -> WaveView:
+    return next((w for w in view.waves if w.name == name), WaveView(name))
+
+
+def _fold_wave(view: FleetView, event: PassEvent) -> tuple[WaveView, ...]:
+    state = event.wave_state
+    if state is None:
+        return view.waves
+    waiting = event.waiting.value if event.waiting is not None and state is not WaveState.DONE else ""
+    if event.step is Step.WINDOW_CLOSED:
+        waiting = Waiting.WINDOW.value
+    wave = replace(_wave_of(view, event.wave), state=state.value, waiting=waiting, reason=event.detail)
+    return _with_wave(view, wave)
+
+
+def _fold_cluster(cell: ClusterView, event: PassEvent) -> ClusterView:
+    cell = replace(cell, step=event.step.value, wave=event.wave or cell.wave)
+    if event.step in _UNREACHABLE_STEPS:
+        return replace(cell, unreachable=event.detail or "unreachable")
+    cell = replace(cell, unreachable="")
+    if event.health is not None:
+        cell = replace(cell, health=event.health.value)
+    if event.step is Step.APPLYING and event.revision:
+        cell = replace(cell, revision=event.revision, phase="applying", last_error="")
+    elif event.step is Step.APPLIED:
+        cell = replace(cell, phase="applied")
+    elif event.step is Step.ROLLING_BACK:
+        cell = replace(cell, phase="rolling-back")
+    if event.step in _ERROR_STEPS and event.detail:
+        cell = replace(cell, last_error=event.detail)
+    return cell
+
+
+def fold_event(view: FleetView, event: PassEvent) -> FleetView:
+    """The picture after ``event``: its wave's state and its cluster's cell; a refused tip is the
+    rejected one; an ``APPLYING`` of a revision other than the one in force makes that revision the
+    one rolling out (no longer any refused tip), and resets the waves it has not reached yet to
+    pending."""
+    waves = view.waves
+    rolling = view.rolling
+    rejected = view.rejected
+    if event.step is Step.REVISION_REJECTED:
+        rejected = RejectionView(event.revision, event.detail)
+    if event.step is Step.APPLYING and event.revision and (rolling is None or rolling.sha != event.revision):
+        in_force = view.in_force.sha if view.in_force else ""
+        if event.revision != in_force:
+            rolling = RevisionView(event.revision)
+            rejected = None
+            waves = tuple(WaveView(w.name) for w in waves)
+    view = replace(view, waves=waves, rolling=rolling, rejected=rejected)
+    waves = _fold_wave(view, event)
+    clusters = dict(view.clusters)
+    if event.cluster:
+        cell = clusters.get(event.cluster, ClusterView(event.cluster))
+        clusters[event.cluster] = _fold_cluster(cell, event)
+    return replace(view, waves=waves, clusters=clusters, version=view.version + 1)
+
+
+def _cell_of(state: ClusterSyncState, before: ClusterView, unreachable: str) -> ClusterView:
+    return replace(
+        before,
+        wave=state.wave or before.wave,
+        revision=state.revision,
+        phase=state.phase.value,
+        health=state.health,
+        health_detail=state.health_detail,
+        unreachable="" if state.suspension.active else unreachable,
+        suspended=state.suspension.describe(),
+        last_error=state.last_error or (state.apply_failure.reason if state.apply_failure else ""),
+        objects=tuple(ObjectView(e.kind, e.namespace, e.name) for e in state.inventory),
+    )
+
+
+def fold_states(
+    view: FleetView, states: Mapping[str, ClusterSyncState], unreachable: Mapping[str, str]
+) -> FleetView:
+    """The picture after a pass read or ended with ``states``: each cluster's cell is what it
+    records; a cluster the pass could not use keeps what it last recorded, marked unreachable with
+    why. A suspended cluster the pass left alone is not unreachable."""
+    clusters = dict(view.clusters)
+    for name, state in states.items():
+        clusters[name] = _cell_of(state, clusters.get(name, ClusterView(name)), unreachable.get(name, ""))
+    for name, why in unreachable.items():
+        cell = clusters.get(name, ClusterView(name))
+        if not cell.suspended:
+            clusters[name] = replace(cell, unreachable=why or "unreachable")
+    return replace(view, clusters=dict(sorted(clusters.items())), version=view.version + 1)
+
+
+def fold_revisions(view: FleetView, in_force: RevisionView | None, rolling: RevisionView | None) -> FleetView:
+    """The picture with the revision in force and the one rolling out (None: none is)."""
+    return replace(view, in_force=in_force, rolling=rolling, version=view.version + 1)
+
+
+def to_json(view: FleetView) -> dict[str, Any]:
+    """The picture as the page's JSON: plain strings, lists and objects only."""
+
+    def revision(r: RevisionView | None) -> dict[str, str] | None:
+        return (
+            None if r is None else {"sha": r.sha, "short": r.short, "signer": r.signer, "subject": r.subject}
+        )
+
+    def cluster(c: ClusterView) -> dict[str, Any]:
+        return {
+            "name": c.name,
+            "wave": c.wave,
+            "revision": c.revision,
+            "short": c.revision[:SHORT_SHA],
+            "phase": c.phase,
+            "health": c.health,
+            "healthDetail": c.health_detail,
+            "reachable": not c.unreachable,
+            "unreachable": c.unreachable,
+            "suspended": c.suspended,
+            "lastError": c.last_error,
+            "step": c.step,
+            "objects": [{"kind": o.kind, "namespace": o.namespace, "name": o.name} for o in c.objects],
+        }
+
+    rejected = view.rejected
+    return {
+        "version": view.version,
+        "inForce": revision(view.in_force),
+        "rolling": revision(view.rolling),
+        "rejected": None
+        if rejected is None
+        else {"sha": rejected.sha, "short": rejected.sha[:SHORT_SHA], "reason": rejected.reason},
+        "waves": [
+            {"name": w.name, "state": w.state, "waiting": w.waiting, "reason": w.reason} for w in view.waves
+        ],
+        "clusters": [cluster(c) for c in view.clusters.values()],
+    }

@@ -1,0 +1,196 @@
+"""The fleet page in a real headless chromium, served by a real ``syncer run`` rolling signed
+commits out to the real fleet: the page follows the rollout wave by wave as it happens (no reload),
+shows a failing wave halted with its reason and a cluster it cannot reach as unreachable, renders a
+commit subject and an object name full of markup as text without running any of it, is usable by
+keyboard and at 1280 and 390 pixels wide (screenshots of both in the test's output directory)."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+import yaml
+from selenium.webdriver import Chrome as WebDriver
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+from tests.integration.agent.browser import RECORD_WAVES, WIDTHS, chromium, screenshots, text_of, wave_states
+from tests.integration.agent.drills import FAST, commit_per_cluster, no_traceback, write_policy
+from tests.integration.agent.procs import AgentProc, Agents
+from tests.integration.agent.test_agent_process import (
+    LABELS,
+    ROLLOUT_TIMEOUT,
+    Rig,
+    agents,
+    redis_cluster,
+    rig,
+)
+from tests.support.waiting import eventually
+
+pytestmark = pytest.mark.integration
+__all__ = ["agents", "rig"]  # fixtures
+
+HOSTILE = (
+    'sessions <script>document.title="pwned";window.pwned=1</script><img src=x onerror="window.pwned=2">'
+)
+HOSTILE_NAME = "<script>window.pwned=3</script>"
+PAGE_TIMEOUT = 10
+
+
+def open_page(browser: WebDriver, proc: AgentProc) -> None:
+    browser.get(f"http://127.0.0.1:{proc.port()}/ui")
+    eventually(
+        "the page to render the fleet",
+        lambda: browser.execute_script("return document.body.dataset.version;"),
+        PAGE_TIMEOUT,
+    )
+    browser.execute_script(RECORD_WAVES)
+
+
+def nothing_ran(browser: WebDriver) -> None:
+    """No markup from git became an element and none of its script ran."""
+    run = browser.execute_script
+    assert browser.title == "syncer fleet"
+    assert run("return window.pwned;") is None
+    assert run("return document.scripts.length;") == 1
+    assert run("return document.querySelectorAll('main img, main script').length;") == 0
+
+
+def first(states: list[tuple[str, str]], wave: str, state: str) -> int:
+    return states.index((wave, state)) if (wave, state) in states else -1
+
+
+def test_the_page_follows_a_rollout_wave_by_wave_and_shows_git_text_as_text(
+    rig: Rig, agents: Agents, tmp_path: Path
+) -> None:
+    rig.start_controllers()
+    with agents.shown_on_failure(), chromium() as browser:
+        # The remote has no commit yet: the page is open and recording before the rollout starts.
+        proc = agents.start("agent", rig.args("three-waves.yaml"))
+        open_page(browser, proc)
+        sha = rig.commit(HOSTILE, "7.2.4")
+        eventually(
+            "the page to show the last wave done",
+            lambda: ("us", "done") in wave_states(browser),
+            3 * ROLLOUT_TIMEOUT,
+        )
+        states = wave_states(browser)
+        canary = [s for w, s in states if w == "canary"]
+        assert canary[canary.index("applying") :][:1] == ["applying"], states
+        assert {"waiting", "baking"} & set(canary[canary.index("applying") :]), states
+        assert first(states, "canary", "applying") < first(states, "canary", "done"), states
+        assert first(states, "canary", "done") < first(states, "eu", "applying"), states
+        assert first(states, "eu", "done") < first(states, "us", "applying"), states
+
+        eventually("the revision in force", lambda: sha[:12] in text_of(browser, "#in-force"), PAGE_TIMEOUT)
+        assert text_of(browser, "#in-force .subject") == HOSTILE
+        assert text_of(browser, "#in-force .signer") == "ops"
+        nothing_ran(browser)
+
+        # Keyboard: tab to a cluster, open its detail with Enter, close it with Escape.
+        cell = browser.find_element(By.CSS_SELECTOR, '.cluster[data-cluster="eu-1"]')
+        cell.send_keys(Keys.ENTER)
+        eventually("the detail", lambda: text_of(browser, "#detail-title") == "Cluster eu-1", PAGE_TIMEOUT)
+        assert "RedisCluster" in text_of(browser, "#detail-objects")
+        assert "sessions" in text_of(browser, "#detail-objects")
+        browser.switch_to.active_element.send_keys(Keys.ESCAPE)
+        assert browser.execute_script("return document.getElementById('detail').hidden;")
+        assert browser.switch_to.active_element.get_attribute("data-cluster") == "eu-1"
+
+        # An object named with markup: the tip is refused, its reason (naming the object) shown as text.
+        hostile_rc = redis_cluster(rig.namespace, "7.2.4")
+        hostile_rc["metadata"]["name"] = HOSTILE_NAME
+        docs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": rig.namespace}}, hostile_rc]
+        refused = rig.work.commit(
+            "hostile name", {"base/objects.yaml": yaml.safe_dump_all(docs)}, sign=rig.key
+        )
+        rig.work.git("push", "-q", str(rig.remote), "main")
+        eventually(
+            "the refused tip",
+            lambda: refused[:12] in text_of(browser, "#rejected"),
+            ROLLOUT_TIMEOUT,
+        )
+        assert HOSTILE_NAME in text_of(browser, "#rejected .reason")
+        assert "base/objects.yaml" in text_of(browser, "#rejected .reason")
+        nothing_ran(browser)
+
+        for path in screenshots(browser, tmp_path, "rollout"):
+            assert path.stat().st_size > 0
+        browser.set_window_size(WIDTHS["narrow"], 900)
+        assert browser.execute_script("return document.documentElement.scrollWidth;") <= WIDTHS["narrow"]
+        assert proc.running()
+        no_traceback(proc)
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def add_unreachable_cluster(rig: Rig, name: str) -> None:
+    """A cluster in the fleet and the agent's config whose API server nobody listens for."""
+    kubeconfig = rig.root / f"{name}.kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": name, "cluster": {"server": f"https://127.0.0.1:{closed_port()}"}}],
+                "users": [{"name": name, "user": {"token": "none"}}],
+                "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+                "current-context": name,
+            }
+        )
+    )
+    config = yaml.safe_load((rig.root / "agent.yaml").read_text())
+    config["clusters"][name] = {"context": name, "kubeconfig": str(kubeconfig)}
+    (rig.root / "agent.yaml").write_text(yaml.safe_dump(config))
+    clusters = [{"name": n, "labels": labels} for n, labels in LABELS.items()]
+    clusters.append({"name": name, "labels": {"tier": "prod", "region": "us"}})
+    fleet = {
+        "apiVersion": "syncer.dev/v1alpha1",
+        "kind": "Fleet",
+        "defaults": {"namespace": rig.namespace},
+        "clusters": clusters,
+    }
+    rig.work.write({"fleet.yaml": yaml.safe_dump(fleet)})
+
+
+def test_a_failing_wave_shows_halted_with_its_reason_and_an_unreachable_cluster_as_such(
+    rig: Rig, agents: Agents, tmp_path: Path
+) -> None:
+    rig.start_controllers()
+    add_unreachable_cluster(rig, "gone")
+    policy = write_policy(rig, "fast.yaml", FAST)
+    with agents.shown_on_failure(), chromium() as browser:
+        proc = agents.start("agent", rig.args(policy))
+        open_page(browser, proc)
+        versions = {"canary": "7.2.4", "eu-1": "7.2.4", "us-1": "7.2.4", "gone": "7.2.4"}
+        commit_per_cluster(rig, HOSTILE, versions, hold=("canary",))
+        eventually(
+            "the canary wave halted or rolled back",
+            lambda: {("canary", "halted"), ("canary", "rolled-back")} & set(wave_states(browser)),
+            3 * ROLLOUT_TIMEOUT,
+        )
+        canary = browser.find_element(By.CSS_SELECTOR, '.wave[data-wave="canary"]')
+        assert canary.find_element(By.CSS_SELECTOR, ".wave-reason").text
+        assert canary.find_element(By.CSS_SELECTOR, ".wave-state").text.split()[1] in {
+            "halted",
+            "rolled-back",
+        }
+        assert "eu" not in {w for w, s in wave_states(browser) if s != "pending"}
+
+        gone = '.cluster[data-cluster="gone"]'
+        eventually(
+            "the unreachable cluster",
+            lambda: "unreachable" in text_of(browser, gone),
+            ROLLOUT_TIMEOUT,
+        )
+        assert browser.find_element(By.CSS_SELECTOR, gone).get_attribute("data-reachable") == "false"
+        assert text_of(browser, "#rolling .subject") == HOSTILE
+        nothing_ran(browser)
+        screenshots(browser, tmp_path, "halted")
+        assert proc.running()
+        no_traceback(proc)
