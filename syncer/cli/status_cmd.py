@@ -16,6 +16,8 @@ from rich.console import Console
 from syncer.cli.agent_cmds import _load
 from syncer.cli.tables import Column, console_for, fit_table
 from syncer.config.settings import AGENT_NAMESPACE
+from syncer.domain.gates import Abort, AwaitingPromotion
+from syncer.domain.sync_state import Pin, Suspension
 from syncer.errors import NotFound, SyncerError
 from syncer.kube import ClusterClient
 from syncer.leader.election import LEASE_API, LeaseRecord
@@ -106,40 +108,10 @@ def status(config_path: Path, kubeconfig: str, state_namespace: str, output: str
                 ),
                 window=state.window,
                 windowOverride=_override_text(state.window_override, state.window_override_until),
-                suspended=(
-                    {"reason": state.suspension.reason, "by": state.suspension.by, "at": state.suspension.at}
-                    if state.suspension.active
-                    else None
-                ),
-                awaiting=(
-                    {
-                        "wave": state.awaiting.wave,
-                        "revision": state.awaiting.revision,
-                        "since": state.awaiting.since,
-                    }
-                    if state.awaiting.active
-                    else None
-                ),
-                aborted=(
-                    {
-                        "revision": state.abort.revision,
-                        "by": state.abort.by,
-                        "reason": state.abort.reason,
-                        "at": state.abort.at,
-                    }
-                    if state.abort.active
-                    else None
-                ),
-                pinned=(
-                    {
-                        "revision": state.pin.revision,
-                        "reason": state.pin.reason,
-                        "by": state.pin.by,
-                        "at": state.pin.at,
-                    }
-                    if state.pin.active
-                    else None
-                ),
+                suspended=_active(state.suspension),
+                awaiting=_active(state.awaiting),
+                aborted=_active(state.abort),
+                pinned=_active(state.pin),
             )
         except SyncerError as err:
             row.update(error=str(err))
@@ -199,6 +171,12 @@ def render_status(rows: list[dict[str, Any]], console: Console) -> None:
         {(r["awaiting"]["wave"], r["awaiting"]["revision"]) for r in rows if r.get("awaiting")}
     ):
         console.print(f"waiting for promote of {gate[1][:12]} at wave {gate[0]}", highlight=False)
+
+
+def _active(record: Suspension | AwaitingPromotion | Abort | Pin) -> dict[str, Any] | None:
+    """A person's act (or the agent's wait) as ``-o json`` shows it: its fields, or null when none
+    is in force."""
+    return asdict(record) if record.active else None
 
 
 def _suspended_text(row: dict[str, Any]) -> str:

@@ -3,6 +3,7 @@ syncer-managed objects around each test, fleet repositories on disk and request 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from devfleet.access import install_redis_crd
 from syncer.domain import MANAGED_BY_SELECTOR, Manifest, ObjectKey, applied_body
-from syncer.errors import Location
+from syncer.errors import Location, NotFound
 from syncer.kube import ClientOptions, ClusterClient
 from tests.integration.conftest import FleetHandle
 
@@ -129,3 +130,24 @@ def clean_fleet(fleet: FleetHandle, crd: None) -> Iterator[FleetHandle]:
     _remove_managed(fleet)
     yield fleet
     _remove_managed(fleet)
+
+
+@pytest.fixture
+def target(fleet: FleetHandle, crd_installed: None, namespace: str) -> Iterator[Any]:
+    """The test's ``Cluster`` (``sync_kit``): the fleet's first cluster, the test's namespace and a
+    state namespace of its own. Afterwards the state namespace and every namespace named after the
+    test's (``<namespace>-...``, the ones a test makes beside it) are deleted."""
+    from tests.integration.diff.sync_kit import Cluster  # sync_kit builds on this module
+
+    name = fleet.names[0]
+    api = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), name)
+    made = Cluster(name, str(fleet.kubeconfig), namespace, api, f"{namespace}-state")
+    try:
+        yield made
+    finally:
+        for item in api.list("v1", "Namespace").items:
+            gone = str(item["metadata"]["name"])
+            if gone.startswith(f"{namespace}-"):
+                with contextlib.suppress(NotFound):
+                    api.delete("v1", "Namespace", gone)
+        api.close()

@@ -14,9 +14,8 @@ import pytest
 
 from syncer.engine.rollout_model import RolloutOutcome
 from syncer.errors import NotFound
-from syncer.kube import ApplyOptions, ClusterClient
+from syncer.kube import ApplyOptions
 from tests.integration.chart.kit import agent_values, render
-from tests.integration.conftest import FleetHandle
 from tests.integration.diff.conftest import seed
 from tests.integration.diff.sync_kit import Cluster, rc
 from tests.support.waiting import eventually
@@ -24,19 +23,6 @@ from tests.support.waiting import eventually
 pytestmark = pytest.mark.integration
 
 POLICY_KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
-
-
-@pytest.fixture
-def target(fleet: FleetHandle, crd_installed: None, namespace: str) -> Iterator[Cluster]:
-    name = fleet.names[0]
-    api = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), name)
-    made = Cluster(name, str(fleet.kubeconfig), namespace, api, f"{namespace}-state")
-    try:
-        yield made
-    finally:
-        with contextlib.suppress(NotFound):
-            api.delete("v1", "Namespace", made.state_namespace)
-        api.close()
 
 
 @pytest.fixture

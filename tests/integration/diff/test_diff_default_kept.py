@@ -3,34 +3,16 @@ it, the sync does so (ownership and the applied-fields record), and the next dif
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from syncer.domain.applied import APPLIED_FIELDS_ANNOTATION
 from syncer.engine.rollout_model import RolloutOutcome
-from syncer.errors import NotFound
-from syncer.kube import ClusterClient
-from tests.integration.conftest import FleetHandle
 from tests.integration.diff.sync_kit import API_VERSION, Cluster, owned_by, rc, running_controller
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def target(fleet: FleetHandle, crd_installed: None, namespace: str) -> Iterator[Cluster]:
-    name = fleet.names[0]
-    api = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), name)
-    made = Cluster(name, str(fleet.kubeconfig), namespace, api, f"{namespace}-state")
-    try:
-        yield made
-    finally:
-        with contextlib.suppress(NotFound):
-            api.delete("v1", "Namespace", made.state_namespace)
-        api.close()
 
 
 def _cluster_doc(out: str) -> dict[str, object]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from kubernetes import client as k8s
 from syncer.domain.sync_state import SyncPhase
 from syncer.engine.rollout_model import RolloutOutcome, RolloutReport
 from syncer.errors import NotFound
-from syncer.kube import ApplyOptions, ClusterClient
+from syncer.kube import ApplyOptions
 from syncer.status import StateStore
 from syncer.status.state_store import STATE_CONFIGMAP, STATE_KEY
 from tests.integration.conftest import FleetHandle
@@ -65,19 +65,6 @@ def _patch(cluster: Cluster, fleet: FleetHandle, name: str, manager: str, patch:
     k8s.CustomObjectsApi(fleet.api(cluster.name)).patch_namespaced_custom_object(
         GROUP, VERSION, cluster.namespace, PLURAL, name, patch, field_manager=manager
     )
-
-
-@pytest.fixture
-def target(fleet: FleetHandle, crd_installed: None, namespace: str) -> Iterator[Cluster]:
-    name = fleet.names[0]
-    api = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), name)
-    made = Cluster(name, str(fleet.kubeconfig), namespace, api, f"{namespace}-state")
-    try:
-        yield made
-    finally:
-        with contextlib.suppress(NotFound):
-            api.delete("v1", "Namespace", made.state_namespace)
-        api.close()
 
 
 @dataclass

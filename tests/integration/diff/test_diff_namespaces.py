@@ -16,28 +16,13 @@ import pytest
 
 from syncer.engine.rollout_model import RolloutOutcome
 from syncer.errors import Invalid, NotFound
-from syncer.kube import ApplyOptions, ClusterClient
-from tests.integration.conftest import FleetHandle
+from syncer.kube import ApplyOptions
 from tests.integration.diff.sync_kit import Cluster, rc
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
 ADMISSION = "admissionregistration.k8s.io/v1"
-
-
-@pytest.fixture
-def target(fleet: FleetHandle, crd_installed: None, namespace: str) -> Iterator[Cluster]:
-    name = fleet.names[0]
-    api = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), name)
-    made = Cluster(name, str(fleet.kubeconfig), namespace, api, f"{namespace}-state")
-    try:
-        yield made
-    finally:
-        for extra in (made.state_namespace, f"{namespace}-pre", f"{namespace}-new"):
-            with contextlib.suppress(NotFound):
-                api.delete("v1", "Namespace", extra)
-        api.close()
 
 
 def _namespace(name: str) -> dict[str, Any]:

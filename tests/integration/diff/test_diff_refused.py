@@ -8,39 +8,21 @@ is a conflict the sync cannot apply over (the ``report`` policy).
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from syncer.domain.changeset import FailureCause
 from syncer.engine.rollout_model import RolloutOutcome
-from syncer.errors import NotFound
-from syncer.kube import ApplyOptions, ClusterClient
+from syncer.kube import ApplyOptions
 from syncer.status import StateStore
-from tests.integration.conftest import FleetHandle
 from tests.integration.diff.sync_kit import Body, Cluster
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
 BY_HAND = "by-hand"
-
-
-@pytest.fixture
-def target(fleet: FleetHandle, crd_installed: None, namespace: str) -> Iterator[Cluster]:
-    name = fleet.names[0]
-    api = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), name)
-    made = Cluster(name, str(fleet.kubeconfig), namespace, api, f"{namespace}-state")
-    try:
-        yield made
-    finally:
-        for gone in (made.state_namespace, second(made)):
-            with contextlib.suppress(NotFound):
-                api.delete("v1", "Namespace", gone)
-        api.close()
 
 
 def second(cluster: Cluster) -> str:

@@ -3,34 +3,16 @@ wants: the diff lists it as kept ("no longer labelled"), and the sync keeps it, 
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from syncer.domain.applied import MANAGED_BY_LABEL
-from syncer.errors import NotFound
-from syncer.kube import ApplyOptions, ClusterClient
-from tests.integration.conftest import FleetHandle
+from syncer.kube import ApplyOptions
 from tests.integration.diff.sync_kit import Cluster
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def target(fleet: FleetHandle, namespace: str) -> Iterator[Cluster]:
-    name = fleet.names[0]
-    api = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), name)
-    made = Cluster(name, str(fleet.kubeconfig), namespace, api, f"{namespace}-state")
-    try:
-        yield made
-    finally:
-        for extra in (made.state_namespace, f"{namespace}-a", f"{namespace}-b"):
-            with contextlib.suppress(NotFound):
-                api.delete("v1", "Namespace", extra)
-        api.close()
 
 
 def _namespace(name: str) -> dict[str, object]:
