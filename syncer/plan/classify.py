@@ -139,7 +139,8 @@ def _local(manifest: Manifest, live: Mapping[str, Any], recorded: bool, options:
         if path == _ANNOTATION:
             continue
         if path in applied_last and not ours:
-            out.add(path, (have, want), others, Action.DRIFT)
+            # A field removed has no owner left: name the manager that wrote the object last.
+            out.add(path, (have, want), others or (() if present else ownership.last_other()), Action.DRIFT)
         elif others:
             out.add(path, (have, want), others, Action.CONFLICT)
         else:

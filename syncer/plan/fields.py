@@ -33,6 +33,7 @@ class ManagerFields:
     operation: str
     subresource: str
     paths: frozenset[FieldPath]
+    time: str = ""  # when the manager last wrote (RFC 3339, as the apiserver records it)
 
     @property
     def label(self) -> str:
@@ -63,6 +64,7 @@ def managed_fields(live: Mapping[str, Any]) -> tuple[ManagerFields, ...]:
                 operation=str(entry.get("operation", "")),
                 subresource=str(entry.get("subresource", "")),
                 paths=frozenset(_owned(fields if isinstance(fields, Mapping) else {}, ())),
+                time=str(entry.get("time", "")),
             )
         )
     return tuple(found)
@@ -92,6 +94,14 @@ class Ownership:
     def others(self, path: FieldPath) -> tuple[str, ...]:
         """The other managers owning ``path``, something above it, or something below it."""
         return tuple(sorted({e.label for e in self._others if any(_related(path, p) for p in e.paths)}))
+
+    def last_other(self) -> tuple[str, ...]:
+        """The other manager that wrote the object last (none when no other did): the apiserver keeps
+        no owner for a field that is gone, so this is who most likely removed one."""
+        if not self._others:
+            return ()
+        latest = max(self._others, key=lambda e: e.time)
+        return (f"{latest.label}, last to write it",)
 
     def owners(self, path: FieldPath, field_manager: str) -> tuple[str, ...]:
         mine = (field_manager,) if any(_related(path, p) for p in self.ours) else ()

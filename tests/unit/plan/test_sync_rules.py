@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from syncer.domain import Action, Inventory, Manifest, ObjectKey
-from syncer.domain.applied import InventorySource
+from syncer.domain.applied import InventorySource, applied_body
 from syncer.domain.rules import ConflictPolicy, SyncRules, blocked_reason, prune_refusal
 from syncer.domain.secrets import SensitiveFields, digest, is_secret, redact, secret_values
 from syncer.errors import Location
@@ -205,3 +205,45 @@ def test_blocked_reason_names_every_refused_object() -> None:
     plan = plan_cluster(state, {request.key: Prediction(request.key, error="nope")})
     assert blocked_reason(plan.changes, SyncRules()) == plan.blocked
     assert "RedisCluster/ns/a: nope" in plan.blocked
+
+
+def test_drift_by_removal_names_the_manager_that_wrote_the_object_last() -> None:
+    desired = _manifest(
+        {
+            "apiVersion": RC,
+            "kind": "RedisCluster",
+            "metadata": {"name": "c", "namespace": "n"},
+            "spec": {"shards": 3},
+        }
+    )
+    live = applied_body(desired)
+    del live["spec"]["shards"]  # someone removed the field syncer set; no manager owns it now
+    live["metadata"]["managedFields"] = [
+        {
+            "manager": "syncer",
+            "operation": "Apply",
+            "fieldsType": "FieldsV1",
+            "time": "2026-12-01T10:00:00Z",
+            "fieldsV1": {"f:metadata": {"f:labels": {"f:app.kubernetes.io/managed-by": {}}}},
+        },
+        {
+            "manager": "ops-tool",
+            "operation": "Update",
+            "fieldsType": "FieldsV1",
+            "time": "2026-12-01T11:00:00Z",
+            "fieldsV1": {},
+        },
+        {
+            "manager": "kubectl-edit",
+            "operation": "Update",
+            "fieldsType": "FieldsV1",
+            "time": "2026-12-02T09:30:00Z",
+            "fieldsV1": {},
+        },
+    ]
+    inventory = Inventory.of(CLUSTER, (desired.key,))
+    state = ClusterState(CLUSTER, (desired,), {desired.key: live}, inventory)
+    (change,) = plan_cluster(state, {}).changes
+    assert change.action is Action.DRIFT
+    (drifted,) = [f for f in change.fields if f.path == "/spec/shards"]
+    assert drifted.owners == ("kubectl-edit, last to write it",)
