@@ -54,14 +54,25 @@ def _lease_time(stamp: str) -> float | None:
 )
 @click.option("--kubeconfig", default="", envvar="KUBECONFIG")
 @click.option("--state-namespace", default=AGENT_NAMESPACE, show_default=True)
+@click.option("--cluster", "only", multiple=True, metavar="NAME", help="Only this cluster (repeatable).")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def status(config_path: Path, kubeconfig: str, state_namespace: str, output: str) -> None:
+def status(
+    config_path: Path, kubeconfig: str, state_namespace: str, only: tuple[str, ...], output: str
+) -> None:
     """Each cluster's sync state: owner, wave, applied revision, health, last good revision, last error.
 
     The owner is the replica holding the cluster's owner Lease when replicas shard the fleet."""
     config = _load(config_path, kubeconfig=kubeconfig)
     rows: list[dict[str, Any]] = []
+    unknown = sorted(set(only) - set(config.clusters))
+    if unknown:
+        known = ", ".join(sorted(config.clusters))
+        raise click.BadParameter(
+            f"{', '.join(unknown)} not in the agent config (clusters: {known})", param_hint="--cluster"
+        )
     for name, access in sorted(config.clusters.items()):
+        if only and name not in only:
+            continue
         row: dict[str, Any] = {"cluster": name}
         try:
             client = ClusterClient.from_kubeconfig(str(access.kubeconfig or kubeconfig), access.context, name)
