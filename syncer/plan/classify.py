@@ -190,8 +190,13 @@ class _Planner:
         by = ", ".join(managers) or "another client"
         if conflicts:
             message = f"fields owned by {by} would change; applying needs force"
-        else:
+        elif managers:
             message = f"fields syncer applied were changed or removed by {by}"
+        else:
+            message = (
+                "fields syncer applied were removed by a client the apiserver does not name "
+                "(a removed field keeps no owner; the cluster's audit log says who)"
+            )
         return self._change(manifest, action, local.fields, managers=managers, message=message)
 
     def forces(self, action: Action) -> bool:
