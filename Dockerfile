@@ -1,7 +1,7 @@
 # The syncer agent image: `syncer run` (and `syncer controller`) as a non-root user.
 #
 #   scripts/image                      # here: buildah, FROM a local debootstrap base
-#   scripts/image --base python:3.11-slim-bookworm
+#   scripts/image --base docker.io/library/python:3.11-slim-bookworm
 #
 # scripts/image first writes build/image/: the wheels of syncer and its runtime dependencies (built
 # outside the image, so no compiler enters it) and requirements.lock with their sha256 hashes. Two
