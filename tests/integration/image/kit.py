@@ -65,4 +65,15 @@ def build_image() -> Image:
     built = run_with_containers_conf("scripts/image", "--tag", ref, check=False)
     assert built.returncode == 0, built.stderr[-4000:]
     print(built.stderr.splitlines()[-1], flush=True)
+    _remove_older_builds(keep=ref)
     return Image(ref, built_now=True)
+
+
+def _remove_older_builds(keep: str) -> None:
+    """Drop the test images of earlier inputs, so that rebuilds do not pile up on the disk."""
+    listed = run_with_containers_conf(
+        "podman", "images", "--format", "{{.Repository}}:{{.Tag}}", "localhost/syncer"
+    ).stdout.split()
+    stale = [ref for ref in listed if ref.startswith("localhost/syncer:test-") and ref != keep]
+    if stale:
+        run_with_containers_conf("podman", "rmi", "--force", *stale, check=False)
