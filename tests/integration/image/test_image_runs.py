@@ -19,7 +19,9 @@ from tests.integration.image.kit import UID, Image
 from tests.integration.verify.kit import GitRepo, SshKey, bare_remote, write_policy
 from tests.support.namespaces import delete_namespaces
 
-pytestmark = [pytest.mark.integration, pytest.mark.image]
+# The first test of a session on a new machine makes the debootstrap base (several minutes on two
+# busy cores) before it builds the image; later sessions find both built.
+pytestmark = [pytest.mark.integration, pytest.mark.image, pytest.mark.timeout(1800)]
 
 
 def test_the_image_runs_syncer_as_its_numeric_user_on_a_read_only_root(image: Image) -> None:
