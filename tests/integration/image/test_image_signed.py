@@ -1,7 +1,8 @@
 """The image pushed by digest to a real loopback registry is signed with cosign and verified: a key
-pair made here signs it, ``cosign verify`` accepts that digest, and refuses the tag once it names an
-altered image, and a signature made by another key. An SBOM of the image's Python packages,
-made with cyclonedx-py, is attached with ``cosign attest`` and verified."""
+pair made here signs it and ``cosign verify`` accepts that digest; it refuses the same image
+re-tagged into another repository, the tag once it names an altered image, and a signature made by
+another key. An SBOM of the image's Python packages, made with cyclonedx-py, is attached with
+``cosign attest`` and verified."""
 
 from __future__ import annotations
 
@@ -81,6 +82,14 @@ def test_the_signed_digest_verifies_and_an_altered_image_or_another_key_is_refus
     foreign = cosign("verify", *VERIFY, "--key", str(other_pub), pushed.ref, cwd=work)
     assert foreign.returncode != 0
     assert "no matching signatures" in foreign.stderr, foreign.stderr
+
+    # The same image re-tagged into another repository: its signature stays where it was made.
+    registry = pushed.tag.split("/")[0]
+    copied = push(image.ref, f"{registry}/copied:release", work)
+    assert copied == pushed.ref.split("@")[1]
+    moved = cosign("verify", *VERIFY, "--key", str(our_pub), f"{registry}/copied@{copied}", cwd=work)
+    assert moved.returncode != 0
+    assert "no signatures found" in moved.stderr, moved.stderr
 
     # The tag re-pushed with an altered image: the tag's digest carries no signature of ours.
     altered_digest = push(_altered(image, work), pushed.tag, work)
