@@ -1,4 +1,4 @@
-"""One image for every image test of the session (tests/integration/image/kit.py)."""
+"""One image for every image test of the pytest run (tests/integration/image/kit.py)."""
 
 from __future__ import annotations
 

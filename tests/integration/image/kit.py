@@ -1,4 +1,4 @@
-"""The image under test: built once per test session by scripts/image, reused while its inputs are
+"""The image under test: built once per test run by scripts/image, reused while its inputs are
 unchanged, and run with podman as this machine's container host needs (scripts/containers.sh)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-# What the image is made of: a change to any of these makes the next session build it anew.
+# What the image is made of: a change to any of these makes the next test run build it anew.
 _INPUTS = ("Dockerfile", ".dockerignore", "pyproject.toml", "scripts/image", "scripts/containers.sh")
 UID = 10001
 
@@ -38,7 +38,7 @@ def run_with_containers_conf(*command: str, check: bool = True) -> subprocess.Co
 
 @dataclass(frozen=True)
 class Image:
-    """A built image: its reference and whether this session built it or found it built."""
+    """A built image: its reference and whether this test run built it or found it built."""
 
     ref: str
     built_now: bool

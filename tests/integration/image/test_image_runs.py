@@ -19,8 +19,8 @@ from tests.integration.image.kit import UID, Image
 from tests.integration.verify.kit import GitRepo, SshKey, bare_remote, write_policy
 from tests.support.namespaces import delete_namespaces
 
-# The first test of a session on a new machine makes the debootstrap base (several minutes on two
-# busy cores) before it builds the image; later sessions find both built.
+# The first image test of a run on a new machine makes the debootstrap base (several minutes on two
+# busy cores) before it builds the image; later runs find both built.
 pytestmark = [pytest.mark.integration, pytest.mark.image, pytest.mark.timeout(1800)]
 
 

@@ -17,8 +17,8 @@ import pytest
 from tests.integration.image.kit import Image, run_with_containers_conf
 from tests.integration.image.registry import SIGN, VERIFY, Cosign, local_registry, push
 
-# The first test of a session on a new machine makes the debootstrap base (several minutes on two
-# busy cores) before it builds the image; later sessions find both built.
+# The first image test of a run on a new machine makes the debootstrap base (several minutes on two
+# busy cores) before it builds the image; later runs find both built.
 pytestmark = [pytest.mark.integration, pytest.mark.image, pytest.mark.timeout(1800)]
 
 
