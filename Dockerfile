@@ -1,29 +1,32 @@
 # The syncer agent image: `syncer run` (and `syncer controller`) as a non-root user.
 #
-#   docker build -t syncer:0.1.0.dev0 .
+#   scripts/image                      # here: buildah, FROM a local debootstrap base
+#   scripts/image --base docker.io/library/python:3.11-slim-bookworm
 #
-# Two stages: the first builds a virtual environment with syncer and its runtime dependencies only
-# (no dev extras, no compilers left behind); the second is the slim Python base plus git, gnupg and
-# openssh-client, which commit signature verification and ssh:// remotes need.
+# scripts/image first writes build/image/: the wheels of syncer and its runtime dependencies (built
+# outside the image, so no compiler enters it) and requirements.lock with their sha256 hashes. Two
+# stages: the first installs those wheels alone (--no-index --require-hashes) into a virtual
+# environment; the second is the base plus git, gnupg and openssh-client, which commit signature
+# verification and ssh:// remotes need. PYTHON_IMAGE is any Debian bookworm image with python3.
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_ROOT_USER_ACTION=ignore
-WORKDIR /src
-COPY pyproject.toml README.md ./
-COPY syncer ./syncer
-RUN python -m venv /opt/syncer \
-    && /opt/syncer/bin/pip install --no-compile . \
-    && /opt/syncer/bin/python -m compileall -q /opt/syncer/lib
+COPY build/image/ /wheels/
+RUN python3 -m venv /opt/syncer \
+    && /opt/syncer/bin/pip install --no-index --find-links /wheels/wheels --require-hashes \
+       --requirement /wheels/requirements.lock \
+    && /opt/syncer/bin/pip uninstall --yes pip
 
 FROM ${PYTHON_IMAGE}
 # The Debian release is pinned by the base image tag; package versions follow its security updates.
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends git gnupg openssh-client \
-    && rm -rf /var/lib/apt/lists/* \
+    && apt-get clean \
+    && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin \
     && groupadd --system --gid 10001 syncer \
     && useradd --system --uid 10001 --gid 10001 --home-dir /tmp --no-create-home \
        --shell /usr/sbin/nologin syncer \

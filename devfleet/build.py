@@ -24,6 +24,10 @@ GO_DIR = Path(__file__).parent / "go"
 CONTROL_PLANE_MODULE = GO_DIR / "controlplane"
 KWOK_MODULE = GO_DIR / "kwok"
 HELM_MODULE = GO_DIR / "helm"
+# Signs and verifies the image (tests/integration/image); cached apart so a cosign pin leaves the
+# control plane's cache alone.
+COSIGN_MODULE = GO_DIR / "cosign"
+COSIGN_PACKAGE = "github.com/sigstore/cosign/v2/cmd/cosign"
 
 BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kwok", "helm")
 _K8S_PACKAGES = (
@@ -90,14 +94,19 @@ def _go_version() -> str:
     return subprocess.run([go, "env", "GOVERSION"], check=True, capture_output=True, text=True).stdout.strip()
 
 
-def _cache_key(pins: Pins) -> str:
-    flags = f"{pins.k8s_ldflags()}\n{pins.helm_ldflags()}"
+def _hash_modules(flags: str, skip: Path | None = None, root: Path = GO_DIR) -> str:
     digest = hashlib.sha256(f"{_RECIPE}\n{_go_version()}\n{flags}\n".encode())
-    for path in sorted(GO_DIR.rglob("*")):
+    for path in sorted(root.rglob("*")):
+        if skip is not None and path.is_relative_to(skip):
+            continue
         if path.is_file() and path.suffix in {".mod", ".sum", ".go"}:
             digest.update(str(path.relative_to(GO_DIR)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
+
+
+def _cache_key(pins: Pins) -> str:
+    return _hash_modules(f"{pins.k8s_ldflags()}\n{pins.helm_ldflags()}", skip=COSIGN_MODULE)
 
 
 def bin_dir(pins: Pins | None = None) -> Path:
@@ -153,3 +162,33 @@ def ensure_binaries(progress: Callable[[str], None] | None = None) -> Path:
             staging.rename(target)
         say(f"built in {time.monotonic() - started:.0f}s")
     return target
+
+
+def _cosign_ldflags(version: str) -> str:
+    return f"-s -w -X sigs.k8s.io/release-utils/version.gitVersion={version}"
+
+
+def ensure_cosign(progress: Callable[[str], None] | None = None) -> Path:
+    """Return the path of the pinned cosign binary, building it from the Go module proxy if not cached."""
+    say = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    version = _required_version(COSIGN_MODULE / "go.mod", "github.com/sigstore/cosign/v2")
+    ldflags = _cosign_ldflags(version)
+    target = cache_root() / "cosign" / f"cosign-{version}_{_hash_modules(ldflags, root=COSIGN_MODULE)}"
+    binary = target / "cosign"
+    if binary.is_file():
+        return binary
+    with _locked(cache_root() / "cosign" / ".build.lock"):
+        if binary.is_file():
+            return binary
+        say(f"building cosign {version} from the Go module proxy into {target} (a cold build takes minutes)")
+        started = time.monotonic()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
+            staging = Path(tmp) / "bin"
+            staging.mkdir()
+            _go_build(COSIGN_MODULE, staging, (COSIGN_PACKAGE,), ldflags)
+            if target.exists():
+                shutil.rmtree(target)
+            staging.rename(target)
+        say(f"built in {time.monotonic() - started:.0f}s")
+    return binary

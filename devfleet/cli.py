@@ -50,6 +50,12 @@ def build_cmd() -> None:
     click.echo(build.ensure_binaries(_say))
 
 
+@cli.command("cosign")
+def cosign_cmd() -> None:
+    """Build (or find in the cache) the pinned cosign, which signs and verifies the image; print its path."""
+    click.echo(build.ensure_cosign(_say))
+
+
 @cli.command()
 @_state_option
 @click.option("--cluster", "names", multiple=True, help="Cluster names [default: canary, eu-1, us-1].")

@@ -46,8 +46,17 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- if or (eq .Values.mode "controller") .Values.controller.enabled -}}true{{- end -}}
 {{- end -}}
 
+{{/* repository@digest when a digest is set (with :tag before it if one is given), else repository:tag. */}}
 {{- define "syncer.image" -}}
+{{- if .Values.image.digest -}}
+{{- if .Values.image.tag -}}
+{{- printf "%s:%s@%s" .Values.image.repository .Values.image.tag .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- end -}}
+{{- else -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
 {{- end -}}
 
 {{/*

@@ -351,3 +351,32 @@ def test_a_probe_port_equal_to_the_service_port_is_refused(tmp_path: Path) -> No
     result = helm("template", "syncer", str(CHART), values=values, workdir=tmp_path)
     assert result.returncode != 0
     assert "probes.port must differ from service.port" in result.stderr
+
+
+_DIGEST = "sha256:" + "ab" * 32
+
+
+@pytest.mark.parametrize(
+    ("image", "expected"),
+    [
+        ({"repository": "registry.example/syncer", "digest": _DIGEST}, f"registry.example/syncer@{_DIGEST}"),
+        (
+            {"repository": "registry.example/syncer", "tag": "0.1.0", "digest": _DIGEST},
+            f"registry.example/syncer:0.1.0@{_DIGEST}",
+        ),
+        ({"repository": "registry.example/syncer", "tag": "0.1.0"}, "registry.example/syncer:0.1.0"),
+    ],
+)
+def test_the_pod_runs_the_image_by_digest_when_one_is_given(
+    tmp_path: Path, image: dict[str, str], expected: str
+) -> None:
+    objects = render(tmp_path, agent_values(image=image))
+    containers = only(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert {c["image"] for c in containers if c["name"] == "syncer"} == {expected}
+
+
+def test_a_digest_that_is_not_sha256_is_refused(tmp_path: Path) -> None:
+    values = agent_values(image={"repository": "syncer", "digest": "latest"})
+    result = helm("template", "syncer", str(CHART), values=values, workdir=tmp_path)
+    assert result.returncode != 0
+    assert "/image/digest" in result.stdout + result.stderr, result.stderr
