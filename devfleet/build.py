@@ -94,9 +94,11 @@ def _go_version() -> str:
     return subprocess.run([go, "env", "GOVERSION"], check=True, capture_output=True, text=True).stdout.strip()
 
 
-def _hash_modules(flags: str, skip: Path | None = None, root: Path = GO_DIR) -> str:
+def _hash_modules(flags: str, skip: Path | None = None, root: Path | None = None) -> str:
+    """The build recipe, Go version, ``flags`` and every module file below ``root`` (default: all of
+    GO_DIR, as it is when called) but ``skip``, hashed."""
     digest = hashlib.sha256(f"{_RECIPE}\n{_go_version()}\n{flags}\n".encode())
-    for path in sorted(root.rglob("*")):
+    for path in sorted((root or GO_DIR).rglob("*")):
         if skip is not None and path.is_relative_to(skip):
             continue
         if path.is_file() and path.suffix in {".mod", ".sum", ".go"}:
