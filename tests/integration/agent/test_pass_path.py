@@ -159,12 +159,14 @@ def test_sync_once_enters_the_agent_once_and_the_engine_carries_the_revision_to_
 
     # The revision first exists when the engine's gate polls git; from there to the last apply of
     # the revision's object, nothing of the agent module is called, in any thread, but the listeners
-    # the pass tells its typed events to (the agent's tally of what the pass did).
+    # the pass tells its typed events to (the agent's tally of what the pass did, and the fleet page
+    # that folds the same events into its picture).
     first_poll = next(i for i, c in enumerate(calls) if c.name == "RevisionGate.advance")
     applied_at = [i for i, c in enumerate(calls) if c.applies]
     assert len(applied_at) == 3, "one apply per cluster"
     assert first_poll < applied_at[0]
-    told = {"syncer.domain.progress", "syncer.agent.service"}  # the listeners, and the tally's own calls
+    # The listeners, and their own calls (the tally's, the page's).
+    told = {"syncer.domain.progress", "syncer.agent.service", "syncer.agent.fleet_page"}
     on_the_way = [
         c for c in calls[first_poll : applied_at[-1]] if is_agent(c.module) and c.caller not in told
     ]
