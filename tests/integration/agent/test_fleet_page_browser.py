@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from selenium.common.exceptions import ElementNotInteractableException, StaleElementReferenceException
 from selenium.webdriver import Chrome as WebDriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -89,8 +90,10 @@ def test_the_page_follows_a_rollout_wave_by_wave_and_shows_git_text_as_text(
         nothing_ran(browser)
 
         # Keyboard: tab to a cluster, open its detail with Enter, close it with Escape.
-        cell = browser.find_element(By.CSS_SELECTOR, '.cluster[data-cluster="eu-1"]')
-        cell.send_keys(Keys.ENTER)
+        # The page redraws a cell when an event arrives: press Enter on the cell as it is drawn now.
+        eventually(
+            "Enter on the eu-1 cell", lambda: press(browser, '.cluster[data-cluster="eu-1"]', Keys.ENTER), 10
+        )
         eventually("the detail", lambda: text_of(browser, "#detail-title") == "Cluster eu-1", PAGE_TIMEOUT)
         assert "RedisCluster" in text_of(browser, "#detail-objects")
         assert "sessions" in text_of(browser, "#detail-objects")
@@ -194,3 +197,12 @@ def test_a_failing_wave_shows_halted_with_its_reason_and_an_unreachable_cluster_
         screenshots(browser, tmp_path, "halted")
         assert proc.running()
         no_traceback(proc)
+
+
+def press(browser: WebDriver, selector: str, key: str) -> bool:
+    """Send ``key`` to the element ``selector`` finds now; False while it is being redrawn."""
+    try:
+        browser.find_element(By.CSS_SELECTOR, selector).send_keys(key)
+    except (ElementNotInteractableException, StaleElementReferenceException):
+        return False
+    return True
