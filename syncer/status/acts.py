@@ -54,18 +54,25 @@ def _override(configmap: Mapping[str, Any]) -> tuple[str, float]:
     return reason, float(until)
 
 
+def _named_act(configmap: Mapping[str, Any], key: str) -> tuple[str, str, str, float]:
+    """The revision, who, why and when of a person's act recorded under ``key``; ("", "", "", 0)
+    when absent. ValueError (or AttributeError) when unreadable: the caller decides what that
+    means for its act."""
+    text = (configmap.get("data") or {}).get(key, "")
+    raw = json.loads(text) if text else {}
+    return (
+        fields.text(raw, "revision"),
+        fields.text(raw, "by"),
+        fields.text(raw, "reason"),
+        fields.number(raw, "at"),
+    )
+
+
 def _retry(configmap: Mapping[str, Any]) -> RetryRequest:
     """The person's retry recorded beside the state (its own key and field manager); none when
     absent or unreadable."""
-    text = (configmap.get("data") or {}).get(RETRY_KEY, "")
     try:
-        raw = json.loads(text) if text else {}
-        return RetryRequest(
-            fields.text(raw, "revision"),
-            fields.text(raw, "by"),
-            fields.text(raw, "reason"),
-            fields.number(raw, "at"),
-        )
+        return RetryRequest(*_named_act(configmap, RETRY_KEY))
     except (ValueError, AttributeError):
         return RetryRequest()
 
@@ -106,15 +113,8 @@ def _promotion(configmap: Mapping[str, Any]) -> Promotion:
 
 def _abort(configmap: Mapping[str, Any]) -> Abort:
     """The abort recorded beside the state; none when absent or unreadable (it names no revision)."""
-    text = (configmap.get("data") or {}).get(ABORT_KEY, "")
     try:
-        raw = json.loads(text) if text else {}
-        return Abort(
-            fields.text(raw, "revision"),
-            fields.text(raw, "by"),
-            fields.text(raw, "reason"),
-            fields.number(raw, "at"),
-        )
+        return Abort(*_named_act(configmap, ABORT_KEY))
     except (ValueError, AttributeError):
         return Abort()
 
@@ -122,19 +122,12 @@ def _abort(configmap: Mapping[str, Any]) -> Abort:
 def _pin(configmap: Mapping[str, Any]) -> tuple[Pin, Suspension]:
     """The person's pin recorded beside the state; none when absent. An unreadable record holds the
     cluster as a suspension does (fail closed: someone meant to keep it where it is)."""
-    text = (configmap.get("data") or {}).get(PIN_KEY, "")
-    if not text:
+    if not (configmap.get("data") or {}).get(PIN_KEY, ""):
         return Pin(), Suspension()
     try:
-        raw = json.loads(text)
-        revision, by, reason = (raw.get(key, "") for key in ("revision", "by", "reason"))
-        at = raw.get("at", 0)
-        number = isinstance(at, int | float) and not isinstance(at, bool)
-        if not (isinstance(revision, str) and isinstance(by, str) and isinstance(reason, str) and number):
-            raise ValueError(f"{PIN_KEY}: revision, by and reason must be strings, at a number")
+        return Pin(*_named_act(configmap, PIN_KEY)), Suspension()
     except (ValueError, AttributeError):
         return Pin(), Suspension(f"unreadable {PIN_KEY}: taken as suspended", "", 0.0)
-    return Pin(revision, by, reason, float(at)), Suspension()
 
 
 def with_acts(state: ClusterSyncState, configmap: Mapping[str, Any]) -> ClusterSyncState:
