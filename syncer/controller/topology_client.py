@@ -2,9 +2,10 @@
 
 Owns: opening (with the options' password and socket timeouts, no retries), running one CLUSTER
 command and translating redis-py errors into ``TopologyError``; reading one node's view. Every command,
-pipeline and new connection passes the options' fence right before it is sent (after connecting, so a
-process frozen while it connects is checked again), and a controller that lost its Lease sends nothing
-more (``FencedOut``).
+pipeline and new connection passes the options' fence twice: before a connection is made or made
+again (its handshake, HELLO and CLIENT SETNAME, is sent to the node too) and right before the command
+is sent (after connecting, so a process frozen while it connects is checked again). A controller that
+lost its Lease sends nothing more (``FencedOut``), not even a handshake.
 
 The Redis side of the fence: a controller holding a Lease names each connection after the Lease and
 its token (``client_name``), and on its first contact with a node it closes every connection of an
@@ -88,7 +89,8 @@ class Connections:
         with self._translated(node, command):
             client = self._client(node)
             if client.connection is not None:
-                # Made again (after a failure) before the fence is asked, never after it.
+                # Made again (after a failure) before the fence is asked for the send, never after it.
+                self._options.fence.check()
                 client.connection.connect()  # type: ignore[no-untyped-call]
             with self._options.fence.writing():
                 # redis-py leaves execute_command unannotated; callers check the reply's shape.
@@ -105,7 +107,8 @@ class Connections:
             client = self._client(node, raw=True)
             # Leaving the block gives the connection back to the pool, also when nothing was sent.
             with client.pipeline(transaction=False) as pipe:
-                # Its connection, (re)connected before the fence is asked, not after.
+                # Its connection, (re)connected before the fence is asked for the send, not after.
+                self._options.fence.check()
                 pipe.connection = client.connection_pool.get_connection()
                 for command in commands:
                     pipe.execute_command(*command)  # type: ignore[no-untyped-call]

@@ -8,10 +8,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+import redis
 
 from syncer.controller.model import CONTROLLER_LEASE
 from syncer.controller.topology_client import Connections, client_name
 from syncer.controller.topology_model import RedisNode, TopologyError, TopologyOptions
+from syncer.errors import FencedOut
 from syncer.leader.election import LeaderElector
 from syncer.leader.fence import Fence
 from tests.integration.topology.servers import RedisServers, client, cluster_command
@@ -110,3 +112,48 @@ def test_connections_of_the_same_holder_and_of_other_clients_are_left_alone(serv
         finally:
             first.close()
             second.close()
+
+
+def handshakes(conn: redis.Redis) -> dict[str, int]:
+    """How often the node behind ``conn`` accepted a connection and ran each handshake command."""
+    stats = conn.info("commandstats")
+    commands = ("hello", "client|setname")
+    counted = {name: int(stats.get(f"cmdstat_{name}", {}).get("calls", 0)) for name in commands}
+    return {"connections": int(conn.info("stats")["total_connections_received"]), **counted}
+
+
+def test_a_leader_whose_connections_the_new_leader_closed_does_not_even_reconnect(
+    servers: RedisServers,
+) -> None:
+    """A deposed leader that runs again after its Lease ran out finds its connections closed by the
+    new leader's sweep; it asks the fence before it connects again, so not even the handshake (HELLO,
+    CLIENT SETNAME) of a new connection reaches the node, for a single command or a pipeline."""
+    [node] = servers.start(1)
+    kube, clock = MemoryKube("one"), Clock()
+    leader = LeaderElector(kube, CONTROLLER_LEASE, "controller-0", clock=clock)
+    standby = LeaderElector(kube, CONTROLLER_LEASE, "controller-1", clock=clock)
+    assert leader.try_acquire_or_renew()
+    assert not standby.try_acquire_or_renew()  # the standby sees the Lease held
+    stale = Connections(TopologyOptions(timeout=2.0, fence=leader.fence(MARGIN)))
+    try:
+        stale.run(node, "CLUSTER", "MYID")
+        stale.pipeline(node, [("PING",)])  # both of its connections are open
+        clock.now += CONTROLLER_LEASE.duration + 1
+        assert standby.try_acquire_or_renew()
+        newer = Connections(TopologyOptions(timeout=2.0, fence=standby.fence(MARGIN)))
+        try:
+            newer.run(node, "CLUSTER", "MYID")  # the first contact closes the old leader's connections
+        finally:
+            newer.close()
+        assert client_name(leader.fence(MARGIN)) not in names(node)
+
+        with client(node) as counter:
+            before = handshakes(counter)
+            with pytest.raises(FencedOut):
+                stale.run(node, "CLUSTER", "ADDSLOTS", 100)
+            with pytest.raises(FencedOut):
+                stale.pipeline(node, [("CLUSTER", "ADDSLOTS", 101)])
+            assert handshakes(counter) == before, "the deposed leader connected to the node again"
+    finally:
+        stale.close()
+    assert "cluster_slots_assigned:0" in cluster_command(node, "INFO")
