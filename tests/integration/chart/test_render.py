@@ -70,7 +70,20 @@ MONITORED = agent_values(
 )
 
 
-@pytest.mark.parametrize("values", [None, agent_values(), NON_DEFAULT, FULL_AGENT, MONITORED], ids=repr)
+NOTIFIED = agent_values(
+    notifications={
+        "existingSecret": "fleet-notify",
+        "config": {
+            "receivers": [{"name": "chat", "type": "slack", "urlFile": "../notify/slack-url"}],
+            "routes": [{"receivers": ["chat"]}],
+        },
+    }
+)
+
+
+@pytest.mark.parametrize(
+    "values", [None, agent_values(), NON_DEFAULT, FULL_AGENT, MONITORED, NOTIFIED], ids=repr
+)
 def test_helm_lint_is_clean_even_strict(tmp_path: Path, values: dict[str, Any] | None) -> None:
     for flags in ([], ["--strict"]):
         result = helm("lint", *flags, str(CHART), values=values, workdir=tmp_path)
@@ -251,6 +264,50 @@ def test_the_rendered_agent_files_load_with_syncer_itself(tmp_path: Path) -> Non
     assert mounts["clusters"] == "/etc/syncer/clusters"
     assert mounts["config"] == "/etc/syncer/config"
     assert "--hook-secret-file=/etc/syncer/webhook/token" in pod["containers"][0]["args"]
+
+
+def test_notifications_reach_the_agent_config_with_their_secrets_mounted_beside_it(tmp_path: Path) -> None:
+    """The chart's notifications section is the agent config's as it is; the receivers name their
+    secrets relative to the config file, and the Secret is mounted where those names point."""
+    notify = {
+        "receivers": [
+            {"name": "ops", "type": "webhook", "url": "https://hooks.example.org/syncer",
+             "secretFile": "../notify/hmac-key"},
+            {"name": "chat", "type": "slack", "urlFile": "../notify/slack-url"},
+        ],
+        "routes": [{"receivers": ["ops"]}, {"receivers": ["chat"], "minSeverity": "warning"}],
+    }  # fmt: skip
+    values = {**FULL_AGENT, "notifications": {"existingSecret": "fleet-notify", "config": notify}}
+    objects = render(tmp_path, values)
+    pod = only(objects, "Deployment")["spec"]["template"]["spec"]
+    mounts = {m["name"]: m for m in pod["containers"][0]["volumeMounts"]}
+    secrets = {v["name"]: v["secret"] for v in pod["volumes"] if "secret" in v}
+    assert secrets["notify"] == {"secretName": "fleet-notify", "defaultMode": 0o400}
+    assert (mounts["notify"]["mountPath"], mounts["notify"]["readOnly"]) == ("/etc/syncer/notify", True)
+    assert mounts["config"]["mountPath"] == "/etc/syncer/config"
+
+    # The pod's /etc/syncer laid out here: the ConfigMap's files and the Secret's keys.
+    etc = tmp_path / "etc"
+    (etc / "config").mkdir(parents=True)
+    (etc / "notify").mkdir()
+    for name, text in only(objects, "ConfigMap")["data"].items():
+        (etc / "config" / name).write_text(text, encoding="utf-8")
+    (etc / "notify" / "hmac-key").write_text("k3y\n", encoding="utf-8")
+    (etc / "notify" / "slack-url").write_text("https://hooks.slack.example/T0/B0/x\n", encoding="utf-8")
+    config = load_agent_config(etc / "config" / "config.yaml")
+    receivers = config.notifications.receivers
+    assert sorted(receivers) == ["chat", "ops"]
+    assert receivers["ops"].url == "https://hooks.example.org/syncer"
+    assert receivers["ops"].secret.reveal() == "k3y"
+    assert receivers["chat"].secret.reveal() == "https://hooks.slack.example/T0/B0/x"
+    assert [list(r.receivers) for r in config.notifications.routes] == [["ops"], ["chat"]]
+
+
+def test_without_notifications_nothing_is_told_and_no_secret_is_mounted(tmp_path: Path) -> None:
+    objects = render(tmp_path, agent_values())
+    assert "notifications" not in yaml.safe_load(only(objects, "ConfigMap")["data"]["config.yaml"])
+    pod = only(objects, "Deployment")["spec"]["template"]["spec"]
+    assert "notify" not in {v["name"] for v in pod["volumes"]}
 
 
 def test_a_target_without_a_kubeconfig_secret_is_refused(tmp_path: Path) -> None:
