@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
 
-from syncer.domain.analysis import Measurement
+from syncer.domain.analysis import Measurement, Verdict
 from syncer.domain.health import Health
 from syncer.errors import SyncerError
 
@@ -97,7 +97,8 @@ class PassEvent:
     fleet; ``reason`` says why (a gate's verdict, a rebuilt state's problem); ``error`` is the error
     of a failed step and ``cause`` the error value itself when there is one; ``objects`` counts the
     objects a step wrote; ``waiting`` tells a health wait from a bake; ``measurement`` is what an
-    analysis measured."""
+    analysis measured; ``analysis`` is the verdict of a wave's analysis a gate's decision follows
+    (None: the wave's health decided)."""
 
     step: Step
     wave: str = ""
@@ -110,6 +111,7 @@ class PassEvent:
     waiting: Waiting | None = None
     health: Health | None = None
     measurement: Measurement | None = None
+    analysis: Verdict | None = None
 
     @property
     def treatment(self) -> Treatment:

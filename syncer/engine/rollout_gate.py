@@ -167,6 +167,7 @@ class RolloutGate(WaveApply):
                     revision=fleet.revision,
                     reason=verdict.reason,
                     waiting=verdict.waiting,
+                    analysis=verdict.analysis,
                 )
             )
             if verdict.decision is Decision.PROCEED:
@@ -205,13 +206,17 @@ class RolloutGate(WaveApply):
         if found.verdict is Verdict.RUNNING:
             return GateVerdict(Decision.WAIT, found.reason, found.wait, waiting=Waiting.ANALYSIS)
         if found.verdict is Verdict.SUCCESSFUL:
-            return replace(healthy, reason=f"{healthy.reason}; {found.reason}")
+            return replace(healthy, reason=f"{healthy.reason}; {found.reason}", analysis=found.verdict)
         failed = tuple(name for name, _ in found.clusters)
         if found.verdict is Verdict.FAILED:
             decision = Decision.ROLLBACK if rollback else Decision.HALT
-            return GateVerdict(decision, found.reason, failed=failed, reasons=found.clusters)
+            return GateVerdict(
+                decision, found.reason, failed=failed, reasons=found.clusters, analysis=found.verdict
+            )
         reason = f"{found.reason}; waiting for a person: syncer retry measures again"
-        return GateVerdict(Decision.HALT, reason, failed=failed, reasons=found.clusters)
+        return GateVerdict(
+            Decision.HALT, reason, failed=failed, reasons=found.clusters, analysis=found.verdict
+        )
 
     def _elsewhere(self, wave: Wave, revision: str) -> list[str]:
         """The clusters of ``wave`` another replica owns that do not record ``revision``, with what

@@ -14,6 +14,7 @@ from enum import Enum
 from types import MappingProxyType
 
 from syncer.config.settings import NotifySettings
+from syncer.domain.analysis import Verdict
 from syncer.domain.notices import Notice, NoticeClass, Severity
 from syncer.domain.progress import PassEvent, Step, Waiting
 from syncer.errors import (
@@ -60,7 +61,7 @@ RULES: Mapping[Step, Rule | None] = MappingProxyType(
         Step.GATE_WAIT: Rule(_FAILED, Severity.WARNING, "window-wait", Bound.WINDOW),
         Step.GATE_PROCEED: Rule(NoticeClass.WAVE_PASSED, Severity.INFO, "healthy"),
         Step.GATE_STILL_HEALTHY: None,
-        Step.GATE_HALT: Rule(_FAILED, Severity.ERROR, "unhealthy"),
+        Step.GATE_HALT: Rule(_FAILED, Severity.ERROR, "unhealthy"),  # or the analysis's (ANALYSED)
         Step.GATE_ROLLBACK: Rule(_FAILED, Severity.ERROR, "unhealthy"),
         Step.ROLLING_BACK: None,  # told once done (ROLLED_BACK)
         Step.ROLLED_BACK: Rule(NoticeClass.ROLLBACK_DONE, Severity.WARNING, "rolled-back"),
@@ -93,6 +94,16 @@ RULES: Mapping[Step, Rule | None] = MappingProxyType(
         Step.ROLLOUT_ABORTED: Rule(NoticeClass.ABORTED, Severity.WARNING, "aborted"),
         Step.ROLLOUT_STARTED: Rule(NoticeClass.ROLLOUT_STARTED, Severity.INFO, "started"),
         Step.ROLLOUT_FINISHED: Rule(NoticeClass.ROLLOUT_FINISHED, Severity.INFO, "healthy"),
+    }
+)
+
+# The reason word of a gate's decision that followed the wave's analysis, not its health.
+ANALYSED: Mapping[Verdict, str] = MappingProxyType(
+    {
+        Verdict.FAILED: "analysis-failed",
+        Verdict.INCONCLUSIVE: "analysis-inconclusive",
+        Verdict.SUCCESSFUL: "healthy",
+        Verdict.RUNNING: "analysis-running",
     }
 )
 
@@ -182,6 +193,8 @@ class Classifier:
                 return None
             detail = f"{detail} (for {lasted:.0f}s)"
         reason = reason_of(event.cause, rule.reason) if event.cause is not None else rule.reason
+        if event.analysis is not None:
+            reason = ANALYSED[event.analysis]
         return Notice(
             kind=rule.kind,
             severity=rule.severity,

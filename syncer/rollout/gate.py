@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
+from syncer.domain.analysis import Verdict
 from syncer.domain.health import Health
 from syncer.domain.progress import Waiting
 from syncer.rollout.waves import Wave
@@ -37,7 +38,8 @@ class ClusterProgress:
 @dataclass(frozen=True)
 class GateVerdict:
     """What to do about a wave, why, how long to wait before asking again, which clusters failed
-    (``reasons``: each with why), and, when it waits, what for; ``aborted``: a person ended it."""
+    (``reasons``: each with why), and, when it waits, what for; ``aborted``: a person ended it;
+    ``analysis``: the verdict of the wave's analysis when it decided (None: health did)."""
 
     decision: Decision
     reason: str
@@ -46,6 +48,7 @@ class GateVerdict:
     waiting: Waiting | None = None
     reasons: tuple[tuple[str, str], ...] = ()
     aborted: bool = False
+    analysis: Verdict | None = None
 
 
 def judge_wave(

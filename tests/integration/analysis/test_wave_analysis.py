@@ -19,7 +19,7 @@ import pytest
 from devfleet import prometheus
 from devfleet.prometheus import LocalPrometheus
 from syncer.config.rollout import RolloutPolicy, parse_rollout_policy
-from syncer.domain.analysis import Outcome
+from syncer.domain.analysis import Outcome, Verdict
 from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import PassEvent, Step
 from syncer.domain.sync_state import ClusterSyncState, RetryRequest, SyncPhase
@@ -108,6 +108,11 @@ def measured(log: list[PassEvent]) -> list[tuple[str, Outcome, float | None]]:
     ]
 
 
+def gate_verdicts(log: list[PassEvent]) -> list[tuple[Step, Verdict | None]]:
+    """The gate's failing decisions and the analysis verdict each followed (None: health)."""
+    return [(e.step, e.analysis) for e in log if e.step in (Step.GATE_HALT, Step.GATE_ROLLBACK)]
+
+
 def test_a_healthy_revision_proceeds_with_its_measurements_recorded(
     clients: dict[str, ClusterClient], prefix: str, scraped: LocalPrometheus, tmp_path: Path
 ) -> None:
@@ -142,6 +147,7 @@ def test_a_measurably_bad_canary_fails_analysis_and_rolls_back_later_waves_untou
     assert [w.name for w in report.waves] == ["canary"], "later waves must not start"
     assert "canary: analysis failed: error-rate: 1 failed measurement(s), 0 allowed" in report.message
     assert measured(log) == [("canary", Outcome.FAILURE, 0.5)]
+    assert gate_verdicts(log) == [(Step.GATE_ROLLBACK, Verdict.FAILED)], "the gate says analysis decided"
     canary = state(clients, prefix, "canary")
     assert (canary.revision, canary.phase) == ("rev-good", SyncPhase.ROLLED_BACK)
     assert "rev-bad" in canary.bad_revisions
@@ -161,10 +167,12 @@ def test_a_query_with_no_series_is_inconclusive_and_halts_for_a_person(
     good = repo.write("rev-good", errors="0")
     assert rollout(clients, prefix, policy(scraped, prefix), []).sync(good).outcome is RolloutOutcome.APPLIED
     nothing = f'max(analysis_test_nothing{{cluster="${{cluster}}",namespace="{prefix}"}})'
-    report = rollout(clients, prefix, policy(scraped, prefix, query=nothing), []).sync(
+    log: list[PassEvent] = []
+    report = rollout(clients, prefix, policy(scraped, prefix, query=nothing), log).sync(
         repo.write("rev-next", errors="0"), last_good=good
     )
     assert report.outcome is RolloutOutcome.HALTED, report
+    assert gate_verdicts(log) == [(Step.GATE_HALT, Verdict.INCONCLUSIVE)]
     assert [w.name for w in report.waves] == ["canary"]
     assert (
         "canary: analysis inconclusive: error-rate: 1 inconclusive measurement(s), 0 allowed"

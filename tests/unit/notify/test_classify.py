@@ -4,10 +4,11 @@ values, and the bounded classes wait for their bound."""
 from __future__ import annotations
 
 from syncer.config.settings import NotifySettings
+from syncer.domain.analysis import Verdict
 from syncer.domain.notices import NoticeClass, Severity
 from syncer.domain.progress import PassEvent, Step, Waiting
 from syncer.errors import GuardRejected, Location, ManifestError, Problem, VerificationError
-from syncer.notify.classify import RULES, Classifier
+from syncer.notify.classify import ANALYSED, RULES, Classifier
 
 CONTEXTS = {"eu-1": "kind-eu-1"}
 
@@ -98,3 +99,28 @@ def test_a_wave_waiting_for_its_window_is_told_beyond_the_bound_and_not_for_othe
     # The wave moving on ends the wait.
     classify.notice(PassEvent(Step.APPLYING, "eu", "eu-1", "abc"), 700.0)
     assert classify.notice(window, 701.0) is None
+
+
+def test_a_wave_failed_by_its_analysis_says_so_and_one_failed_by_health_says_unhealthy() -> None:
+    """The gate's event carries the analysis verdict it followed: a healthy canary halted by its
+    metrics is not reported as unhealthy."""
+    classify = _classifier()
+    cases = {
+        Verdict.FAILED: "analysis-failed",
+        Verdict.INCONCLUSIVE: "analysis-inconclusive",
+        None: "unhealthy",
+    }
+    for step in (Step.GATE_HALT, Step.GATE_ROLLBACK):
+        for verdict, reason in cases.items():
+            event = PassEvent(step, "canary", revision="abc", reason="why", analysis=verdict)
+            notice = classify.notice(event, 1.0)
+            assert notice is not None
+            assert (notice.kind, notice.severity, notice.reason) == (
+                NoticeClass.WAVE_FAILED,
+                Severity.ERROR,
+                reason,
+            )
+
+
+def test_every_analysis_verdict_has_a_reason_word() -> None:
+    assert set(ANALYSED) == set(Verdict)
