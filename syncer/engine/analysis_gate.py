@@ -70,14 +70,26 @@ class AnalysisGate:
         self.clock = clock
         self.listener = listener
 
-    def look(self, wave: Wave, fleet: DesiredFleet, states: Mapping[str, ClusterSyncState]) -> AnalysisPass:
-        """Measure what is due on each cluster of ``wave`` and judge it; ``states`` are every
-        cluster's (the others' give the ``previous`` baselines)."""
+    def look(
+        self,
+        wave: Wave,
+        fleet: DesiredFleet,
+        states: Mapping[str, ClusterSyncState],
+        measures: Callable[[str], bool] = lambda _: True,
+    ) -> AnalysisPass:
+        """Measure what is due on each cluster of ``wave`` that this writer ``measures`` and judge the
+        whole wave; ``states`` are every cluster's (the others' give the ``previous`` baselines).
+
+        A cluster another writer measures (a sharded replica's) is judged from the counts its state
+        records, read fresh by the caller: nothing is measured or written for it, and a record of
+        another revision is an analysis that has not begun there. So every replica reaches the
+        wave's verdict from the same counts, and none proceeds while the canary's owner measures."""
         policy, name = wave.gate.analysis, wave.name
         standings: dict[str, tuple[MetricStanding, ...]] = {}
         updated: dict[str, ClusterSyncState] = {}
         for cluster in wave.clusters:
             state = states[cluster]
+            measured = measures(cluster)
             record = self._record(state, fleet.revision)
             found = []
             for metric in policy.metrics:
@@ -85,7 +97,10 @@ class AnalysisGate:
                 verdict, reason = verdict_of(metric, counts)
                 now = self.clock()
                 due = next_due(metric, counts, record.started)
-                if verdict is Verdict.RUNNING and due <= now:
+                if not measured:
+                    # Looked at again within an interval: its owner measures it when due.
+                    due = max(due, now + metric.interval) if verdict is Verdict.RUNNING else due
+                elif verdict is Verdict.RUNNING and due <= now:
                     judged = self._measure(metric, policy, (cluster, name), fleet, states)
                     counts = advance(counts, judged, now)
                     verdict, reason = verdict_of(metric, counts)
@@ -96,7 +111,7 @@ class AnalysisGate:
                     self._tell(metric, judged, verdict, (name, cluster, fleet.revision))
                 found.append(MetricStanding(metric, verdict, reason, due))
             standings[cluster] = tuple(found)
-            if record != state.analysis:
+            if measured and record != state.analysis:
                 updated[cluster] = replace(state, analysis=record)
         return AnalysisPass(judge_analysis(standings, self.clock()), updated)
 

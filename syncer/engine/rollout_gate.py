@@ -198,8 +198,7 @@ class RolloutGate(WaveApply):
         """The verdict on a healthy, baked wave once its analysis looked (``engine.analysis_gate``):
         wait for the next measurement, proceed, fail (halt or roll back) or halt for a person when it
         is inconclusive (``syncer retry`` measures again). The counts are recorded first."""
-        owned = replace(wave, clusters=tuple(filter(self.owns, wave.clusters)))
-        looked = self.analysis.look(owned, fleet, self.states)
+        looked = self.analysis.look(wave, fleet, self.states, self.owns)
         for name, state in looked.states.items():
             self._save(name, state)
         found = looked.verdict
