@@ -25,6 +25,7 @@ from typing import Any
 from syncer import __version__
 from syncer.agent.service import Agent
 from syncer.config.settings import AgentSettings
+from syncer.domain.progress import PassEvent
 from syncer.engine.in_force import POLICY_NOTE, InForce, policy_fingerprint
 from syncer.errors import Conflict, FencedOut, KubeError, NotFound
 from syncer.kube import ApplyOptions, ClusterClient, KubeApi, KubeObject
@@ -137,6 +138,20 @@ class ShardedReplica:
         record = RevisionRecord(self.home, self.settings.lease.namespace, self.identity)
         fleet_pass.in_force = InForce(record, policy_fingerprint(self.agent.config.rollout), self._policies)
         self.agent.reporter.clients = _Owned(fleet_pass.clients, self.shards.holds)
+        if self.agent.notifier is not None:
+            self.agent.notifier.tells = self.tells
+
+    def tells(self, event: PassEvent) -> bool:
+        """Whether this replica tells people about ``event`` (each notice is sent by one replica):
+        an event about a cluster when it holds the cluster, or the shared assignment gives the
+        cluster to it (a cluster no replica can hold while it does not answer); an event about a
+        wave or the fleet, which every replica sees, when the assignment gives it the fleet's first
+        cluster. Before its first round, and while replicas see the members differently (one joins
+        or leaves), a notice may be sent twice or, for the waves, by none."""
+        cluster = event.cluster or min(self.raw)
+        if event.cluster and self.shards.holds(cluster):
+            return True
+        return self.shards.view.assignment.get(cluster, self.identity) == self.identity
 
     def _policies(self) -> dict[str, str]:
         """The rollout policy fingerprint each live replica publishes, by identity."""

@@ -23,9 +23,15 @@ RESULTS = ("sent", "failed", "dropped", "folded")
 """The ``result`` label values of ``syncer_notifications_total``."""
 
 
+def _every_event(_: PassEvent) -> bool:
+    return True
+
+
 class Notifier:
     """Tells the receivers of ``config`` about pass events; ``contexts`` is each cluster's kubeconfig
-    context (for the commands in a message), ``count`` counts each receiver's results."""
+    context (for the commands in a message), ``count`` counts each receiver's results. ``tells``
+    says which events are this agent's to tell (all of them, but for a sharded replica: every
+    replica sees the waves' events, one tells them)."""
 
     def __init__(
         self,
@@ -41,8 +47,11 @@ class Notifier:
         self.folder = Folder(config.settings.fold_window)
         self.couriers = {name: Courier(name, config.settings, count) for name in config.receivers}
         self._lock = threading.Lock()  # events come from the pass and from the guard's threads
+        self.tells: Callable[[PassEvent], bool] = _every_event
 
     def __call__(self, event: PassEvent) -> None:
+        if not self.tells(event):
+            return
         try:
             with self._lock:
                 self._tell(event)

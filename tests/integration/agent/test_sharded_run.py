@@ -36,6 +36,7 @@ from tests.integration.agent.runkit import run_args
 from tests.integration.engine.sharded_kit import light_fleet
 from tests.integration.verify.kit import GitRepo, SshKey, bare_remote, write_policy
 from tests.support.namespaces import delete_namespaces
+from tests.support.receivers import Receiver
 from tests.support.waiting import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
@@ -94,6 +95,14 @@ class Group:
         (root / "agent.yaml").write_text(yaml.safe_dump(config))
         self.clients = {n: ClusterClient.from_kubeconfig(str(fleet.kubeconfig), n) for n in CLUSTERS}
         self.agents = Agents(root)
+
+    def notify(self, receiver: Receiver) -> None:
+        """Every replica tells ``receiver`` (a webhook) of every notice."""
+        config = yaml.safe_load((self.root / "agent.yaml").read_text())
+        hook = {"name": "ops", "type": "webhook", "url": f"{receiver.url}/hook", "secretFile": "hmac.key"}
+        config["notifications"] = {"receivers": [hook], "routes": [{"receivers": ["ops"]}]}
+        (self.root / "agent.yaml").write_text(yaml.safe_dump(config))
+        (self.root / "hmac.key").write_text("sharded-hmac-key\n")
 
     def start(self, identity: str, config: str = "agent.yaml") -> AgentProc:
         sharding = [
@@ -240,13 +249,31 @@ def _status(group: Group) -> dict[str, dict[str, object]]:
 
 
 def test_two_run_replicas_split_the_fleet_and_roll_out_in_global_waves(group: Group) -> None:
+    receiver = Receiver()
+    try:
+        group.notify(receiver)
+        _rolled_out_in_global_waves(group, receiver)
+    finally:
+        receiver.close()
+
+
+def _rolled_out_in_global_waves(group: Group, receiver: Receiver) -> None:
     with group.agents.shown_on_failure():
         replicas = group.start_sharing("replica-a", "replica-b")
         with ReadyStatusStandIn(group.fleet.kubeconfig, CLUSTERS):
             revision = group.commit("caches", "7.2.5")
             eventually("every cluster healthy", lambda: group.all_healthy(revision), ROLLOUT_TIMEOUT)
+            finished = eventually(
+                "the rollout told finished", lambda: receiver.bodies(kind="rollout-finished"), 60
+            )
         owners = group.owners()
         assert set(owners.values()) == set(replicas)
+        # Both replicas see every wave's events; each notice is sent by one of them.
+        assert len(finished) == 1, finished
+        assert len(receiver.bodies(kind="rollout-started")) == 1
+        passed = sorted(b["wave"] for b in receiver.bodies(kind="wave-passed"))
+        assert passed, "no wave-passed notice"
+        assert passed == sorted(set(passed)), passed
 
         # syncer status and /metrics name each cluster's owner.
         shown = _status(group)
