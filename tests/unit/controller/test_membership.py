@@ -3,11 +3,15 @@ a Ready pod the client Service does not list."""
 
 from __future__ import annotations
 
-from syncer.controller.membership import Change, changes
+from dataclasses import replace
+
+from syncer.controller.children import client_service
+from syncer.controller.membership import Change, changes, members_only
 from syncer.controller.model import ClusterSpec
 from syncer.controller.status import StallCause, TopologyVerdict
 from syncer.controller.topology_link import Pod, TopologyPass, held_out
 from syncer.controller.topology_members import Membership
+from tests.support.memory_kube import MemoryKube
 
 SPEC = ClusterSpec(name="cache", namespace="ns", uid="u", generation=1, version="7.2", shards=1)
 
@@ -59,3 +63,14 @@ def test_a_ready_pod_held_out_is_named_and_the_cluster_is_not_ready() -> None:
     assert "cache-shard-0-1" in found.problem.message
     everyone = Membership(frozenset({MASTER.node, REPLICA.node}))
     assert held_out(TopologyPass(healthy.verdict, membership=everyone), [MASTER, REPLICA]).verdict.healthy
+
+
+def test_the_client_service_selects_members_once_a_pod_carries_the_label_or_when_new() -> None:
+    kube = MemoryKube("c")
+    spec = replace(SPEC, shards=2)
+    assert members_only(kube, spec, labelled=False), "a new Service selects members from the start"
+    kube.apply(client_service(spec))  # as the version before the label made it
+    assert not members_only(kube, spec, labelled=False), "it would go empty: no pod carries the label"
+    assert members_only(kube, spec, labelled=True)
+    kube.apply(client_service(spec, members_only=True))
+    assert members_only(kube, spec, labelled=False), "a Service that selects members keeps doing so"
