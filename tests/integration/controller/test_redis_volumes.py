@@ -230,10 +230,13 @@ def test_a_pod_back_with_stale_keys_is_not_in_the_client_service_until_its_node_
             assert alone.node_id == stale_id
             assert alone.is_master
             assert alone.slot_count > 0, "it should claim the slots of its stale keys"
+            started = time.monotonic()
             with controller_running(options):
                 # The status still says Ready from before the pod went: wait for this controller's word.
                 eventually("the stale volume emptied", lambda: s.events("ReturningNodesReset"), 120)
                 eventually("the pod in the client Service", lambda: endpoint_of(s, NAME, pod, old_uid), 60)
+                took = time.monotonic() - started
+                print(f"the returning pod joined the client Service {took:.1f}s after the controller started")
                 s.wait_ready(timeout=120)
                 assert not_joined(node, master, stale_id) == ""
                 complaints = watch.stop()  # before the pods go with the RedisCluster
