@@ -8,6 +8,7 @@ is read every 50 ms throughout."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -15,7 +16,9 @@ import pytest
 from devfleet import audit
 from devfleet import fleet as devfleet
 from syncer.controller import children
+from syncer.controller.membership import Change, write
 from syncer.controller.model import API_VERSION, FIELD_MANAGER, KIND, LABEL_MEMBER, parse
+from syncer.controller.topology_link import Pod
 from syncer.kube import ApplyOptions
 from tests.integration.controller.endpoints import Endpoint, EndpointWatch, ready_endpoints
 from tests.integration.controller.kit import controller_running
@@ -100,3 +103,31 @@ def test_a_client_service_of_the_version_before_never_goes_empty_when_the_contro
         assert len(labelled) == 4, since
         assert service, since
         assert max(labelled) < min(service), "the client Service changed before every pod was labelled"
+
+
+def test_the_label_is_written_only_on_the_pod_that_was_judged(redis_scene: SceneStarter) -> None:
+    """Against the real apiserver: a pod re-created since it was listed (another uid) is not labelled
+    on its predecessor's word, a pod deleted since is not brought back by the label's apply, and the
+    label goes when the controller applies the pod's labels without it."""
+    with redis_scene(persistence=False, controller=False) as s:
+        spec = parse({"metadata": {"name": NAME, "namespace": s.namespace}, "spec": {"version": "7.2"}})
+        meta = {"name": "cache-shard-0-0", "namespace": s.namespace}
+        body = {"containers": [{"name": "redis", "image": "redis:7.2"}]}
+        made = s.kube.apply({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": body})
+        pod = Pod("cache-shard-0-0", 0, 0, "", True, "", made["metadata"]["uid"])
+
+        def label() -> str | None:
+            return (s.kube.get("v1", "Pod", pod.name, s.namespace)["metadata"].get("labels") or {}).get(
+                LABEL_MEMBER
+            )
+
+        assert not write(s.kube, spec, Change(replace(pod, uid="another-pods-uid"), True))
+        assert label() is None
+        assert write(s.kube, spec, Change(pod, True))
+        assert label() == "true"
+        assert write(s.kube, spec, Change(replace(pod, member=True), False))
+        assert label() is None
+        s.kube.delete("v1", "Pod", pod.name, s.namespace)
+        eventually("the pod gone", lambda: not s.kube.list("v1", "Pod", namespace=s.namespace).items, 60)
+        assert not write(s.kube, spec, Change(pod, True))
+        assert not s.kube.list("v1", "Pod", namespace=s.namespace).items, "the apply made a pod"
