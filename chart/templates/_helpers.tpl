@@ -97,7 +97,7 @@ What the RedisCluster controller calls, in the namespaces it watches. Keep in st
 {{- if .Values.controller.topology }}
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["list"]
+  verbs: ["list", "patch"]
 {{- end }}
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]

@@ -1,8 +1,9 @@
 """Desired children of a RedisCluster. Pure: a parsed spec in, Kubernetes bodies out.
 
 Per cluster: a ConfigMap with redis.conf, a headless Service (stable pod DNS, cluster bus) and a client
-Service. Per shard: a StatefulSet (pod 0 starts as master, the others as its replicas) and a
-PodDisruptionBudget. Every child carries the instance labels and a controller owner reference.
+Service (with the topology on, of the pods labelled as members of the Redis cluster only). Per shard: a
+StatefulSet (pod 0 starts as master, the others as its replicas) and a PodDisruptionBudget. Every child
+carries the instance labels and a controller owner reference.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from syncer.controller.model import (
     LABEL_APP,
     LABEL_INSTANCE,
     LABEL_MANAGED_BY,
+    LABEL_MEMBER,
     LABEL_SHARD,
     REDIS_PORT,
     ClusterSpec,
@@ -141,16 +143,21 @@ def headless_service(spec: ClusterSpec) -> Body:
     }
 
 
-def client_service(spec: ClusterSpec) -> Body:
-    """The client Service; with the exporter on it also serves its metrics port for scraping."""
+def client_service(spec: ClusterSpec, members_only: bool = False) -> Body:
+    """The client Service; with the exporter on it also serves its metrics port for scraping.
+
+    ``members_only``: it selects only the pods labelled as members of the Redis cluster (the
+    controller labels them once it has seen their node in the cluster; the headless Service, the
+    StatefulSets and the budgets select every pod)."""
     ports: list[Body] = [{"name": "redis", "port": REDIS_PORT, "targetPort": "redis", "protocol": "TCP"}]
     if spec.exporter:
         ports.append({"name": "metrics", "port": EXPORTER_PORT, "targetPort": "metrics", "protocol": "TCP"})
+    chosen = {**selector(spec), LABEL_MEMBER: "true"} if members_only else selector(spec)
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": _meta(spec, spec.name),
-        "spec": {"type": "ClusterIP", "selector": selector(spec), "ports": ports},
+        "spec": {"type": "ClusterIP", "selector": chosen, "ports": ports},
     }
 
 
@@ -295,9 +302,10 @@ def stateful_set(
     return body
 
 
-def shared_children(spec: ClusterSpec) -> list[Body]:
-    """The children that do not depend on rollout state: ConfigMap, Services and PDBs."""
-    found = [config_map(spec), headless_service(spec), client_service(spec)]
+def shared_children(spec: ClusterSpec, members_only: bool = False) -> list[Body]:
+    """The children that do not depend on rollout state: ConfigMap, Services and PDBs
+    (``members_only``: see ``client_service``)."""
+    found = [config_map(spec), headless_service(spec), client_service(spec, members_only)]
     if spec.pdb:
         found += [pod_disruption_budget(spec, shard) for shard in range(spec.shards)]
     return found

@@ -25,6 +25,9 @@ LABEL_INSTANCE = "app.kubernetes.io/instance"
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 LABEL_COMPONENT = "app.kubernetes.io/component"
 LABEL_SHARD = f"{GROUP}/shard"
+# "true" on a pod whose Redis node the controller has seen in the cluster; the client Service selects
+# it (docs/topology.md, "The client Service"). Never in the pod template: a new pod starts without it.
+LABEL_MEMBER = f"{GROUP}/member"
 ANNOTATION_TEMPLATE_HASH = f"{GROUP}/template-hash"
 ANNOTATION_VERSION = f"{GROUP}/version"
 ANNOTATION_CONFIG_HASH = f"{GROUP}/config-hash"

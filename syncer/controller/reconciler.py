@@ -320,7 +320,8 @@ class Reconciler:
                         running = children.template_hash(sts["spec"]["template"]) == desired_hash
                         floor = _partition(sts) if running else spec.pods_per_shard
                         partitions[shard] = max(partitions[shard], floor)
-        for body in children.shared_children(spec):
+        # The members are labelled before the client Service selects by the label (an upgrade).
+        for body in children.shared_children(spec, self._members_only(spec, redis)):
             self._kube.apply(body, APPLY)
         applied: dict[int, KubeObject] = {}
         for shard in range(spec.shards):
@@ -353,6 +354,17 @@ class Reconciler:
                 held[shard] = max(held[shard], ordinal + 1)
         self._pending_events.extend(plan.events)
         return held
+
+    def _members_only(self, spec: ClusterSpec, redis: TopologyPass | None) -> bool:
+        """Label the pods as the topology pass judged their nodes; whether the client Service selects
+        members only (never without the topology: nothing judges the nodes then)."""
+        if redis is None:
+            return False
+        from syncer.controller import membership
+
+        selects, event = membership.settle(self._kube, spec, redis)
+        self._pending_events.extend([event] if event else [])
+        return selects
 
     def _template(
         self, choice: TemplateChoice, desired: dict[str, Any], live: Mapping[str, Any] | None

@@ -15,7 +15,8 @@
    a pod that comes back on the kept claim starts as a fresh node.
 
 Each step is idempotent; a pass interrupted anywhere is completed by the next one. ``departed`` says
-the departing pods may now be deleted.
+the departing pods may now be deleted; ``membership`` is which nodes the cluster counts as its own
+once the pass is over (``topology_members``), from a last look at every node.
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from syncer.controller import topology
 from syncer.controller.topology_client import Connections, observe
+from syncer.controller.topology_members import Membership, membership
 from syncer.controller.topology_model import NodeView, RedisNode, TopologyOptions, TopologyReport
 from syncer.controller.topology_plan import OpenSlot, balanced, fix_open_slot, plan_rebalance
 from syncer.controller.topology_reshard import Resharder
@@ -47,6 +49,7 @@ class ConvergeReport:
     problems: tuple[str, ...] = ()
     keys_moved: int = 0
     refused: tuple[str, ...] = ()
+    membership: Membership = field(default_factory=Membership)
 
 
 Progress = Callable[[int, int], None]
@@ -95,46 +98,61 @@ def converge(
     with closing(Connections(options)) as conns:
         run = _Pass(conns, options, progress=progress)
         views = run.views(everyone)
-        down = [v for v in views.values() if v.error]
-        if down:
-            # Nothing changes while a node does not answer: the verdict says which.
+        if any(v.error for v in views.values()):
+            # Nothing changes while a node does not answer: the verdict says which, and only the
+            # nodes that answered are judged members or not.
+            down = tuple(v.error for v in views.values() if v.error)
             report = topology.judge(list(views.values()), len(layout))
-            return ConvergeReport(report, False, problems=tuple(v.error for v in down))
-        judged = _judge_returning(run, views, kept)
-        if judged.holding:
-            # A node that could hold the only copy of some keys (or could not be read, or was judged
-            # differently by two looks, or could not be emptied) is neither emptied nor met, and
-            # nothing else changes in this pass.
-            report = topology.inspect(kept, len(layout), options)
-            events, problems = tuple(run.events), (*run.problems, *judged.refused)
-            return ConvergeReport(report, False, events, problems, refused=judged.refused)
-        if judged.emptied:
-            views = run.views(everyone)
-        if not _claims_agree(run, everyone):
-            report = topology.inspect(kept, len(layout), options)
-            return ConvergeReport(report, False, tuple(run.events), tuple(run.problems), run.keys_moved)
-        _close_open_slots(run, views)
-        _forget_ghosts(run, run.views(everyone), kept)
-        if not _hand_over(run, run.views(everyone), layout, departing):
-            # A shard whose master is leaving has none among its kept pods yet: forming it now would
-            # point its replicas at each other. The next pass tries the hand-over again.
-            report = topology.inspect(kept, len(layout), options)
-            return ConvergeReport(report, False, tuple(run.events), tuple(run.problems), run.keys_moved)
-        formed = topology.bootstrap(layout, options, settle=False)
-        run.problems.extend(formed.errors)
-        if formed.actions:
-            run.events.append(("TopologyRepaired", f"{len(formed.actions)} command(s): {formed.actions[0]}"))
-        departed = False
-        if not formed.errors and _settled(run, kept):
-            views = run.views(everyone)
-            if _rebalance(run, views, layout, departing):
-                departed = _detach(run, run.views(everyone), kept, departing)
-        report = (
-            topology.bootstrap(layout, options)
-            if not run.problems
-            else topology.inspect(kept, len(layout), options)
-        )
-        return ConvergeReport(report, departed, tuple(run.events), tuple(run.problems), run.keys_moved)
+            return ConvergeReport(report, False, problems=down, membership=membership(views))
+        result = _converge(run, views, layout, departing)
+        return replace(result, membership=membership(run.views(everyone)))
+
+
+def _converge(
+    run: _Pass,
+    views: dict[RedisNode, NodeView],
+    layout: Sequence[Sequence[RedisNode]],
+    departing: Sequence[RedisNode],
+) -> ConvergeReport:
+    """Steps 0 to 6 once every node answered (``views``)."""
+    options = run.options
+    kept = [node for shard in layout for node in shard]
+    everyone = [*kept, *departing]
+    judged = _judge_returning(run, views, kept)
+    if judged.holding:
+        # A node that could hold the only copy of some keys (or could not be read, or was judged
+        # differently by two looks, or could not be emptied) is neither emptied nor met, and
+        # nothing else changes in this pass.
+        report = topology.inspect(kept, len(layout), options)
+        events, problems = tuple(run.events), (*run.problems, *judged.refused)
+        return ConvergeReport(report, False, events, problems, refused=judged.refused)
+    if judged.emptied:
+        views = run.views(everyone)
+    if not _claims_agree(run, everyone):
+        report = topology.inspect(kept, len(layout), options)
+        return ConvergeReport(report, False, tuple(run.events), tuple(run.problems), run.keys_moved)
+    _close_open_slots(run, views)
+    _forget_ghosts(run, run.views(everyone), kept)
+    if not _hand_over(run, run.views(everyone), layout, departing):
+        # A shard whose master is leaving has none among its kept pods yet: forming it now would
+        # point its replicas at each other. The next pass tries the hand-over again.
+        report = topology.inspect(kept, len(layout), options)
+        return ConvergeReport(report, False, tuple(run.events), tuple(run.problems), run.keys_moved)
+    formed = topology.bootstrap(layout, options, settle=False)
+    run.problems.extend(formed.errors)
+    if formed.actions:
+        run.events.append(("TopologyRepaired", f"{len(formed.actions)} command(s): {formed.actions[0]}"))
+    departed = False
+    if not formed.errors and _settled(run, kept):
+        views = run.views(everyone)
+        if _rebalance(run, views, layout, departing):
+            departed = _detach(run, run.views(everyone), kept, departing)
+    report = (
+        topology.bootstrap(layout, options)
+        if not run.problems
+        else topology.inspect(kept, len(layout), options)
+    )
+    return ConvergeReport(report, departed, tuple(run.events), tuple(run.problems), run.keys_moved)
 
 
 def _wait_for(run: _Pass, problem: Callable[[], str]) -> bool:

@@ -22,6 +22,7 @@ from syncer.controller import topology
 from syncer.controller.model import (
     ANNOTATION_TEMPLATE_HASH,
     LABEL_INSTANCE,
+    LABEL_MEMBER,
     LABEL_SHARD,
     REDIS_PORT,
     ClusterSpec,
@@ -30,6 +31,7 @@ from syncer.controller.model import (
 )
 from syncer.controller.status import StallCause, TopologyVerdict
 from syncer.controller.topology_converge import ConvergeReport, Progress, converge
+from syncer.controller.topology_members import Membership
 from syncer.controller.topology_restart import RestartPlan, ShardRestart, prepare_restarts
 from syncer.errors import FencedOut, SyncerError
 from syncer.kube import KubeApi, KubeObject
@@ -37,12 +39,16 @@ from syncer.kube import KubeApi, KubeObject
 
 @dataclass(frozen=True)
 class Pod:
+    """A pod as listed; ``member``: it carries the membership label (``model.LABEL_MEMBER``)."""
+
     name: str
     shard: int
     ordinal: int
     ip: str
     ready: bool
     template_hash: str
+    uid: str = ""
+    member: bool = False
 
     @property
     def node(self) -> topology.RedisNode:
@@ -59,6 +65,9 @@ class TopologyPass:
     events: tuple[tuple[str, str], ...] = ()
     problem: StallCause | None = None
     pods: tuple[Pod, ...] = ()
+    # Which nodes the cluster counts as its own after the pass; None when it judged none (the pods
+    # were not all up, a master did not answer, the pass failed).
+    membership: Membership | None = None
 
 
 def _ordinal(name: str) -> int:
@@ -96,6 +105,8 @@ def list_pods(kube: KubeApi, spec: ClusterSpec) -> list[Pod]:
                 ip,
                 _is_ready(item),
                 str(annotations.get(ANNOTATION_TEMPLATE_HASH, "")),
+                str(meta.get("uid", "")),
+                labels.get(LABEL_MEMBER) == "true",
             )
         )
     return sorted(pods, key=lambda p: (p.shard, p.ordinal))
@@ -180,7 +191,35 @@ def observe_and_converge(
     except (SyncerError, OSError, ValueError) as err:
         verdict = TopologyVerdict(False, f"Redis topology: {err}", "TopologyError")
         return TopologyPass(verdict, pods=tuple(pods))
-    return judged(result, pods, bool(departing))
+    kept = [p for p in pods if p.shard < spec.shards and p.ordinal < spec.pods_per_shard]
+    return held_out(judged(result, pods, bool(departing)), kept)
+
+
+def listed(pod: Pod, judged: Membership) -> bool:
+    """Whether the pod carries the membership label once the pass is over: its node is a member, or
+    it had the label and its node was not judged (it did not answer)."""
+    return pod.node in judged.members or (pod.member and pod.node not in judged.outside)
+
+
+def held_out(found: TopologyPass, kept: Sequence[Pod]) -> TopologyPass:
+    """The pass with the kept pods that are Ready but not members named in its verdict (and in what
+    stalls it): the client Service does not list them. Such a pass is never healthy, though the
+    verdict of a healthy cluster already implies every kept node is a member (every node answers,
+    knows the others and says ``cluster_state:ok``)."""
+    judged = found.membership if found.membership is not None else Membership()
+    out = [p.name for p in kept if p.ready and p.ip and not listed(p, judged)]
+    if not out:
+        return found
+    note = f"pod(s) not in the client Service, as their node is not in the Redis cluster: {', '.join(out)}"
+    verdict = found.verdict
+    if verdict.healthy:
+        verdict = TopologyVerdict(False, f"Redis topology unhealthy: {note}", "TopologyUnhealthy")
+    else:
+        verdict = replace(verdict, message=f"{verdict.message}; {note}")
+    problem = found.problem
+    if problem is not None:
+        problem = replace(problem, message=f"{problem.message}; {note}")
+    return replace(found, verdict=verdict, problem=problem)
 
 
 def judged(result: ConvergeReport, pods: Sequence[Pod], departing: bool) -> TopologyPass:
@@ -212,7 +251,9 @@ def judged(result: ConvergeReport, pods: Sequence[Pod], departing: bool) -> Topo
     elif departing and result.problems and not result.departed:
         message = f"nodes cannot leave yet, nothing was deleted: {result.problems[0]}"
         problem = StallCause("ScaleInBlocked", message)
-    return TopologyPass(verdict, result.departed, masters, result.events, problem, tuple(pods))
+    return TopologyPass(
+        verdict, result.departed, masters, result.events, problem, tuple(pods), result.membership
+    )
 
 
 def restarts(

@@ -6,12 +6,12 @@ the data files it had. Such a node may know only itself, hold keys the cluster h
 claim the slots it holds keys of (redis-server takes unassigned slots it has keys in when it loads
 its data) and carry epochs that could win against the cluster's own claims.
 
-Owns: ``outsiders`` (pure: which kept nodes stand outside the group the cluster forms and are not
-fresh, each with whether it may be emptied or why not), ``confirmed`` and ``departure_refusal``
-(pure: the evidence a destructive command needs), ``judge_returning`` (emptying those before they
-are met), ``retire`` (emptying a departing node) and ``wipe`` (emptying a node for good: memory, the
-RDB and append-only files, and a new node id with CLUSTER RESET HARD, so a restart brings nothing
-back and no node still remembers, or bans after CLUSTER FORGET, its old id).
+Owns: ``outsiders`` (pure: which kept nodes stand outside the group the cluster forms, as ``topology_members``
+finds it, and are not fresh, each with whether it may be emptied or why not), ``confirmed`` and
+``departure_refusal`` (pure: the evidence a destructive command needs), ``judge_returning`` (emptying those
+before they are met), ``retire`` (emptying a departing node) and ``wipe`` (emptying a node for good: memory,
+the RDB and append-only files, and a new node id with CLUSTER RESET HARD, so a restart brings nothing back and
+no node still remembers, or bans after CLUSTER FORGET, its old id).
 
 Destructive commands need positive evidence, never a missing answer: a count of keys is a number
 the node answered (a timeout or any other reply is not "no key"); a node is emptied only when it
@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from syncer.controller.topology_client import Connections, observe
+from syncer.controller.topology_members import main_group
 from syncer.controller.topology_model import NodeView, RedisNode, TopologyError, TopologyOptions
 from syncer.controller.topology_parse import SLOT_COUNT, parse_cluster_nodes, replication_state
 
@@ -57,40 +58,6 @@ class Outsider:
         )
 
 
-def groups(views: Mapping[RedisNode, NodeView]) -> list[list[RedisNode]]:
-    """The nodes in groups that know each other (one listing the other's id is enough), in the
-    order of their first node."""
-    ids = {me.node_id: node for node, view in views.items() if (me := view.myself) is not None}
-    parent = {node: node for node in views}
-
-    def root(node: RedisNode) -> RedisNode:
-        while parent[node] != node:
-            node = parent[node]
-        return node
-
-    for node, view in views.items():
-        for entry in view.entries:
-            other = ids.get(entry.node_id)
-            # Any flag but handshake: a member whose address is lost (noaddr) is still a member.
-            if other is not None and other != node and "handshake" not in entry.flags:
-                parent[root(other)] = root(node)
-    found: dict[RedisNode, list[RedisNode]] = {}
-    for node in views:
-        found.setdefault(root(node), []).append(node)
-    return list(found.values())
-
-
-def served(views: Mapping[RedisNode, NodeView], group: Sequence[RedisNode]) -> set[int]:
-    """The slots the masters of ``group`` claim as their own."""
-    slots: set[int] = set()
-    for node in group:
-        me = views[node].myself
-        if me is not None and me.is_master:
-            for r in me.slots:
-                slots.update(range(r.start, r.end + 1))
-    return slots
-
-
 def outsiders(
     views: Mapping[RedisNode, NodeView], keys: Mapping[RedisNode, int], kept: Sequence[RedisNode]
 ) -> list[Outsider]:
@@ -102,13 +69,11 @@ def outsiders(
     are stale copies); one holding keys while the group lacks slots, or while another group looks
     just like the cluster's, is left out.
     """
-    found = groups(views)
-    weights = [(len(g), len(served(views, g))) for g in found]
-    main = found[weights.index(max(weights))]
-    covered = len(served(views, main))
+    group = main_group(views)
+    main, covered = group.nodes, group.slots
     # Two groups alike (a one-node cluster and one node back from it, say): which one holds the
     # current keys cannot be told, so no key is emptied.
-    alike = weights.count(max(weights)) > 1
+    alike = bool(group.alike)
     result: list[Outsider] = []
     for node in kept:
         view = views[node]

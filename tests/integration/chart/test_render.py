@@ -178,7 +178,9 @@ def test_the_readme_rbac_table_is_what_the_chart_renders(tmp_path: Path) -> None
     )
     for key, verbs in rendered.items():
         assert documented[key] == verbs, f"{key}: README {sorted(documented[key])}, chart {sorted(verbs)}"
-    # Pods are listed only when the controller asks Redis about the topology.
+    # Pods are listed only when the controller asks Redis about the topology, and then patched: the
+    # controller labels the pods whose node is in the Redis cluster (the client Service selects them).
+    assert set(rendered[("controller", "", "pods", "")]) == {"list", "patch"}
     plain = rendered_rules(render(tmp_path, agent_values()), "syncer")
     assert ("controller", "", "pods", "") not in plain
     assert set(plain) == set(rendered) - {("controller", "", "pods", "")} - {

@@ -13,10 +13,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+import redis
 
+from devfleet import fleet as devfleet
 from syncer.controller.model import API_VERSION, KIND
-from syncer.controller.topology import RedisNode
-from tests.integration.controller.rediskit import NAME, Scene, SceneStarter, check
+from syncer.controller.topology import RedisNode, parse_cluster_nodes
+from tests.integration.controller.endpoints import Endpoint, EndpointWatch, ready_endpoints
+from tests.integration.controller.kit import controller_running
+from tests.integration.controller.rediskit import NAME, Scene, SceneStarter, check, controller_options
+from tests.integration.topology.servers import client, cluster_command
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
@@ -133,3 +138,111 @@ def test_a_cluster_recreated_from_retained_claims_comes_back_with_its_keys(redis
         assert len(s.cluster_nodes()) == 6
         # Every key acknowledged before the deletion is there, read from the re-created pods.
         check(traffic.stop(s.nodes()), "re-created from retained claims")
+
+
+def keys_of(node: RedisNode) -> int:
+    with client(node) as conn:
+        return int(conn.dbsize())
+
+
+def address(name: str) -> RedisNode:
+    return RedisNode(name.rsplit(":", 1)[0], 6379)
+
+
+def not_joined(node: RedisNode, master: RedisNode, stale_id: str) -> str:
+    """Why the node at ``node`` is not (yet) a replica of ``master`` in its cluster, or ""."""
+    try:
+        node_id = cluster_command(node, "MYID")
+        state = cluster_command(node, "INFO")
+        seen = parse_cluster_nodes(cluster_command(master, "NODES"))
+    except redis.RedisError as err:
+        return f"a server does not answer ({err})"
+    if node_id == stale_id:
+        return "it is still the node of the stale volume"
+    entry = next((e for e in seen if e.node_id == node_id), None)
+    if entry is None or not entry.is_replica or "handshake" in entry.flags:
+        return f"the shard's master does not list it as its replica ({entry and sorted(entry.flags)})"
+    if "cluster_state:ok" not in state:
+        return "it does not say cluster_state ok"
+    return ""
+
+
+def leave_as_an_older_departure_did(s: Scene) -> tuple[RedisNode, RedisNode, str]:
+    """A replica (preloaded keys synced) reset SOFT and forgotten by the others, as an older
+    controller's departure left it: its master, the replica and the replica's id."""
+    shard = next(e for e in s.cluster_nodes() if e.is_master and e.slot_count)
+    master = address(shard.name)
+    replica = next(
+        address(e.name) for e in s.cluster_nodes() if e.is_replica and e.master_id == shard.node_id
+    )
+    eventually("the replica to hold the keys", lambda: 0 < keys_of(replica) == keys_of(master), 60)
+    stale_id = cluster_command(replica, "MYID")
+    cluster_command(replica, "RESET", "SOFT")  # empties memory only: the append-only file keeps the keys
+    for node in s.nodes():
+        if node != replica:
+            cluster_command(node, "FORGET", stale_id)
+    return master, replica, stale_id
+
+
+def endpoint_of(s: Scene, service: str, pod: str, old_uid: str) -> Endpoint | None:
+    """The ready endpoint of the re-created ``pod`` (another uid) of ``service``."""
+    found = ready_endpoints(s.kube, s.namespace, service)
+    return next((e for e in found if e.pod == pod and e.uid != old_uid), None)
+
+
+@pytest.mark.timeout(900)
+def test_a_pod_back_with_stale_keys_is_not_in_the_client_service_until_its_node_joined(
+    redis_scene: SceneStarter, loopback_fleet: devfleet.Fleet
+) -> None:
+    """A replica's volume left as a departure of an older controller left it (a one-node cluster of
+    stale keys once restarted) comes back in a new pod while no controller runs. The client
+    Service's endpoints are read every 50 ms throughout: the pod is never listed before the
+    controller has emptied its node and the cluster has met it, and is listed after."""
+    with redis_scene(persistence=True, controller=False) as s:
+        options = controller_options(loopback_fleet, s.namespace)
+        with controller_running(options):
+            s.apply(shards=3, replicasPerShard=1)
+            s.wait_ready()
+            eventually(
+                "every pod in the client Service",
+                lambda: len(ready_endpoints(s.kube, s.namespace, NAME)) == 6,
+                60,
+            )
+            check(s.traffic(bulk=3000).stop(s.nodes()), "preloaded")
+        master, replica, stale_id = leave_as_an_older_departure_did(s)
+        pod = s.pods.pod_at(replica)
+        old_uid = s.kube.get("v1", "Pod", pod, s.namespace)["metadata"]["uid"]
+
+        def look(found: frozenset[Endpoint]) -> str:
+            back = next((e for e in found if e.pod == pod and e.uid != old_uid), None)
+            problem = not_joined(RedisNode(back.ip, 6379), master, stale_id) if back else ""
+            return f"{pod} is in the client Service while {problem}" if problem else ""
+
+        watch = EndpointWatch(s.kube, s.namespace, NAME, look).start()
+        try:
+            s.kube.delete("v1", "Pod", pod, s.namespace)
+            # The new pod is Ready (the headless Service, which selects every pod, offers it) and its
+            # server is back on the volume before the controller starts again.
+            back = eventually("the new pod", lambda: endpoint_of(s, f"{NAME}-headless", pod, old_uid), 120)
+            node = RedisNode(back.ip, 6379)
+            eventually("the stale keys loaded", lambda: node in s.pods.answering() and keys_of(node) > 0, 60)
+            alone = next(e for e in parse_cluster_nodes(cluster_command(node, "NODES")) if e.is_myself)
+            assert alone.node_id == stale_id
+            assert alone.is_master
+            assert alone.slot_count > 0, "it should claim the slots of its stale keys"
+            started = time.monotonic()
+            with controller_running(options):
+                # The status still says Ready from before the pod went: wait for this controller's word.
+                eventually("the stale volume emptied", lambda: s.events("ReturningNodesReset"), 120)
+                eventually("the pod in the client Service", lambda: endpoint_of(s, NAME, pod, old_uid), 60)
+                took = time.monotonic() - started
+                print(f"the returning pod joined the client Service {took:.1f}s after the controller started")
+                s.wait_ready(timeout=120)
+                assert not_joined(node, master, stale_id) == ""
+                complaints = watch.stop()  # before the pods go with the RedisCluster
+                s.kube.delete(API_VERSION, KIND, NAME, s.namespace)
+                gone = lambda: not s.kube.list(API_VERSION, KIND, namespace=s.namespace).items  # noqa: E731
+                eventually("deleted", gone, 60)
+        finally:
+            watch.stop()
+        assert complaints == [], complaints[:5]

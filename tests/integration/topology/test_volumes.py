@@ -77,6 +77,8 @@ def test_a_replica_back_with_stale_keys_of_a_one_node_cluster_is_emptied_and_joi
     assert joined.is_replica
     assert joined.slot_count == 0
     assert joined.node_id != replica_id, "a hard reset gives it a new id"
+    # The pass ends with a look at every node: all of them members now (the client Service's pods).
+    assert result.membership.members == {n for shard in shards for n in shard}
     outcome = traffic.stop([replica])  # read back through a client that starts from the returning node
     print(outcome.summary())
     assert outcome.lost == ()
@@ -104,3 +106,7 @@ def test_a_node_with_keys_while_slots_have_no_master_is_left_out(servers: RedisS
     assert len(result.refused) == 1
     assert str(stranger) in result.refused[0]
     assert "left out" in result.refused[0]
+    # Each serves half the slots alone: which is the cluster cannot be told, so neither is judged
+    # (the master's pod keeps the label it has, the stranger's never gets one).
+    assert stranger not in result.membership.members, "a node left out is not offered to clients"
+    assert result.membership.members == result.membership.outside == frozenset()

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from syncer.controller import children
-from syncer.controller.model import ANNOTATION_TEMPLATE_HASH, ClusterSpec, parse
+from syncer.controller.model import ANNOTATION_TEMPLATE_HASH, LABEL_MEMBER, ClusterSpec, parse
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = sorted(p.name for p in GOLDEN.iterdir() if p.is_dir())
@@ -89,3 +89,19 @@ def test_redis_conf_puts_user_directives_last_and_tls_instead_of_the_plain_port(
     assert "tls-port 6379" in conf
     assert conf[-2:] == ["maxmemory 900mb", "maxmemory-policy allkeys-lru"]
     assert "port 6379" in children.redis_conf(spec_of("minimal")).splitlines()
+
+
+def test_only_the_client_service_selects_members_and_no_pod_starts_as_one() -> None:
+    spec = spec_of(CASES[0])
+    bodies = children.shared_children(spec, members_only=True)
+    template = children.pod_template(spec, 0)
+    bodies.append(children.stateful_set(spec, 0, template, 0))
+    client = next(b for b in bodies if b["kind"] == "Service" and b["metadata"]["name"] == spec.name)
+    assert client["spec"]["selector"] == {**children.selector(spec), LABEL_MEMBER: "true"}
+    others = [b for b in bodies if b is not client]
+    for body in others:
+        selects = (body.get("spec") or {}).get("selector") or {}
+        assert LABEL_MEMBER not in selects.get("matchLabels", selects), body["metadata"]["name"]
+    assert LABEL_MEMBER not in template["metadata"]["labels"]
+    plain = children.client_service(spec)
+    assert plain["spec"]["selector"] == children.selector(spec)

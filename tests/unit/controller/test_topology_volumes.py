@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from syncer.controller.topology_members import groups
 from syncer.controller.topology_model import NodeView, RedisNode
 from syncer.controller.topology_parse import parse_cluster_info, parse_cluster_nodes
-from syncer.controller.topology_volumes import groups, outsiders
+from syncer.controller.topology_volumes import outsiders
 
 A, B, C = RedisNode("10.0.0.1", 6379), RedisNode("10.0.0.2", 6379), RedisNode("10.0.0.3", 6379)
 IDS = {A: "a" * 40, B: "b" * 40, C: "c" * 40}
