@@ -130,8 +130,8 @@ class RolloutGate(WaveApply):
         (``Superseded``); a cluster its owner does not put on the revision within the wave's health
         timeout ends the wait with the reason (the next pass looks again), and one that may not be
         changed now (``held_now``: a person's suspension or pin, its window) ends it at once, saying
-        so. A wave healthy and baked
-        is then judged by its analysis (``analysed``; a rollback's gate is not)."""
+        so. A wave healthy and baked is then judged by its analysis (``analysed``; a rollback's gate
+        is not)."""
         allowed = self.options.rollout.rollback if rollback is None else rollback
         entered = self.clock()
         waited = False  # the person's acts read with the states are current until the gate waits
