@@ -85,6 +85,11 @@ class RetryRequest:
         """Whether this retry, made after ``abort``, lets its revision be tried again."""
         return abort.at < self.at and self.revision in ("", abort.revision)
 
+    def restarts(self, record: AnalysisRecord) -> bool:
+        """Whether this retry, made after ``record``'s analysis began, starts it afresh (a retry of
+        another revision leaves its counts as they are)."""
+        return record.started < self.at and self.revision in ("", record.revision)
+
 
 @dataclass(frozen=True)
 class Suspension:

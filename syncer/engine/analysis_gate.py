@@ -3,7 +3,7 @@ due, counted in the cluster's state, and the wave's verdict.
 
 Each measurement is told as an ``analysis-measured`` event; the counts go into each cluster's state
 (``ClusterSyncState.analysis``) by the gate, so a restarted agent goes on from them. Counts of another
-revision, or older than a person's ``syncer retry``, start afresh.
+revision, or older than a person's ``syncer retry`` of the revision (or of any), start afresh.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ class AnalysisGate:
 
     def _record(self, state: ClusterSyncState, revision: str) -> AnalysisRecord:
         record = state.analysis
-        if record.revision != revision or (state.retry.at and state.retry.at > record.started):
+        if record.revision != revision or state.retry.restarts(record):
             return AnalysisRecord(revision, self.clock())
         return record
 

@@ -41,7 +41,7 @@ from syncer.engine.rollout_model import RolloutHooks, RolloutOptions, RolloutOut
 from syncer.errors import FencedOut, KubeError, SyncerError
 from syncer.kube import KubeApi
 from syncer.leader.fence import UNFENCED, FencedKube, FenceOf
-from syncer.rollout.pins import pins_away, restricted
+from syncer.rollout.pins import pins_away
 from syncer.source import GitSource
 from syncer.status.state_store import LoadedState
 
@@ -312,8 +312,7 @@ class FleetPass:
         # A cluster a person pinned to another revision (``syncer rollback``) is left out of the
         # revision in force, and gets its pinned revision through the same rollout instead.
         pins = pins_away(rollout.states, current.revision)
-        fleet = restricted(current.fleet, set(current.fleet.clusters) - set(pins))
-        report = rollout.roll_out(fleet, lambda revision: self._fleet_of(revision, current))
+        report = rollout.roll_out(current.fleet, lambda revision: self._fleet_of(revision, current), pins)
         roll_pins(rollout, pins, lambda revision: self._fleet_of(revision, current))
         return report, rollout
 

@@ -23,20 +23,16 @@ from syncer.rollout import Decision, GateVerdict, Wave, judge_abort, judge_promo
 def hold_for_promotion(rollout: RolloutGate, wave: Wave, fleet: DesiredFleet) -> str:
     """Why ``wave`` may not start rolling ``fleet`` out yet ("" when it may): it has a manual gate
     and not enough distinct people promoted the revision. What the wave waits for is recorded in
-    the clusters this replica owns, and told (``awaiting-promotion``, or ``promoted`` as it opens)."""
+    the clusters this replica owns, and told (``awaiting-promotion``, or ``promoted`` as it opens:
+    once, by the pass that records the end of the wait, however many passes a suspension or a
+    window holds the wave after, and across restarts)."""
     labels = {name: fleet.clusters[name].labels for name in wave.clusters if name in fleet.clusters}
     needed = people_needed(rollout.options.two_person, labels)
     check = judge_promotion(wave, rollout.states, fleet.revision, needed)
     awaiting = AwaitingPromotion() if check.open else AwaitingPromotion(wave.name, fleet.revision)
-    for name in wave.clusters:
-        state = rollout.states.get(name)
-        if state is None or name in rollout.unreachable or not rollout.owns(name):
-            continue
-        if (state.awaiting.wave, state.awaiting.revision) != (awaiting.wave, awaiting.revision):
-            since = rollout.clock() if awaiting.active else 0.0
-            rollout._save(name, replace(state, awaiting=replace(awaiting, since=since)))
+    ended = _end_waits(rollout, wave, awaiting)
     if check.open:
-        if check.people:
+        if check.people and any(w == (wave.name, fleet.revision) for w in ended):
             event = PassEvent(Step.PROMOTED, wave.name, revision=fleet.revision, reason=check.reason)
             rollout.listener(event)
         return ""
@@ -50,6 +46,22 @@ def hold_for_promotion(rollout: RolloutGate, wave: Wave, fleet: DesiredFleet) ->
         )
     )
     return check.reason
+
+
+def _end_waits(rollout: RolloutGate, wave: Wave, awaiting: AwaitingPromotion) -> list[tuple[str, str]]:
+    """Record ``awaiting`` (none, or the wait of ``wave``) in the clusters of ``wave`` this replica
+    owns that record another; returns the waits (wave, revision) this ended."""
+    ended = []
+    for name in wave.clusters:
+        state = rollout.states.get(name)
+        if state is None or name in rollout.unreachable or not rollout.owns(name):
+            continue
+        if (state.awaiting.wave, state.awaiting.revision) != (awaiting.wave, awaiting.revision):
+            if state.awaiting.active:
+                ended.append((state.awaiting.wave, state.awaiting.revision))
+            since = rollout.clock() if awaiting.active else 0.0
+            rollout._save(name, replace(state, awaiting=replace(awaiting, since=since)))
+    return ended
 
 
 def stop_at_gate(
@@ -88,14 +100,14 @@ def abort_wave(
 ) -> RolloutReport:
     """End ``wave`` because a person aborted ``fleet``'s revision: its clusters on the revision
     remember it as failed there and go back to the revision each last ran healthy (whatever the
-    policy's ``rollback`` says: the person asked for it); a wave none of whose clusters has it halts."""
+    policy's ``rollback`` says: the person asked for it); a wave none of whose clusters has it halts.
+    The abort is told (``rollout-aborted``) when it ends something: a rollback, or the wait at the
+    wave's manual gate that this pass records as over; a wave it halted before only halts again."""
     reports, verdict = done
-    for name in filter(rollout.owns, wave.clusters):  # the wave waits for no promotion any more
-        state = rollout.states.get(name)
-        if state is not None and name not in rollout.unreachable and state.awaiting.active:
-            rollout._save(name, replace(state, awaiting=AwaitingPromotion()))
-    event = PassEvent(Step.ROLLOUT_ABORTED, wave.name, revision=fleet.revision, reason=verdict.reason)
-    rollout.listener(event)
+    ended = _end_waits(rollout, wave, AwaitingPromotion())  # the wave waits for no promotion any more
+    if verdict.decision is Decision.ROLLBACK or (wave.name, fleet.revision) in ended:
+        event = PassEvent(Step.ROLLOUT_ABORTED, wave.name, revision=fleet.revision, reason=verdict.reason)
+        rollout.listener(event)
     report = WaveReport(wave.name, wave.clusters, verdict.decision, verdict.reason, (), verdict.reasons)
     if verdict.decision is Decision.ROLLBACK:
         return roll_back_wave(rollout, wave, fleet, fleets, (Decision.ROLLBACK, (*reports, report)))

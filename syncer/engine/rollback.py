@@ -2,8 +2,9 @@
 (``syncer.rollout.failures.blame``: not those that applied it cleanly, not those that were not
 healthy before it), and, when the policy asks for it, each is put back on the revision *it* last ran
 healthy (``syncer.rollout.rollback``), never on a revision voted by the fleet, never on the failing
-one. Clusters without such a revision, and clusters that were not healthy before the revision, stay
-where they are, and the report says why."""
+one. Clusters without such a revision, clusters that were not healthy before the revision, and
+clusters a person holds (``held_now``: suspended, or pinned to another revision; a window does not
+hold a rollback) stay where they are, and the report says why."""
 
 from __future__ import annotations
 
@@ -58,6 +59,10 @@ def roll_back_wave(
             )
             outcomes.append(f"{name}: not rolled back: {why}")
             continue
+        held = rollout.held_now((name,), back, wave.name, pending_only=False, windows=False)
+        if held:  # a person suspended it, or pinned it to another revision, since the wave started
+            outcomes.append(f"{name}: not rolled back while {held.reason}")
+            continue
         groups.setdefault(target.revision, (back, []))[1].append(name)
     for revision, (back, names) in groups.items():
         rollout.listener(PassEvent(Step.ROLLING_BACK, wave.name, revision=revision))
@@ -72,7 +77,7 @@ def roll_back_wave(
         outcomes.append(f"{', '.join(names)} rolled back to {revision[:12]}: {verdict.reason}")
     outcomes += [f"{name}: not rolled back: it was not healthy before either" for name in spared]
     outcome = RolloutOutcome.ROLLED_BACK if groups else RolloutOutcome.HALTED
-    return RolloutReport(fleet.revision, outcome, reports, f"{reason}; " + "; ".join(outcomes))
+    return RolloutReport(fleet.revision, outcome, reports, "; ".join([reason, *outcomes]))
 
 
 def _record_failures(

@@ -16,6 +16,7 @@ the others, then waits for it; a wave that passed is only watched (``rollout_gat
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import replace
 
 from syncer.domain.changeset import ChangeSet
@@ -27,7 +28,9 @@ from syncer.engine.rollback import FleetsOf, roll_back_wave
 from syncer.engine.rollout_gate import RolloutGate, Superseded
 from syncer.engine.rollout_model import RolloutOutcome, RolloutReport, WaveReport
 from syncer.rollout import Decision, Wave, is_done, plan_waves
+from syncer.rollout.pins import restricted
 from syncer.rollout.rollback import wave_passed
+from syncer.rollout.waves import waves_without
 
 __all__ = ["FleetRollout"]
 
@@ -47,10 +50,17 @@ class FleetRollout(RolloutGate):
 
         return self.roll_out(fleet, fleets)
 
-    def roll_out(self, fleet: DesiredFleet, fleets: FleetsOf | None = None) -> RolloutReport:
+    def roll_out(
+        self, fleet: DesiredFleet, fleets: FleetsOf | None = None, left_out: Collection[str] = ()
+    ) -> RolloutReport:
         """Roll ``fleet`` out wave by wave from the states read last; a failed wave halts, or rolls
         each of its clusters back to the revision it last ran healthy (``fleets`` gives the desired
-        fleet of a revision, None when it cannot)."""
+        fleet of a revision, None when it cannot). The clusters ``left_out`` (a person pinned them
+        to another revision) get nothing, but the waves are planned over the whole of ``fleet``, so
+        that leaving a cluster out never moves another one to an earlier wave (``waves_without``)."""
+        labels = {name: c.labels for name, c in fleet.clusters.items()}
+        waves = waves_without(plan_waves(labels, self.options.rollout), left_out)
+        fleet = restricted(fleet, set(fleet.clusters) - set(left_out))
         missing = sorted(set(fleet.clusters) - set(self.clients) - set(self.unreachable))
         if missing:
             return RolloutReport(
@@ -59,12 +69,10 @@ class FleetRollout(RolloutGate):
         unread = sorted(set(fleet.clusters) - set(self.states) - set(self.unreachable))
         if unread:
             raise ValueError(f"roll_out before read_states: no state for {', '.join(unread)}")
-        report = self._roll_out(fleet, fleets or (lambda _: None))
+        report = self._roll_out(fleet, waves, fleets or (lambda _: None))
         return replace(report, unsaved=tuple(sorted(self.unsaved.items())))
 
-    def _roll_out(self, fleet: DesiredFleet, fleets: FleetsOf) -> RolloutReport:
-        labels = {name: c.labels for name, c in fleet.clusters.items()}
-        waves = plan_waves(labels, self.options.rollout)
+    def _roll_out(self, fleet: DesiredFleet, waves: tuple[Wave, ...], fleets: FleetsOf) -> RolloutReport:
         reports: list[WaveReport] = []
         touched = judged = False  # judged: the last wave went through its gate in this pass
         for wave in waves:

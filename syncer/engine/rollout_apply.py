@@ -154,13 +154,20 @@ class WaveApply(RolloutStates):
     # -- whether a cluster may be changed now --------------------------------------------------------
 
     def held_now(
-        self, clusters: tuple[str, ...], fleet: DesiredFleet, wave: str = "", *, pending_only: bool = True
+        self,
+        clusters: tuple[str, ...],
+        fleet: DesiredFleet,
+        wave: str = "",
+        *,
+        pending_only: bool = True,
+        windows: bool = True,
     ) -> Held:
         """The one decision whether clusters may be changed now, asked by every writer: a wave before
         it applies, each cluster's apply, drift repair and a rollback. A cluster a person suspended
         may not (whatever its window), nor one a person pinned to another revision than ``fleet``'s,
-        then one outside its maintenance window may not (``closed_windows``). ``pending_only``: only
-        the clusters still to get ``fleet``."""
+        then one outside its maintenance window may not (``closed_windows``; not asked with
+        ``windows`` False: a rollback undoes a change that started inside the window). ``pending_only``:
+        only the clusters still to get ``fleet``."""
         suspended, pinned = [], []
         for name in sorted(clusters):
             state = self.states.get(name)
@@ -176,7 +183,7 @@ class WaveApply(RolloutStates):
                 pinned.append(f"{name}: {why}")
         held = {line.split(": ", 1)[0] for line in (*suspended, *pinned)}
         open_ones = tuple(c for c in clusters if c not in held)
-        closed = self.closed_windows(open_ones, fleet, wave, pending_only=pending_only)
+        closed = self.closed_windows(open_ones, fleet, wave, pending_only=pending_only) if windows else []
         return Held(tuple(suspended), tuple(closed), tuple(pinned))
 
     def closed_windows(

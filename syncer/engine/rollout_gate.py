@@ -128,8 +128,10 @@ class RolloutGate(WaveApply):
         A sharded replica also waits for clusters other replicas own; while it waits it applies the
         clusters it gains, and (``rolling_out``) a newer verified revision takes over at once
         (``Superseded``); a cluster its owner does not put on the revision within the wave's health
-        timeout ends the wait with the reason (the next pass looks again). A wave healthy and baked
-        is then judged by its analysis (``analysed``; a rollback's gate is not)."""
+        timeout ends the wait with the reason (the next pass looks again), and one that may not be
+        changed now (``held_now``: a person's suspension or pin, its window) ends it at once, saying
+        so. A wave healthy and baked is then judged by its analysis (``analysed``; a rollback's gate
+        is not)."""
         allowed = self.options.rollout.rollback if rollback is None else rollback
         entered = self.clock()
         waited = False  # the person's acts read with the states are current until the gate waits
@@ -146,14 +148,21 @@ class RolloutGate(WaveApply):
             verdict = judge_wave(wave, progress, self.clock(), rollback=allowed)
             elsewhere = self._elsewhere(wave, fleet.revision)
             if verdict.decision is Decision.WAIT and elsewhere:
+                # A cluster a person holds (or its window) cannot change until that ends: no wait.
+                held = self.held_now(self._not_on(wave, fleet.revision), fleet, wave.name)
                 late = self.clock() - entered >= wave.gate.health_timeout
-                reason = "waiting for " + "; ".join(elsewhere)
+                lines = (*held.suspended, *held.pinned, *held.closed) if held else elsewhere
+                reason = "waiting for " + "; ".join(lines)
                 verdict = replace(verdict, reason=reason, decision=Decision.WAIT)
-                if late:
+                if held or late:
+                    waits = held.waiting if held else None
                     self.listener(
-                        PassEvent(Step.GATE_WAIT, wave.name, revision=fleet.revision, reason=reason)
+                        PassEvent(
+                            Step.GATE_WAIT, wave.name, revision=fleet.revision, reason=reason, waiting=waits
+                        )
                     )
-                    return replace(verdict, reason=f"{reason} (for {wave.gate.health_timeout:g}s)")
+                    timed = "" if held else f" (for {wave.gate.health_timeout:g}s)"
+                    return replace(verdict, reason=f"{reason}{timed}", waiting=waits)
             still = verdict.decision is Decision.PROCEED and self._still_healthy(wave, fleet.revision)
             if verdict.decision is Decision.PROCEED and analysed and wave.gate.analysis.metrics and not still:
                 verdict = self._analysed(wave, fleet, verdict, allowed)
@@ -215,6 +224,17 @@ class RolloutGate(WaveApply):
         reason = f"{found.reason}; waiting for a person: syncer retry measures again"
         return GateVerdict(
             Decision.HALT, reason, failed=failed, reasons=found.clusters, analysis=found.verdict
+        )
+
+    def _not_on(self, wave: Wave, revision: str) -> tuple[str, ...]:
+        """The clusters of ``wave`` another replica owns that do not record ``revision``."""
+        return tuple(
+            name
+            for name in wave.clusters
+            if not self.owns(name)
+            and name not in self.unreachable
+            and (state := self.states.get(name)) is not None
+            and state.revision != revision
         )
 
     def _elsewhere(self, wave: Wave, revision: str) -> list[str]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, replace
 
 from syncer.config.rollout import RolloutPolicy, WaveGate
 
@@ -70,3 +70,10 @@ def plan_waves(clusters: Mapping[str, Mapping[str, str]], policy: RolloutPolicy)
         if members:
             waves.append(Wave(index, policy_wave.name, tuple(members), policy_wave.gate))
     return tuple(waves)
+
+
+def waves_without(waves: tuple[Wave, ...], left_out: Collection[str]) -> tuple[Wave, ...]:
+    """``waves`` without the clusters ``left_out``; a wave left empty is left out too. Every other
+    cluster keeps the wave it has in the whole fleet, whatever is left out."""
+    kept = (replace(w, clusters=tuple(c for c in w.clusters if c not in left_out)) for w in waves)
+    return tuple(w for w in kept if w.clusters)

@@ -22,6 +22,11 @@ _WINDOW_STEPS = frozenset({Step.WINDOW_OPEN, Step.WINDOW_CLOSED, Step.WINDOW_OVE
 # A write to a cluster that failed: in a wave's apply, or repairing drift.
 _APPLY_ERROR_STEPS = frozenset({Step.APPLY_FAILED, Step.DRIFT_REPAIR_FAILED})
 _GATE_STEPS = frozenset({Step.AWAITING_PROMOTION, Step.PROMOTED, Step.ROLLOUT_ABORTED})
+# A wave's gate judged past its manual gate: the wait is over, whoever told the promotion (a sharded
+# replica owning none of the wave's clusters finds it started by their owners).
+_PAST_MANUAL_GATE = frozenset(
+    {Step.GATE_WAIT, Step.GATE_PROCEED, Step.GATE_STILL_HEALTHY, Step.GATE_HALT, Step.GATE_ROLLBACK}
+)
 
 
 class EventReporter:
@@ -51,7 +56,8 @@ class EventReporter:
 
     def _awaiting(self, event: PassEvent) -> None:
         """``syncer_wave_awaiting_approval``: 1 for the revision a wave waits for, 0 once it is
-        promoted or aborted, or another revision waits there instead."""
+        promoted or aborted, its gate judges it (it started), or another revision waits there
+        instead."""
         gauge = self.metrics.wave_awaiting_approval
         before = self.awaited.get(event.wave, "")
         if before and before != event.revision:
@@ -77,7 +83,8 @@ class EventReporter:
             )
         if event.cluster and event.step in _APPLY_ERROR_STEPS:
             self.metrics.apply_errors.labels(cluster=event.cluster).inc()
-        if event.wave and event.step in _GATE_STEPS:
+        past_gate = event.step in _PAST_MANUAL_GATE and self.awaited.get(event.wave) == event.revision
+        if event.wave and (event.step in _GATE_STEPS or past_gate):
             self._awaiting(event)
         if event.measurement is not None and event.cluster:
             self.metrics.measured(event.wave, event.cluster, event.measurement)

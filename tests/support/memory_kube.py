@@ -1,6 +1,8 @@
 """A dict-backed KubeApi for fast tests of syncer's own decisions (wave order, resume, rollback,
-unsaved state). It stores what it is given: no server-side apply semantics, no defaulting, no
-admission. What Kubernetes itself does stays tested against the real local fleet."""
+unsaved state). It stores what it is given: no defaulting, no admission, and of server-side apply
+only what keeps a person's acts beside a cluster's sync state: each field manager owns the keys of a
+ConfigMap's ``data`` it applied last, and an apply keeps the keys others own. What Kubernetes itself
+does stays tested against the real local fleet."""
 
 from __future__ import annotations
 
@@ -58,6 +60,8 @@ class MemoryKube:
         self.down = False
         self.fail: dict[tuple[str, str, str], KubeError] = {}
         self._versions = itertools.count(1)
+        # Per ConfigMap, the ``data`` keys each field manager applied last (``apply`` keeps them).
+        self._data_owners: dict[Key, dict[str, frozenset[str]]] = {}
 
     @property
     def cluster(self) -> str:
@@ -114,6 +118,8 @@ class MemoryKube:
         manager's Apply entry over the fields it sets, as the plan reads ownership from them."""
         key = _key(body)
         self._call("dry-run" if options.dry_run else "apply", key[1], key[3])
+        if key[1] == "ConfigMap" and not options.dry_run:
+            body = self._keeping_others_data(key, body, options.field_manager)
         obj = self._stamp(body, self.objects.get(key))
         entry = {
             "manager": options.field_manager,
@@ -126,6 +132,18 @@ class MemoryKube:
         if not options.dry_run:
             self.objects[key] = obj
         return copy.deepcopy(obj)
+
+    def _keeping_others_data(self, key: Key, body: Mapping[str, Any], manager: str) -> dict[str, Any]:
+        """``body`` with the ``data`` keys other field managers applied last (those it sets become
+        ``manager``'s, as a forced apply takes them over), as server-side apply merges a map."""
+        mine = frozenset(body.get("data") or {})
+        owners = self._data_owners.setdefault(key, {})
+        owners.update({m: keys - mine for m, keys in owners.items()})
+        owners[manager] = mine
+        old = (self.objects.get(key) or {}).get("data") or {}
+        others = frozenset().union(*(keys for m, keys in owners.items() if m != manager))
+        kept = {k: v for k, v in old.items() if k in others}
+        return {**body, "data": {**kept, **(body.get("data") or {})}}
 
     def apply_status(self, body: Mapping[str, Any], options: ApplyOptions = ApplyOptions()) -> KubeObject:
         key = _key(body)

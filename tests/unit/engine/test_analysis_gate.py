@@ -145,3 +145,18 @@ def test_a_retry_after_the_analysis_began_starts_it_afresh() -> None:
     assert looked.states["canary"].analysis.counts("errors") == MetricCounts(
         "errors", 1, 1, last_at=100.0, last_value=0.0
     )
+
+
+def test_a_retry_of_another_revision_keeps_the_counts_of_the_analysis_in_progress() -> None:
+    # `syncer retry --revision rev-1` lifts an old failure of rev-1 while rev-2's analysis runs: the
+    # failure rev-2's analysis counted stays counted, and the wave fails on it.
+    metric = MetricSpec("errors", "up", failure=program("result > 1.0"), interval=10.0, count=3)
+    counted = MetricCounts("errors", taken=2, successes=1, failures=1, last_at=45.0)
+    record = AnalysisRecord("rev-2", 40.0, (counted,))
+    retried = replace(states()["canary"], analysis=record, retry=RetryRequest("rev-1", "ops", "old", 60.0))
+    answers = Answers({(HERE.url, "up"): QueryAnswer(0.0)})
+    looked = AnalysisGate(answers, lambda: 100.0, lambda _: None).look(
+        wave(metric), FLEET, states(canary=retried)
+    )
+    assert looked.verdict.verdict is Verdict.FAILED, looked.verdict
+    assert answers.asked == [], "a failed analysis measures no more"
