@@ -230,10 +230,18 @@ def _tokens(rig: Rig) -> dict[str, int]:
 
 def test_a_leader_frozen_past_its_lease_writes_nothing_when_it_resumes(rig: Rig, agents: Agents) -> None:
     rig.start_controllers()
+    # The canary wave bakes long enough for a to be caught in it and for b's whole rollout to outlast
+    # the rest of a's bake; the other waves have nothing to wait for.
+    canary, *rest = FAST["waves"]
     slow = write_policy(
         rig,
         "slow.yaml",
-        {**FAST, "defaults": {**FAST["defaults"], "bake": "20s", "healthTimeout": "60s"}, "rollback": False},
+        {
+            **FAST,
+            "waves": [{**canary, "bake": "20s"}, *rest],
+            "defaults": {**FAST["defaults"], "healthTimeout": "60s"},
+            "rollback": False,
+        },
     )
     with agents.shown_on_failure():
         first = rig.commit("sessions cache", "7.2.4")
@@ -250,6 +258,7 @@ def test_a_leader_frozen_past_its_lease_writes_nothing_when_it_resumes(rig: Rig,
             ROLLOUT_TIMEOUT,
         )
         a.send(signal.SIGSTOP)
+        passes = len(a.said("sync "))
         try:
             frozen_tokens = _tokens(rig)
             third = rig.commit("newest redis", "7.2.6")
@@ -263,7 +272,8 @@ def test_a_leader_frozen_past_its_lease_writes_nothing_when_it_resumes(rig: Rig,
         assert all(b_tokens[n] > frozen_tokens[n] for n in b_tokens), (frozen_tokens, b_tokens)
 
         eventually("a to stand by", lambda: a.get("/readyz")[1].startswith("standby"), 30)
-        time.sleep(5)  # whatever a had in hand would have been written by now
+        # The pass a had in hand when it froze ends (fenced out): whatever it would write is behind it.
+        eventually("a's frozen pass to end", lambda: len(a.said("sync ")) > passes, 30)
         after = rig.states()
         assert _tokens(rig) == b_tokens
         for name, state in after.items():
