@@ -41,11 +41,12 @@ LABELS = {
     "us-1": {"tier": "prod", "region": "us"},
 }
 # Three waves of one cluster each. The first two bake long enough that a test can catch the
-# rollout between waves by watching the sync states; the last one is short.
+# rollout between waves by watching the sync states (eu-1 applied, its wave not passed yet: its bake
+# is that window, the agent noticing its health within a second); the last one is short.
 THREE_WAVES = {
     "waves": [
         {"name": "canary", "percent": 1, "selector": {"matchLabels": {"tier": "canary"}}},
-        {"name": "eu", "percent": 67, "selector": {"matchLabels": {"region": "eu"}}},
+        {"name": "eu", "percent": 67, "selector": {"matchLabels": {"region": "eu"}}, "bake": "9s"},
         {"name": "us", "percent": 100, "selector": {"matchLabels": {"region": "us"}}, "bake": "1s"},
     ],
     "defaults": {"maxConcurrent": 1, "healthTimeout": "60s", "bake": "5s"},
