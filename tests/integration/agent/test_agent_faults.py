@@ -63,6 +63,7 @@ def _quiet(_: str) -> None:
     return None
 
 
+@pytest.mark.slow
 def test_a_cluster_unhealthy_after_its_rollout_is_repaired_not_halted(rig: Rig, agents: Agents) -> None:
     rig.start_controllers()
     policy = write_policy(rig, "fast.yaml", FAST)
@@ -96,6 +97,7 @@ def test_a_cluster_unhealthy_after_its_rollout_is_repaired_not_halted(rig: Rig, 
         no_traceback(proc)
 
 
+@pytest.mark.slow
 def test_a_failing_wave_resumed_after_a_restart_rolls_each_cluster_back_to_its_own_last_good(
     rig: Rig, agents: Agents
 ) -> None:
@@ -191,6 +193,7 @@ def test_a_forbidden_cluster_is_reported_while_the_others_get_commits_and_repair
         no_traceback(proc)
 
 
+@pytest.mark.slow
 def test_a_replica_whose_lease_cluster_goes_away_stays_up_serving_and_resumes(
     rig: Rig, agents: Agents, fleet: FleetHandle
 ) -> None:
@@ -228,6 +231,7 @@ def _tokens(rig: Rig) -> dict[str, int]:
     return found
 
 
+@pytest.mark.slow
 def test_a_leader_frozen_past_its_lease_writes_nothing_when_it_resumes(rig: Rig, agents: Agents) -> None:
     rig.start_controllers()
     # The canary wave bakes long enough for a to be caught in it and for b's whole rollout to outlast
@@ -286,6 +290,7 @@ def test_a_leader_frozen_past_its_lease_writes_nothing_when_it_resumes(rig: Rig,
         no_traceback(a, b)
 
 
+@pytest.mark.slow
 def test_an_agent_started_while_git_is_down_repairs_drift_from_what_the_clusters_record(
     rig: Rig, agents: Agents
 ) -> None:

@@ -270,6 +270,7 @@ def test_an_agent_killed_mid_rollout_resumes_from_the_clusters_without_redoing_f
             assert live["spec"]["version"] == "7.2.4", name
 
 
+@pytest.mark.slow
 def test_of_two_replicas_only_the_lease_holder_applies_and_the_other_takes_over_when_it_dies(
     rig: Rig, agents: Agents
 ) -> None:
@@ -348,6 +349,7 @@ def test_of_two_replicas_only_the_lease_holder_applies_and_the_other_takes_over_
             assert live["spec"]["version"] == "7.2.5", name
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_agent_between_clusters_with_every_state_whole(rig: Rig, agents: Agents) -> None:
     with agents.shown_on_failure():
         revision = rig.commit("sessions cache", "7.2.4")

@@ -87,6 +87,7 @@ def _approved_commit(rig: Rig, approver: SshKey, message: str, version: str) -> 
     return merged
 
 
+@pytest.mark.slow
 def test_a_manual_gate_waits_unwritten_refuses_another_revision_and_needs_two_people(
     rig: Rig, agents: Agents, approver: SshKey
 ) -> None:
@@ -147,6 +148,7 @@ def test_a_manual_gate_waits_unwritten_refuses_another_revision_and_needs_two_pe
         no_traceback(agent)
 
 
+@pytest.mark.slow
 def test_an_abort_mid_wave_rolls_the_wave_back_and_the_revision_is_not_tried_again(
     rig: Rig, agents: Agents
 ) -> None:

@@ -47,6 +47,7 @@ def _rc_writes(rig: Rig, cluster: str, since: datetime) -> list[audit.AuditedWri
     ]
 
 
+@pytest.mark.slow
 def test_a_cluster_suspended_mid_rollout_is_never_written_and_resume_completes_it(
     rig: Rig, agents: Agents
 ) -> None:

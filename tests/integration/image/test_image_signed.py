@@ -19,7 +19,7 @@ from tests.integration.image.registry import SIGN, VERIFY, Cosign, local_registr
 
 # The first image test of a run on a new machine makes the debootstrap base (several minutes on two
 # busy cores) before it builds the image; later runs find both built.
-pytestmark = [pytest.mark.integration, pytest.mark.image, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.image, pytest.mark.timeout(1800)]
 
 
 @dataclass(frozen=True)
