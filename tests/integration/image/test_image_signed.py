@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from devfleet.build import ensure_cyclonedx
 from tests.integration.image.kit import Image, run_with_containers_conf
 from tests.integration.image.registry import SIGN, VERIFY, Cosign, local_registry, push
 
@@ -124,7 +125,7 @@ def test_an_sbom_of_the_image_python_packages_is_attested_and_verified(image: Im
     (work / "image-packages.txt").write_text(listed.stdout)
     assert any(line.startswith("syncer==") for line in listed.stdout.splitlines()), listed.stdout
     made = run_with_containers_conf(
-        str(Path(".venv/bin/cyclonedx-py")), "requirements", "--of", "JSON",
+        str(ensure_cyclonedx()), "requirements", "--of", "JSON",
         "-o", str(work / "sbom.json"), str(work / "image-packages.txt"),
     )  # fmt: skip
     assert made.returncode == 0, made.stderr
