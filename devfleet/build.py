@@ -218,8 +218,10 @@ def ensure_cyclonedx(progress: Callable[[str], None] | None = None) -> Path:
         # A virtual environment cannot be moved once made: it is made in place, and counts once marked.
         if target.exists():
             shutil.rmtree(target)
-        subprocess.run([sys.executable, "-m", "venv", str(target)], check=True)
+        # Nothing of the caller's Python path: the tool's environment holds the tool alone.
+        env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "PYTHONHOME"}}
+        subprocess.run([sys.executable, "-m", "venv", str(target)], check=True, env=env)
         pip = [str(target / "bin" / "python"), "-m", "pip", "install", "--quiet"]
-        subprocess.run([*pip, "--disable-pip-version-check", CYCLONEDX_BOM], check=True)
+        subprocess.run([*pip, "--disable-pip-version-check", CYCLONEDX_BOM], check=True, env=env)
         done.write_text(CYCLONEDX_BOM + "\n")
     return tool
