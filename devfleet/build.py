@@ -29,6 +29,12 @@ HELM_MODULE = GO_DIR / "helm"
 COSIGN_MODULE = GO_DIR / "cosign"
 COSIGN_PACKAGE = "github.com/sigstore/cosign/v2/cmd/cosign"
 
+# Makes the SBOM of the image's Python packages (tests/integration/image). It lives in a virtual
+# environment of its own: its validation extra pulls in jsonschema's format checkers, whose
+# rfc3987-syntax builds a grammar when imported (over a second of CPU), which every syncer process
+# started from the project's environment would pay for; syncer checks no formats.
+CYCLONEDX_BOM = "cyclonedx-bom==7.5.0"
+
 BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kwok", "helm")
 _K8S_PACKAGES = (
     "k8s.io/kubernetes/cmd/kube-apiserver",
@@ -194,3 +200,28 @@ def ensure_cosign(progress: Callable[[str], None] | None = None) -> Path:
             staging.rename(target)
         say(f"built in {time.monotonic() - started:.0f}s")
     return binary
+
+
+def ensure_cyclonedx(progress: Callable[[str], None] | None = None) -> Path:
+    """Return the path of ``cyclonedx-py`` from the pinned cyclonedx-bom, installing it first (with pip,
+    into a virtual environment of its own in the cache) if not there yet."""
+    say = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    python = f"py{sys.version_info.major}.{sys.version_info.minor}"
+    target = cache_root() / "cyclonedx" / f"{CYCLONEDX_BOM.replace('==', '-')}-{python}"
+    tool, done = target / "bin" / "cyclonedx-py", target / ".installed"
+    if done.is_file():
+        return tool
+    with _locked(cache_root() / "cyclonedx" / ".build.lock"):
+        if done.is_file():
+            return tool
+        say(f"installing {CYCLONEDX_BOM} into {target}")
+        # A virtual environment cannot be moved once made: it is made in place, and counts once marked.
+        if target.exists():
+            shutil.rmtree(target)
+        # Nothing of the caller's Python path: the tool's environment holds the tool alone.
+        env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "PYTHONHOME"}}
+        subprocess.run([sys.executable, "-m", "venv", str(target)], check=True, env=env)
+        pip = [str(target / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+        subprocess.run([*pip, "--disable-pip-version-check", CYCLONEDX_BOM], check=True, env=env)
+        done.write_text(CYCLONEDX_BOM + "\n")
+    return tool

@@ -24,6 +24,7 @@ from syncer.config.rollout import load_rollout_policy
 from syncer.config.settings import (
     AGENT_NAMESPACE,
     DRIFT_INTERVAL,
+    HEALTH_POLL,
     HEALTH_POLL_FOREGROUND,
     POLL_INTERVAL,
     POLL_JITTER,
@@ -195,6 +196,9 @@ def _http_settings(opts: dict[str, Any]) -> HttpSettings:
 @_duration_option("--interval", POLL_INTERVAL, "How often to poll git.")
 @_duration_option("--jitter", POLL_JITTER, "Random delay added to polls.")
 @_duration_option("--drift-interval", DRIFT_INTERVAL, "How often to repair drift.")
+@_duration_option(
+    "--health-poll", HEALTH_POLL, "The longest wait between two health checks of a wave waiting on its gate."
+)
 @click.option(
     "--http-port",
     type=click.IntRange(0, 65535),
@@ -277,6 +281,8 @@ def run(**opts: Any) -> None:
     """Run the agent: poll git, verify, roll out in waves, repair drift, serve metrics."""
     lease = _lease_settings(opts)
     http = _http_settings(opts)
+    if opts["health_poll"] <= 0:
+        raise click.BadParameter("must be above 0", param_hint="--health-poll")
     config = _load(opts["config_path"], opts["rollout_policy"], opts["kubeconfig"])
     # The webhook's certificate is one of the files to check before the process's logging is set up.
     admission = serve_admission(
@@ -288,6 +294,7 @@ def run(**opts: Any) -> None:
         interval=opts["interval"],
         jitter=opts["jitter"],
         drift_interval=opts["drift_interval"],
+        health_poll=opts["health_poll"],
         state_namespace=opts["state_namespace"],
         http=http,
         hook_secret_file=opts["hook_secret_file"],

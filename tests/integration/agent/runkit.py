@@ -7,8 +7,9 @@ from pathlib import Path
 
 def run_args(root: Path, policy: str, kubeconfig: Path, state_namespace: str, *extra: str) -> list[str]:
     """``syncer run`` arguments: ``agent.yaml`` and the rollout policy file ``policy`` in ``root``, the
-    fleet's kubeconfig, free HTTP and probe ports, a poll every 2 s without jitter and drift repair out of the
-    way (every 10 minutes); ``extra`` last."""
+    fleet's kubeconfig, free HTTP and probe ports, a poll every 2 s without jitter, a waiting wave's health
+    checked every second (a wave proceeds within a second of being healthy and baked, as the in-process
+    rollouts of the engine tests do) and drift repair out of the way (every 10 minutes); ``extra`` last."""
     return [
         "--config",
         str(root / "agent.yaml"),
@@ -24,6 +25,8 @@ def run_args(root: Path, policy: str, kubeconfig: Path, state_namespace: str, *e
         "0s",
         "--drift-interval",
         "10m",
+        "--health-poll",
+        "1s",
         "--http-port",
         "0",
         "--probe-port",

@@ -25,6 +25,7 @@ def passes(text: str) -> int:
     return int(text.split(";")[1].split(maxsplit=1)[0])
 
 
+@pytest.mark.slow
 def test_an_idle_agent_folds_its_events_and_its_controllers_name_their_cluster(
     rig: Rig, agents: Agents
 ) -> None:
@@ -61,6 +62,7 @@ def test_an_idle_agent_folds_its_events_and_its_controllers_name_their_cluster(
         )
 
 
+@pytest.mark.slow
 def test_a_git_lock_left_by_a_killed_git_does_not_block_the_next_agent(rig: Rig, agents: Agents) -> None:
     rig.start_controllers()
     with agents.shown_on_failure():

@@ -41,11 +41,12 @@ LABELS = {
     "us-1": {"tier": "prod", "region": "us"},
 }
 # Three waves of one cluster each. The first two bake long enough that a test can catch the
-# rollout between waves by watching the sync states; the last one is short.
+# rollout between waves by watching the sync states (eu-1 applied, its wave not passed yet: its bake
+# is that window, the agent noticing its health within a second); the last one is short.
 THREE_WAVES = {
     "waves": [
         {"name": "canary", "percent": 1, "selector": {"matchLabels": {"tier": "canary"}}},
-        {"name": "eu", "percent": 67, "selector": {"matchLabels": {"region": "eu"}}},
+        {"name": "eu", "percent": 67, "selector": {"matchLabels": {"region": "eu"}}, "bake": "9s"},
         {"name": "us", "percent": 100, "selector": {"matchLabels": {"region": "us"}}, "bake": "1s"},
     ],
     "defaults": {"maxConcurrent": 1, "healthTimeout": "60s", "bake": "5s"},
@@ -269,6 +270,7 @@ def test_an_agent_killed_mid_rollout_resumes_from_the_clusters_without_redoing_f
             assert live["spec"]["version"] == "7.2.4", name
 
 
+@pytest.mark.slow
 def test_of_two_replicas_only_the_lease_holder_applies_and_the_other_takes_over_when_it_dies(
     rig: Rig, agents: Agents
 ) -> None:
@@ -347,6 +349,7 @@ def test_of_two_replicas_only_the_lease_holder_applies_and_the_other_takes_over_
             assert live["spec"]["version"] == "7.2.5", name
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_agent_between_clusters_with_every_state_whole(rig: Rig, agents: Agents) -> None:
     with agents.shown_on_failure():
         revision = rig.commit("sessions cache", "7.2.4")

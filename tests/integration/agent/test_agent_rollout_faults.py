@@ -62,6 +62,7 @@ class Seen:
         return True
 
 
+@pytest.mark.slow
 def test_a_superseded_revision_never_reaches_later_waves(rig: Rig, agents: Agents) -> None:
     rig.start_controllers()
     policy = write_policy(
@@ -120,6 +121,7 @@ def state_writes_refused(client: ClusterClient, namespace: str) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_a_cluster_whose_state_cannot_be_written_is_not_applied_and_rolled_back_every_poll(
     rig: Rig, agents: Agents
 ) -> None:

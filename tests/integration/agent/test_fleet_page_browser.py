@@ -62,6 +62,7 @@ def first(states: list[tuple[str, str]], wave: str, state: str) -> int:
     return states.index((wave, state)) if (wave, state) in states else -1
 
 
+@pytest.mark.slow
 def test_the_page_follows_a_rollout_wave_by_wave_and_shows_git_text_as_text(
     rig: Rig, agents: Agents, tmp_path: Path
 ) -> None:
@@ -161,6 +162,7 @@ def add_unreachable_cluster(rig: Rig, name: str) -> None:
     rig.work.write({"fleet.yaml": yaml.safe_dump(fleet)})
 
 
+@pytest.mark.slow
 def test_a_failing_wave_shows_halted_with_its_reason_and_an_unreachable_cluster_as_such(
     rig: Rig, agents: Agents, tmp_path: Path
 ) -> None:

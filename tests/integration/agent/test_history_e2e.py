@@ -41,6 +41,7 @@ def _history(rig: Rig) -> dict[str, list[dict[str, Any]]]:
     return {row["cluster"]: row["entries"] for row in json.loads(done.stdout)["clusters"]}
 
 
+@pytest.mark.slow
 def test_history_of_five_revisions_survives_a_restart_with_an_empty_cache(rig: Rig, agents: Agents) -> None:
     rig.start_controllers()
     with agents.shown_on_failure():

@@ -87,6 +87,7 @@ def _approved_commit(rig: Rig, approver: SshKey, message: str, version: str) -> 
     return merged
 
 
+@pytest.mark.slow
 def test_a_manual_gate_waits_unwritten_refuses_another_revision_and_needs_two_people(
     rig: Rig, agents: Agents, approver: SshKey
 ) -> None:
@@ -147,22 +148,28 @@ def test_a_manual_gate_waits_unwritten_refuses_another_revision_and_needs_two_pe
         no_traceback(agent)
 
 
+@pytest.mark.slow
 def test_an_abort_mid_wave_rolls_the_wave_back_and_the_revision_is_not_tried_again(
     rig: Rig, agents: Agents
 ) -> None:
-    # The eu wave waits for a person, then bakes long enough for the abort to land while it does.
+    # The eu wave waits for a person, then bakes long enough for the abort to land while it does. The
+    # first revision, the one to go back to, is rolled out by an agent whose eu wave bakes briefly.
+    brief = write_policy(rig, "gated-eu-brief.yaml", _policy("eu", {}))
     policy = write_policy(rig, "gated-eu.yaml", _policy("eu", {"eu": "40s"}))
     rig.start_controllers()
     with agents.shown_on_failure():
         first = rig.commit("sessions cache", "7.2.4")
-        agent = agents.start("agent", rig.args(policy, "--no-leader-elect"))
+        before = agents.start("before", rig.args(brief, "--no-leader-elect"))
         eventually(
             "the eu wave to wait", lambda: rig.states()["eu-1"].awaiting.revision == first, ROLLOUT_TIMEOUT
         )
         done = _syncer(rig, "promote", "--wave", "eu", "--revision", first, "--by", "alice")
         assert done.returncode == 0, done.stderr
         eventually("every cluster healthy", lambda: rig.all_healthy(first), 2 * ROLLOUT_TIMEOUT)
+        no_traceback(before)
+        before.kill()
 
+        agent = agents.start("agent", rig.args(policy, "--no-leader-elect"))
         second = rig.commit("sessions cache 7.2.5", "7.2.5")
         eventually(
             "the eu wave to wait again",

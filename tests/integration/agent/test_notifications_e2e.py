@@ -205,6 +205,7 @@ def _unreachable_kubeconfig(rig: Rig, cluster: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_failed_wave_and_its_rollback_are_told_and_a_flood_of_one_unreachable_cluster_is_folded(
     rig: Rig, agents: Agents, made: list[Receiver]
 ) -> None:

@@ -161,6 +161,7 @@ def _writes_of(rig: Rig, marker: str, since: datetime) -> list[audit.AuditedWrit
     ]
 
 
+@pytest.mark.slow
 def test_sync_once_beside_a_running_leader_holds_the_lease_or_writes_nothing(
     rig: Rig, agents: Agents
 ) -> None:

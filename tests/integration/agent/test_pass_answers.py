@@ -47,6 +47,7 @@ def every_cluster_at(rig: Rig, revision: str, phase: SyncPhase) -> bool:
     return all((s.revision, s.phase) == (revision, phase) for s in rig.states().values())
 
 
+@pytest.mark.slow
 def test_a_webhook_during_a_pass_is_answered_queued_and_its_poll_runs_as_soon_as_the_pass_ends(
     rig: Rig, agents: Agents, tmp_path: Path
 ) -> None:

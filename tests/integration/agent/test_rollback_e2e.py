@@ -47,6 +47,7 @@ def _versions(rig: Rig) -> dict[str, str]:
     return {n: live_version(c, rig.namespace) for n, c in rig.clients.items()}
 
 
+@pytest.mark.slow
 def test_a_rolled_back_fleet_stays_pinned_across_a_commit_and_a_restart_until_resumed(
     rig: Rig, agents: Agents
 ) -> None:

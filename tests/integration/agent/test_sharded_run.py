@@ -248,6 +248,7 @@ def _status(group: Group) -> dict[str, dict[str, object]]:
     return {row["cluster"]: row for row in json.loads(out)["clusters"]}
 
 
+@pytest.mark.slow
 def test_two_run_replicas_split_the_fleet_and_roll_out_in_global_waves(group: Group) -> None:
     receiver = Receiver()
     try:
@@ -305,6 +306,7 @@ def _rolled_out_in_global_waves(group: Group, receiver: Receiver) -> None:
     assert set().union(*writers_of_waves) == {"replica-a", "replica-b"}
 
 
+@pytest.mark.slow
 def test_a_replica_killed_mid_rollout_and_one_joining_move_clusters_within_a_lease_duration(
     light: devfleet.Fleet, tmp_path: Path, ops_key: SshKey
 ) -> None:

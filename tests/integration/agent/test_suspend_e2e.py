@@ -47,26 +47,34 @@ def _rc_writes(rig: Rig, cluster: str, since: datetime) -> list[audit.AuditedWri
     ]
 
 
+@pytest.mark.slow
 def test_a_cluster_suspended_mid_rollout_is_never_written_and_resume_completes_it(
     rig: Rig, agents: Agents
 ) -> None:
     rig.start_controllers()
     with agents.shown_on_failure():
-        # The eu wave bakes long enough for the suspension to land while the rollout is in flight.
-        slow_eu = {
-            "waves": [
-                {"name": "canary", "percent": 1, "selector": {"matchLabels": {"tier": "canary"}}},
-                {"name": "eu", "percent": 67, "selector": {"matchLabels": {"region": "eu"}}, "bake": "30s"},
-                {"name": "us", "percent": 100, "selector": {"matchLabels": {"region": "us"}}, "bake": "1s"},
-            ],
-            "defaults": {"maxConcurrent": 1, "healthTimeout": "60s", "bake": "5s"},
+        # The eu wave bakes long enough for the suspension to land while the rollout is in flight. The
+        # first revision, the fleet's starting point, is rolled out by an agent whose waves bake briefly.
+        waves: list[dict[str, object]] = [
+            {"name": "canary", "percent": 1, "selector": {"matchLabels": {"tier": "canary"}}},
+            {"name": "eu", "percent": 67, "selector": {"matchLabels": {"region": "eu"}}},
+            {"name": "us", "percent": 100, "selector": {"matchLabels": {"region": "us"}}},
+        ]
+        brief = {
+            "waves": waves,
+            "defaults": {"maxConcurrent": 1, "healthTimeout": "60s", "bake": "1s"},
             "rollback": False,
         }
-        policy = write_policy(rig, "slow-eu.yaml", slow_eu)
+        slow_eu = {**brief, "waves": [waves[0], {**waves[1], "bake": "30s"}, waves[2]]}
         first = rig.commit("sessions cache", "7.2.4")
-        agent = agents.start("agent", rig.args(policy, "--no-leader-elect"))
+        before = agents.start("before", rig.args(write_policy(rig, "brief.yaml", brief), "--no-leader-elect"))
         eventually("every cluster healthy", lambda: rig.all_healthy(first), ROLLOUT_TIMEOUT)
+        no_traceback(before)
+        before.kill()
 
+        agent = agents.start(
+            "agent", rig.args(write_policy(rig, "slow-eu.yaml", slow_eu), "--no-leader-elect")
+        )
         second = rig.commit("sessions cache 7.2.5", "7.2.5")
         eventually("the canary on the new commit", lambda: rig.between_waves(second), ROLLOUT_TIMEOUT)
         since = datetime.now(UTC)

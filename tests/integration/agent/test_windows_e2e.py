@@ -69,6 +69,7 @@ def live(setup: Setup) -> dict[str, str]:
     return found
 
 
+@pytest.mark.slow
 def test_a_wave_in_a_deny_window_waits_and_proceeds_when_it_ends(setup: Setup, tmp_path: Path) -> None:
     ends = with_deny_window(setup, tmp_path, lasting=25)
     revision = setup.commit("sessions", [redis_cluster(setup.namespace, "7.2.4")])

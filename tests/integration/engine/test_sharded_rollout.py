@@ -38,7 +38,7 @@ from tests.integration.engine.sharded_kit import (
 )
 
 # Starting many apiservers on a busy machine takes long: each test may take 40 minutes.
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(2400)]
 
 # With the default 20 clusters the policy's 1/10/50/100 % waves hold 1, 2, 10 and 20 clusters in
 # total; with 6 (SYNCER_TEST_SHARDED_CLUSTERS=6, for a machine short of memory) 1, 3 and 6, the 10% wave

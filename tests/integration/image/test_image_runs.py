@@ -21,7 +21,7 @@ from tests.support.namespaces import delete_namespaces
 
 # The first image test of a run on a new machine makes the debootstrap base (several minutes on two
 # busy cores) before it builds the image; later runs find both built.
-pytestmark = [pytest.mark.integration, pytest.mark.image, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.image, pytest.mark.timeout(1800)]
 
 
 def test_the_image_runs_syncer_as_its_numeric_user_on_a_read_only_root(image: Image) -> None:

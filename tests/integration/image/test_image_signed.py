@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from devfleet.build import ensure_cyclonedx
 from tests.integration.image.kit import Image, run_with_containers_conf
 from tests.integration.image.registry import SIGN, VERIFY, Cosign, local_registry, push
 
 # The first image test of a run on a new machine makes the debootstrap base (several minutes on two
 # busy cores) before it builds the image; later runs find both built.
-pytestmark = [pytest.mark.integration, pytest.mark.image, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.image, pytest.mark.timeout(1800)]
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ def test_an_sbom_of_the_image_python_packages_is_attested_and_verified(image: Im
     (work / "image-packages.txt").write_text(listed.stdout)
     assert any(line.startswith("syncer==") for line in listed.stdout.splitlines()), listed.stdout
     made = run_with_containers_conf(
-        str(Path(".venv/bin/cyclonedx-py")), "requirements", "--of", "JSON",
+        str(ensure_cyclonedx()), "requirements", "--of", "JSON",
         "-o", str(work / "sbom.json"), str(work / "image-packages.txt"),
     )  # fmt: skip
     assert made.returncode == 0, made.stderr

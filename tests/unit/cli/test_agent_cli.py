@@ -40,3 +40,11 @@ def test_run_rejects_lease_timings_that_cannot_work(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "--lease-renew-deadline: must be above 0 and less than --lease-duration" in result.output
+
+
+def test_run_rejects_a_health_poll_of_zero(tmp_path: Path) -> None:
+    config = tmp_path / "agent.yaml"
+    config.write_text("source: {url: ./fleet.git}\ntrustPolicy: trust.yaml\n")
+    result = CliRunner().invoke(cli, ["run", "--config", str(config), "--health-poll", "0s"])
+    assert result.exit_code == 2
+    assert "--health-poll: must be above 0" in result.output
