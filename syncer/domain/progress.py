@@ -15,7 +15,8 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from syncer.domain.analysis import Measurement
-from syncer.domain.health import Health
+from syncer.domain.changeset import ChangeSet
+from syncer.domain.health import Health, ObjectHealth
 from syncer.errors import SyncerError
 
 
@@ -97,7 +98,9 @@ class PassEvent:
     fleet; ``reason`` says why (a gate's verdict, a rebuilt state's problem); ``error`` is the error
     of a failed step and ``cause`` the error value itself when there is one; ``objects`` counts the
     objects a step wrote; ``waiting`` tells a health wait from a bake; ``measurement`` is what an
-    analysis measured."""
+    analysis measured; ``changes`` is the change set of an apply or a drift repair (each object's
+    action, outcome and masked field changes); ``objects_health`` each object's verdict where a
+    step judged the cluster's health."""
 
     step: Step
     wave: str = ""
@@ -110,6 +113,8 @@ class PassEvent:
     waiting: Waiting | None = None
     health: Health | None = None
     measurement: Measurement | None = None
+    changes: ChangeSet | None = None
+    objects_health: tuple[ObjectHealth, ...] = ()
 
     @property
     def treatment(self) -> Treatment:
