@@ -227,45 +227,53 @@ def fold_revisions(view: FleetView, in_force: RevisionView | None, rolling: Revi
     return replace(view, in_force=in_force, rolling=rolling, version=view.version + 1)
 
 
-def to_json(view: FleetView) -> dict[str, Any]:
-    """The picture as the page's JSON: plain strings, lists and objects only."""
+def _revision_json(r: RevisionView | None) -> dict[str, str] | None:
+    return None if r is None else {"sha": r.sha, "short": r.short, "signer": r.signer, "subject": r.subject}
 
-    def revision(r: RevisionView | None) -> dict[str, str] | None:
-        return (
-            None if r is None else {"sha": r.sha, "short": r.short, "signer": r.signer, "subject": r.subject}
-        )
 
-    guards = view.rejected.guards if view.rejected is not None else ()
+def guards_of(view: FleetView) -> tuple[GuardFailure, ...]:
+    """The guard failures of the refused tip (none when no tip is refused, or not by the guards)."""
+    return view.rejected.guards if view.rejected is not None else ()
 
-    def cluster(c: ClusterView) -> dict[str, Any]:
-        concern = tuple(g for g in guards if g.cluster in ("", c.name))
-        return {
-            "name": c.name,
-            "wave": c.wave,
-            "revision": c.revision,
-            "short": c.revision[:SHORT_SHA],
-            "phase": c.phase,
-            "health": c.health,
-            "healthDetail": c.health_detail,
-            "reachable": not c.unreachable,
-            "unreachable": c.unreachable,
-            "suspended": c.suspended,
-            "lastError": c.last_error,
-            "step": c.step,
-            "objects": objects_json(c.detail, c.objects, c.revision),
-            **detail_json(c.detail, concern),
-        }
 
+def cluster_json(c: ClusterView, guards: tuple[GuardFailure, ...]) -> dict[str, Any]:
+    """One cluster's cell and detail as the page's JSON, with those of ``guards`` that concern it."""
+    concern = tuple(g for g in guards if g.cluster in ("", c.name))
+    return {
+        "name": c.name,
+        "wave": c.wave,
+        "revision": c.revision,
+        "short": c.revision[:SHORT_SHA],
+        "phase": c.phase,
+        "health": c.health,
+        "healthDetail": c.health_detail,
+        "reachable": not c.unreachable,
+        "unreachable": c.unreachable,
+        "suspended": c.suspended,
+        "lastError": c.last_error,
+        "step": c.step,
+        "objects": objects_json(c.detail, c.objects, c.revision),
+        **detail_json(c.detail, concern),
+    }
+
+
+def frame_json(view: FleetView) -> dict[str, Any]:
+    """The picture as the page's JSON but its clusters: the version, revisions and waves."""
     rejected = view.rejected
     return {
         "version": view.version,
-        "inForce": revision(view.in_force),
-        "rolling": revision(view.rolling),
+        "inForce": _revision_json(view.in_force),
+        "rolling": _revision_json(view.rolling),
         "rejected": None
         if rejected is None
         else {"sha": rejected.sha, "short": rejected.sha[:SHORT_SHA], "reason": rejected.reason},
         "waves": [
             {"name": w.name, "state": w.state, "waiting": w.waiting, "reason": w.reason} for w in view.waves
         ],
-        "clusters": [cluster(c) for c in view.clusters.values()],
     }
+
+
+def to_json(view: FleetView) -> dict[str, Any]:
+    """The picture as the page's JSON: plain strings, lists and objects only."""
+    guards = guards_of(view)
+    return {**frame_json(view), "clusters": [cluster_json(c, guards) for c in view.clusters.values()]}
