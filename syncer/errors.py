@@ -195,16 +195,17 @@ class GuardFailure:
 
 
 class GuardRejected(SyncerError):
-    """A revision breaks a rule or limit of the agent's guard policy; ``failures`` has one line per
-    rule and change (with the inputs the expression read) or per limit, and ``verdicts`` the same
-    failures as values."""
+    """A revision breaks a rule or limit of the agent's guard policy; ``verdicts`` has one failure per
+    rule and change (with the inputs the expression read) or per limit."""
 
-    def __init__(
-        self, message: str, *, failures: Sequence[str] = (), verdicts: Sequence[GuardFailure] = ()
-    ) -> None:
-        self.failures = tuple(failures)
+    def __init__(self, message: str, *, verdicts: Sequence[GuardFailure] = ()) -> None:
         self.verdicts = tuple(verdicts)
         super().__init__(message)
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        """One line per failure."""
+        return tuple(v.line for v in self.verdicts)
 
     def verdicts_of(self, cluster: str) -> tuple[GuardFailure, ...]:
         """The failures that concern ``cluster``: its changes' rules and every limit."""

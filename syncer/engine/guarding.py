@@ -123,7 +123,6 @@ class RevisionGuard:
         if report.rejected:
             raise GuardRejected(
                 f"guard policy {self.policy.origin}:\n{report.summary()}",
-                failures=tuple(str(f) for f in report.failures),
                 verdicts=tuple(_failure(f) for f in report.failures),
             )
         return report

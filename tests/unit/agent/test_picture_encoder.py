@@ -41,7 +41,7 @@ def test_each_encoding_is_the_pictures_json_and_only_changed_cells_are_encoded_a
     assert check(view) == ["c1"]
     assert check(view) == []
     failure = GuardFailure("no-redis-downgrade", "c2", "fail", "rule no-redis-downgrade failed on c2")
-    error = GuardRejected("guards", failures=[failure.line], verdicts=[failure])
+    error = GuardRejected("guards", verdicts=[failure])
     view = fold_event(view, PassEvent(Step.REVISION_REJECTED, revision="c" * 40, error="guards", cause=error))
     assert check(view) == ["<c3>", "c1", "c2"]
     view = fold_states(view, {"c2": ClusterSyncState("c2", NEW, SyncPhase.HEALTHY, "rest")}, {})

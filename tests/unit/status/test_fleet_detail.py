@@ -188,7 +188,7 @@ def test_guard_verdicts_of_a_refused_tip_show_on_the_clusters_they_concern() -> 
         GuardFailure("max-clusters", "", "fail", "limit max-clusters failed: 3 clusters > 2"),
         GuardFailure("shards-one-step", "c2", "error", "rule shards-one-step errored on c2 ..."),
     )
-    error = GuardRejected("guard policy guards.yaml", failures=[f.line for f in failures], verdicts=failures)
+    error = GuardRejected("guard policy guards.yaml", verdicts=failures)
     view = initial(["all"], ["c1", "c2"])
     view = fold_event(view, PassEvent(Step.REVISION_REJECTED, revision=NEW, error=str(error), cause=error))
     shown = to_json(view)
