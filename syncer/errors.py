@@ -182,13 +182,34 @@ class ServerError(KubeError):
     """5xx or a broken connection: the apiserver could not answer; may be retried."""
 
 
+@dataclass(frozen=True)
+class GuardFailure:
+    """One rule or limit a revision broke: its name, the cluster the change was planned for ("" for
+    a limit: it concerns the whole revision), its outcome (``fail`` or ``error``) and the line that
+    says why."""
+
+    guard: str
+    cluster: str
+    outcome: str
+    line: str
+
+
 class GuardRejected(SyncerError):
-    """A revision breaks a rule or limit of the agent's guard policy; ``failures`` has one line per
+    """A revision breaks a rule or limit of the agent's guard policy; ``verdicts`` has one failure per
     rule and change (with the inputs the expression read) or per limit."""
 
-    def __init__(self, message: str, *, failures: Sequence[str] = ()) -> None:
-        self.failures = tuple(failures)
+    def __init__(self, message: str, *, verdicts: Sequence[GuardFailure] = ()) -> None:
+        self.verdicts = tuple(verdicts)
         super().__init__(message)
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        """One line per failure."""
+        return tuple(v.line for v in self.verdicts)
+
+    def verdicts_of(self, cluster: str) -> tuple[GuardFailure, ...]:
+        """The failures that concern ``cluster``: its changes' rules and every limit."""
+        return tuple(v for v in self.verdicts if v.cluster in ("", cluster))
 
 
 class UnexpectedFailure(SyncerError):

@@ -66,10 +66,10 @@ class FleetPage:
             self._set(view)
 
     def after_pass(self, result: PassResult) -> None:
-        """What a pass ended with: the clusters' states, those it could not use, and the revision in
-        force once it is on every cluster (then nothing is rolling out)."""
+        """What a pass ended with: the clusters' states and histories, those it could not use, and
+        the revision in force once it is on every cluster (then nothing is rolling out)."""
         with self._changed:
-            view = fold_states(self._view, result.states, result.unreachable)
+            view = fold_states(self._view, result.states, result.unreachable, result.histories)
             report = result.report
             if result.synced and report is not None:
                 view = fold_revisions(view, revision_view(self._prepared(), report.revision), None)

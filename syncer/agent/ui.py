@@ -18,10 +18,12 @@ import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from importlib import resources
+from typing import Any
 
 from syncer.agent.fleet_page import FleetPage
 from syncer.agent.http import bearer_ok
-from syncer.status.fleet_view import FleetView, to_json
+from syncer.errors import GuardFailure
+from syncer.status.fleet_view import ClusterView, FleetView, cluster_json, frame_json, guards_of
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
@@ -81,7 +83,7 @@ class PageRoutes:
             name, content_type = _ASSETS[path]
             self._send(handler, HTTPStatus.OK, _asset(name), content_type)
         elif path == "/ui/state":
-            self._send(handler, HTTPStatus.OK, _json(self.page.view), "application/json")
+            self._send(handler, HTTPStatus.OK, PictureEncoder().encode(self.page.view), "application/json")
         elif path == "/ui/events":
             self._stream(handler)
         else:
@@ -111,8 +113,9 @@ class PageRoutes:
         or the page is closed."""
         self._headers(handler, HTTPStatus.OK, "text/event-stream")
         handler.end_headers()
+        encoder = PictureEncoder()
         view = self.page.view
-        handler.wfile.write(_event(view))
+        handler.wfile.write(encoder.event(view))
         handler.wfile.flush()
         ends = time.monotonic() + STREAM_LIFETIME
         version = view.version
@@ -122,14 +125,34 @@ class PageRoutes:
                 handler.wfile.write(b": idle\n\n")
             else:
                 version = newer.version
-                handler.wfile.write(_event(newer))
+                handler.wfile.write(encoder.event(newer))
             handler.wfile.flush()
 
 
-def _json(view: FleetView) -> bytes:
-    return json.dumps(to_json(view), ensure_ascii=True).encode()
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=True).encode()
 
 
-def _event(view: FleetView) -> bytes:
-    # One JSON line per event: JSON escapes every newline, so a value cannot end the event early.
-    return b"event: fleet\ndata: " + _json(view) + b"\n\n"
+class PictureEncoder:
+    """The picture as the page's JSON (``to_json``, as bytes), each cluster's part encoded again only
+    when its cell is another value than last time (a cell is a new value on every change), so that
+    a stream does not encode every cluster of a large fleet again on each event. One per stream."""
+
+    def __init__(self) -> None:
+        self._parts: dict[str, tuple[ClusterView, tuple[GuardFailure, ...], bytes]] = {}
+
+    def encode(self, view: FleetView) -> bytes:
+        guards = guards_of(view)
+        parts = []
+        for name, cell in view.clusters.items():
+            kept = self._parts.get(name)
+            if kept is None or kept[0] is not cell or kept[1] != guards:
+                kept = (cell, guards, _dumps(cluster_json(cell, guards)))
+                self._parts[name] = kept
+            parts.append(kept[2])
+        frame = _dumps(frame_json(view))  # an object with keys: "...}" gets the clusters before its end
+        return frame[:-1] + b', "clusters": [' + b", ".join(parts) + b"]}"
+
+    def event(self, view: FleetView) -> bytes:
+        # One JSON line per event: JSON escapes every newline, so a value cannot end the event early.
+        return b"event: fleet\ndata: " + self.encode(view) + b"\n\n"

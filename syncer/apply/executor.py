@@ -172,9 +172,16 @@ class ClusterApplier:
             )
         except KubeError as err:
             return ChangeEntry(
-                change.key, change.action, EntryOutcome.FAILED, err.detail, cause=failure_cause(err)
+                change.key,
+                change.action,
+                EntryOutcome.FAILED,
+                err.detail,
+                cause=failure_cause(err),
+                fields=change.fields,
             )
-        return ChangeEntry(change.key, change.action, EntryOutcome.APPLIED, uid=_uid(live))
+        return ChangeEntry(
+            change.key, change.action, EntryOutcome.APPLIED, uid=_uid(live), fields=change.fields
+        )
 
     def _prune_one(self, change: Change) -> ChangeEntry:
         key = change.key

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from syncer.domain.objects import ObjectKey
-from syncer.domain.plans import Action
+from syncer.domain.plans import Action, FieldChange
 
 
 class FailureCause(StrEnum):
@@ -32,7 +32,9 @@ class EntryOutcome(StrEnum):
 @dataclass(frozen=True)
 class ChangeEntry:
     """One object of a change set: ``Kind/ns/name``, the planned action, what happened and why; for a
-    failed one, ``cause`` says whether the objects or the live state were refused (None: unknown)."""
+    failed one, ``cause`` says whether the objects or the live state were refused (None: unknown);
+    ``fields`` are the plan's field changes of the object that was written (secret values masked by
+    the plan, as ``syncer diff`` shows them)."""
 
     key: ObjectKey
     action: Action
@@ -40,6 +42,7 @@ class ChangeEntry:
     message: str = ""
     uid: str = ""
     cause: FailureCause | None = None
+    fields: tuple[FieldChange, ...] = field(default=(), compare=False)
 
     @property
     def subject(self) -> str:

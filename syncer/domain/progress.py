@@ -15,7 +15,8 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from syncer.domain.analysis import Measurement, Verdict
-from syncer.domain.health import Health
+from syncer.domain.changeset import ChangeSet
+from syncer.domain.health import Health, ObjectHealth
 from syncer.errors import SyncerError
 
 
@@ -98,7 +99,9 @@ class PassEvent:
     of a failed step and ``cause`` the error value itself when there is one; ``objects`` counts the
     objects a step wrote; ``waiting`` tells a health wait from a bake; ``measurement`` is what an
     analysis measured; ``analysis`` is the verdict of a wave's analysis a gate's decision follows
-    (None: the wave's health decided)."""
+    (None: the wave's health decided); ``changes`` is the change set of an apply or a drift repair
+    (each object's action, outcome and masked field changes); ``objects_health`` each object's
+    verdict where a step judged the cluster's health."""
 
     step: Step
     wave: str = ""
@@ -112,6 +115,8 @@ class PassEvent:
     health: Health | None = None
     measurement: Measurement | None = None
     analysis: Verdict | None = None
+    changes: ChangeSet | None = None
+    objects_health: tuple[ObjectHealth, ...] = ()
 
     @property
     def treatment(self) -> Treatment:

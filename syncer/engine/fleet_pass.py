@@ -20,6 +20,7 @@ from typing import Protocol
 
 from syncer.config import SourceOptions, TrustPolicy
 from syncer.domain.changeset import ChangeSet
+from syncer.domain.history import HistoryEntry
 from syncer.domain.objects import ClusterManifests, DesiredFleet
 from syncer.domain.plans import ClusterPlan
 from syncer.domain.progress import Listener, PassEvent, Step
@@ -76,14 +77,16 @@ class Revisions(Protocol):
 @dataclass(frozen=True)
 class PassResult:
     """What one pass did: the revision gate's answer, whether its rejection (if any) is new, the
-    rollout's report when a rollout ran, the clusters' states at the end of the pass and the
-    clusters that could not be used (with why)."""
+    rollout's report when a rollout ran, the clusters' states at the end of the pass, the clusters
+    that could not be used (with why) and each cluster's history of revisions as its state's last
+    read or write left it (``syncer.status.history``)."""
 
     advance: Advance
     report: RolloutReport | None = None
     new_rejection: bool = False
     states: Mapping[str, ClusterSyncState] = field(default_factory=lambda: MappingProxyType({}))
     unreachable: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    histories: Mapping[str, tuple[HistoryEntry, ...]] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def synced(self) -> bool:
@@ -291,7 +294,8 @@ class FleetPass:
             self.revisions.mark_synced(current.revision)
         states = MappingProxyType(dict(rollout.states))
         unreachable = MappingProxyType(dict(rollout.unreachable))
-        return PassResult(advance, report, new_rejection, states, unreachable)
+        histories = MappingProxyType(rollout.histories())
+        return PassResult(advance, report, new_rejection, states, unreachable, histories)
 
     def _roll(
         self, current: PreparedRevision, stop: threading.Event, superseded: FleetRollout | None = None

@@ -16,8 +16,16 @@ from typing import Any
 
 from syncer.domain.objects import ClusterManifests, DesiredFleet
 from syncer.domain.plans import Action, ClusterPlan
-from syncer.errors import GuardRejected
-from syncer.guards import ChangeKind, GuardPolicy, GuardReport, PlannedChange, judge_revision
+from syncer.errors import GuardFailure, GuardRejected
+from syncer.guards import (
+    ChangeKind,
+    GuardPolicy,
+    GuardReport,
+    LimitVerdict,
+    PlannedChange,
+    RuleVerdict,
+    judge_revision,
+)
 
 _KINDS: Mapping[Action, ChangeKind] = {
     Action.CREATE: ChangeKind.CREATE,
@@ -86,6 +94,12 @@ def judge_plan(policy: GuardPolicy, fleet: DesiredFleet, plans: Iterable[Cluster
     return judge_revision(policy, fleet.revision, fleet_changes(plans, fleet, None))
 
 
+def _failure(verdict: RuleVerdict | LimitVerdict) -> GuardFailure:
+    if isinstance(verdict, RuleVerdict):
+        return GuardFailure(verdict.rule, verdict.cluster, str(verdict.outcome), str(verdict))
+    return GuardFailure(verdict.limit, "", str(verdict.outcome), str(verdict))
+
+
 class RevisionGuard:
     """Judges candidate revisions against ``policy``, planning each cluster with ``plan_of``."""
 
@@ -109,6 +123,6 @@ class RevisionGuard:
         if report.rejected:
             raise GuardRejected(
                 f"guard policy {self.policy.origin}:\n{report.summary()}",
-                failures=tuple(str(f) for f in report.failures),
+                verdicts=tuple(_failure(f) for f in report.failures),
             )
         return report

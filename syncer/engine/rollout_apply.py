@@ -147,7 +147,16 @@ class WaveApply(RolloutStates):
         step = Step.APPLIED if result.ok else Step.APPLY_FAILED
         kept = result.kept()
         self.listener(
-            PassEvent(step, wave.name, name, revision, kept, error=result.error, objects=result.writes)
+            PassEvent(
+                step,
+                wave.name,
+                name,
+                revision,
+                kept,
+                error=result.error,
+                objects=result.writes,
+                changes=result,
+            )
         )
         return result
 
@@ -295,6 +304,7 @@ class WaveApply(RolloutStates):
                 reason=f"{result.writes} object(s) re-applied" if result.writes else "",
                 error=result.error,
                 objects=result.writes,
+                changes=result,
             )
         )
         return result

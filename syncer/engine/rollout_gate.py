@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from syncer.domain.analysis import Verdict
 from syncer.domain.changeset import ChangeSet
-from syncer.domain.health import Health
+from syncer.domain.health import Health, ObjectHealth
 from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import PassEvent, Step, Waiting
 from syncer.domain.sync_state import SyncPhase
@@ -51,12 +51,17 @@ class RolloutGate(WaveApply):
 
     def _health(self, name: str, fleet: DesiredFleet) -> tuple[Health, str]:
         """A cluster's health now (told to the listener as it is judged, for the health gauge)."""
+        objects: tuple[ObjectHealth, ...] = ()
         try:
             health = live_health(self.clients[name], fleet.clusters[name])
-            verdict, detail = health.health, health.summary()
+            verdict, detail, objects = health.health, health.summary(), health.objects
         except KubeError as err:
             verdict, detail = Health.PROGRESSING, f"health check failed: {err}"
-        self.listener(PassEvent(Step.HEALTH_CHECKED, cluster=name, reason=detail, health=verdict))
+        self.listener(
+            PassEvent(
+                Step.HEALTH_CHECKED, cluster=name, reason=detail, health=verdict, objects_health=objects
+            )
+        )
         return verdict, detail
 
     def _observe(self, wave: Wave, fleet: DesiredFleet) -> WaveReport:

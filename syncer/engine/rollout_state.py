@@ -11,12 +11,12 @@ import time
 from collections.abc import Callable, Mapping
 
 from syncer.apply import with_retries
-from syncer.domain.history import Actor
+from syncer.domain.history import Actor, HistoryEntry
 from syncer.domain.progress import Listener, PassEvent, Step
 from syncer.domain.sync_state import ClusterSyncState
 from syncer.engine.analysis_gate import AnalysisGate
 from syncer.engine.rollout_model import RolloutHooks, RolloutOptions
-from syncer.errors import FencedOut, KubeError
+from syncer.errors import FencedOut, KubeError, RecordUnreadable
 from syncer.kube import KubeApi
 from syncer.status.state_store import LoadedState, StateStore
 
@@ -91,6 +91,17 @@ class RolloutStates:
             if loaded.problem:
                 self.listener(PassEvent(Step.STATE_REBUILT, cluster=name, reason=loaded.problem))
         return dict(self.states)
+
+    def histories(self) -> dict[str, tuple[HistoryEntry, ...]]:
+        """Each read cluster's history of revisions as its ConfigMap was last read or written (no I/O);
+        a cluster whose record is unreadable is left out, as its next state write starts it again."""
+        found = {}
+        for name in self.states:
+            try:
+                found[name] = self.stores[name].history()
+            except RecordUnreadable:
+                continue
+        return found
 
     def hold_back(self, revision: str, clusters: list[str] | None = None) -> None:
         """Leave out (as clusters that cannot be used, with the reason) each cluster of ``clusters``

@@ -4,7 +4,8 @@ Owns: recording what happened in each cluster (the sync-state ConfigMap: applied
 wave, health, last good and bad revisions, a person's acts, and the bounded history of revisions
 applied, ``history``) so that a restarted or second agent can resume from the clusters alone,
 reporting each pass event as its step's treatment says (``report``), and folding pass events and
-recorded states into the fleet page's picture (``fleet_view``, pure). Must not:
+recorded states into the fleet page's picture (``fleet_view``, and each cluster's detail there:
+``fleet_detail``, both pure). Must not:
 make rollout decisions.
 """
 

@@ -13,14 +13,21 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from syncer.domain.history import HistoryEntry
 from syncer.domain.progress import PassEvent, Step, Waiting, WaveState
 from syncer.domain.sync_state import ClusterSyncState
+from syncer.errors import GuardFailure, GuardRejected
+from syncer.status.fleet_detail import (
+    SHORT_SHA,
+    ClusterDetail,
+    ObjectView,
+    detail_json,
+    fold_detail,
+    objects_json,
+)
 
 PENDING = "pending"
 """The state of a wave no event of the revision rolling out has reached yet."""
-
-SHORT_SHA = 12
-"""Characters of a commit id the page shows."""
 
 # Steps that tell a cluster could not be reached, and the ones after which it answered again.
 _UNREACHABLE_STEPS = frozenset({Step.CLUSTER_UNREACHABLE})
@@ -42,18 +49,10 @@ class RevisionView:
 
 
 @dataclass(frozen=True)
-class ObjectView:
-    """An object a cluster's state records as applied."""
-
-    kind: str
-    namespace: str
-    name: str
-
-
-@dataclass(frozen=True)
 class ClusterView:
     """One cluster's cell: what it records (revision, phase, health, suspension, last error), whether
-    the agent could reach it (``unreachable`` says why not), and the last step a pass told of it."""
+    the agent could reach it (``unreachable`` says why not), the last step a pass told of it, and
+    what its detail shows beyond that (``detail``)."""
 
     name: str
     wave: str = ""
@@ -66,6 +65,7 @@ class ClusterView:
     last_error: str = ""
     step: str = ""
     objects: tuple[ObjectView, ...] = ()
+    detail: ClusterDetail = field(default_factory=ClusterDetail)
 
 
 @dataclass(frozen=True)
@@ -82,10 +82,11 @@ class WaveView:
 @dataclass(frozen=True)
 class RejectionView:
     """The last tip the revision gate refused, and why (its error, with file:line where a file is
-    the cause)."""
+    the cause); ``guards`` the rules and limits it broke when the guard policy refused it."""
 
     sha: str
     reason: str
+    guards: tuple[GuardFailure, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,7 @@ def _fold_wave(view: FleetView, event: PassEvent) -> tuple[WaveView, ...]:
 
 def _fold_cluster(cell: ClusterView, event: PassEvent) -> ClusterView:
     cell = replace(cell, step=event.step.value, wave=event.wave or cell.wave)
+    cell = replace(cell, detail=fold_detail(cell.detail, event))
     if event.step in _UNREACHABLE_STEPS:
         return replace(cell, unreachable=event.detail or "unreachable")
     cell = replace(cell, unreachable="")
@@ -158,7 +160,8 @@ def fold_event(view: FleetView, event: PassEvent) -> FleetView:
     rolling = view.rolling
     rejected = view.rejected
     if event.step is Step.REVISION_REJECTED:
-        rejected = RejectionView(event.revision, event.detail)
+        guards = event.cause.verdicts if isinstance(event.cause, GuardRejected) else ()
+        rejected = RejectionView(event.revision, event.detail, guards)
     if event.step is Step.APPLYING and event.revision and (rolling is None or rolling.sha != event.revision):
         in_force = view.in_force.sha if view.in_force else ""
         if event.revision != in_force:
@@ -174,7 +177,14 @@ def fold_event(view: FleetView, event: PassEvent) -> FleetView:
     return replace(view, waves=waves, clusters=clusters, version=view.version + 1)
 
 
-def _cell_of(state: ClusterSyncState, before: ClusterView, unreachable: str) -> ClusterView:
+def _cell_of(
+    state: ClusterSyncState, before: ClusterView, unreachable: str, history: tuple[HistoryEntry, ...] | None
+) -> ClusterView:
+    detail = replace(
+        before.detail,
+        history=before.detail.history if history is None else history,
+        analysis=state.analysis.summary() if state.analysis.revision == state.revision else "",
+    )
     return replace(
         before,
         wave=state.wave or before.wave,
@@ -186,18 +196,25 @@ def _cell_of(state: ClusterSyncState, before: ClusterView, unreachable: str) -> 
         suspended=state.suspension.describe(),
         last_error=state.last_error or (state.apply_failure.reason if state.apply_failure else ""),
         objects=tuple(ObjectView(e.kind, e.namespace, e.name) for e in state.inventory),
+        detail=detail,
     )
 
 
 def fold_states(
-    view: FleetView, states: Mapping[str, ClusterSyncState], unreachable: Mapping[str, str]
+    view: FleetView,
+    states: Mapping[str, ClusterSyncState],
+    unreachable: Mapping[str, str],
+    histories: Mapping[str, tuple[HistoryEntry, ...]] | None = None,
 ) -> FleetView:
-    """The picture after a pass read or ended with ``states``: each cluster's cell is what it
-    records; a cluster the pass could not use keeps what it last recorded, marked unreachable with
-    why. A suspended cluster the pass left alone is not unreachable."""
+    """The picture after a pass read or ended with ``states`` and ``histories``: each cluster's cell
+    is what it records (a cluster with no history given keeps the one shown); a cluster the pass
+    could not use keeps what it last recorded, marked unreachable with why. A suspended cluster the
+    pass left alone is not unreachable."""
     clusters = dict(view.clusters)
     for name, state in states.items():
-        clusters[name] = _cell_of(state, clusters.get(name, ClusterView(name)), unreachable.get(name, ""))
+        before = clusters.get(name, ClusterView(name))
+        history = (histories or {}).get(name)
+        clusters[name] = _cell_of(state, before, unreachable.get(name, ""), history)
     for name, why in unreachable.items():
         cell = clusters.get(name, ClusterView(name))
         if not cell.suspended:
@@ -210,41 +227,53 @@ def fold_revisions(view: FleetView, in_force: RevisionView | None, rolling: Revi
     return replace(view, in_force=in_force, rolling=rolling, version=view.version + 1)
 
 
-def to_json(view: FleetView) -> dict[str, Any]:
-    """The picture as the page's JSON: plain strings, lists and objects only."""
+def _revision_json(r: RevisionView | None) -> dict[str, str] | None:
+    return None if r is None else {"sha": r.sha, "short": r.short, "signer": r.signer, "subject": r.subject}
 
-    def revision(r: RevisionView | None) -> dict[str, str] | None:
-        return (
-            None if r is None else {"sha": r.sha, "short": r.short, "signer": r.signer, "subject": r.subject}
-        )
 
-    def cluster(c: ClusterView) -> dict[str, Any]:
-        return {
-            "name": c.name,
-            "wave": c.wave,
-            "revision": c.revision,
-            "short": c.revision[:SHORT_SHA],
-            "phase": c.phase,
-            "health": c.health,
-            "healthDetail": c.health_detail,
-            "reachable": not c.unreachable,
-            "unreachable": c.unreachable,
-            "suspended": c.suspended,
-            "lastError": c.last_error,
-            "step": c.step,
-            "objects": [{"kind": o.kind, "namespace": o.namespace, "name": o.name} for o in c.objects],
-        }
+def guards_of(view: FleetView) -> tuple[GuardFailure, ...]:
+    """The guard failures of the refused tip (none when no tip is refused, or not by the guards)."""
+    return view.rejected.guards if view.rejected is not None else ()
 
+
+def cluster_json(c: ClusterView, guards: tuple[GuardFailure, ...]) -> dict[str, Any]:
+    """One cluster's cell and detail as the page's JSON, with those of ``guards`` that concern it."""
+    concern = tuple(g for g in guards if g.cluster in ("", c.name))
+    return {
+        "name": c.name,
+        "wave": c.wave,
+        "revision": c.revision,
+        "short": c.revision[:SHORT_SHA],
+        "phase": c.phase,
+        "health": c.health,
+        "healthDetail": c.health_detail,
+        "reachable": not c.unreachable,
+        "unreachable": c.unreachable,
+        "suspended": c.suspended,
+        "lastError": c.last_error,
+        "step": c.step,
+        "objects": objects_json(c.detail, c.objects, c.revision),
+        **detail_json(c.detail, concern),
+    }
+
+
+def frame_json(view: FleetView) -> dict[str, Any]:
+    """The picture as the page's JSON but its clusters: the version, revisions and waves."""
     rejected = view.rejected
     return {
         "version": view.version,
-        "inForce": revision(view.in_force),
-        "rolling": revision(view.rolling),
+        "inForce": _revision_json(view.in_force),
+        "rolling": _revision_json(view.rolling),
         "rejected": None
         if rejected is None
         else {"sha": rejected.sha, "short": rejected.sha[:SHORT_SHA], "reason": rejected.reason},
         "waves": [
             {"name": w.name, "state": w.state, "waiting": w.waiting, "reason": w.reason} for w in view.waves
         ],
-        "clusters": [cluster(c) for c in view.clusters.values()],
     }
+
+
+def to_json(view: FleetView) -> dict[str, Any]:
+    """The picture as the page's JSON: plain strings, lists and objects only."""
+    guards = guards_of(view)
+    return {**frame_json(view), "clusters": [cluster_json(c, guards) for c in view.clusters.values()]}

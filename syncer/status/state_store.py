@@ -24,7 +24,7 @@ from syncer.domain.analysis import AnalysisRecord, MetricCounts
 from syncer.domain.applied import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from syncer.domain.changeset import FailureCause
 from syncer.domain.gates import AwaitingPromotion
-from syncer.domain.history import Actor, note
+from syncer.domain.history import Actor, HistoryEntry, note
 from syncer.domain.sync_state import (
     ClusterSyncState,
     FailedRevision,
@@ -359,6 +359,11 @@ class StateStore:
                 if attempt:
                     raise
         return stamped
+
+    def history(self) -> tuple[HistoryEntry, ...]:
+        """The history of revisions the ConfigMap records as last read or written here (none when
+        not read yet); RecordUnreadable when it cannot be read."""
+        return history_of(self._seen or {}, self.kube.cluster)
 
     def with_acts(self, state: ClusterSyncState) -> ClusterSyncState:
         """``state`` with the person's acts the cluster records now (one read of the ConfigMap), for

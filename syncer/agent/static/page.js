@@ -7,6 +7,9 @@ const WAVE_MARKS = {
 };
 const WAITS = { health: "for health", bake: "baking", window: "window closed", suspended: "a cluster is suspended" };
 const HEALTH_MARKS = { healthy: "✓", progressing: "…", degraded: "✗", missing: "?" };
+const VERDICT_MARKS = {
+  running: "…", successful: "✓", failed: "✗", inconclusive: "?", fail: "✗", error: "✗", pass: "✓",
+};
 
 let fleet = null;
 let chosen = "";
@@ -113,12 +116,68 @@ function renderDetail() {
     ["Suspended", cluster.suspended || "no"], ["Last error", cluster.lastError || "none"],
     ["Last step", cluster.step || "—"],
   ];
+  if (cluster.analysis) rows.push(["Analysis", cluster.analysis]);
   document.getElementById("detail-fields").replaceChildren(...rows.flatMap(([k, v]) => [el("dt", "", k), el("dd", "", v)]));
-  document.querySelector("#detail-objects tbody").replaceChildren(...cluster.objects.map((o) => {
+  fillTable("detail-objects", cluster.objects, (o) => [
+    o.kind, o.namespace || "—", o.name, o.action || "—",
+    o.health ? `${HEALTH_MARKS[o.health] || "?"} ${o.health}${o.healthDetail ? `: ${o.healthDetail}` : ""}` : "—",
+  ], "no objects recorded");
+  fillTable("detail-verdicts", cluster.verdicts, (v) => [
+    v.kind, v.name, `${VERDICT_MARKS[v.verdict] || "?"} ${v.verdict}`, v.value || "—", v.threshold || "—", v.detail,
+  ], "no guard or analysis verdict");
+  renderDiff(cluster.diff);
+  fillTable("detail-history", cluster.history.slice().reverse(), (h) => [
+    h.short, h.signer || "—", h.started || "—", h.ended || "—", h.wave || "—", h.outcome, h.by || "—", h.reason || "",
+  ], "no history recorded");
+}
+
+// One row per item, each cell text; a single row saying `none` when there is no item.
+function fillTable(id, items, cellsOf, none) {
+  const body = document.querySelector(`#${id} tbody`);
+  const width = document.querySelectorAll(`#${id} thead th`).length;
+  if (!items || !items.length) {
+    const cell = el("td", "none", none);
+    cell.colSpan = width;
     const row = el("tr");
-    row.append(el("td", "", o.kind), el("td", "", o.namespace || "—"), el("td", "", o.name));
+    row.append(cell);
+    body.replaceChildren(row);
+    return;
+  }
+  const labels = [...document.querySelectorAll(`#${id} thead th`)].map((th) => th.textContent);
+  body.replaceChildren(...items.map((item) => {
+    const row = el("tr");
+    row.append(...cellsOf(item).map((value, i) => {
+      const cell = value instanceof Node ? wrap(value) : el("td", "", value);
+      cell.dataset.label = labels[i] || "";
+      return cell;
+    }));
     return row;
   }));
+}
+
+function wrap(node) {
+  const cell = el("td");
+  cell.append(node);
+  return cell;
+}
+
+function fieldList(entry) {
+  if (!entry.fields.length) return entry.message || "";
+  const list = el("ul", "fields");
+  list.append(...entry.fields.map((f) => el("li", f.masked ? "masked" : "",
+    `${f.path}: ${f.before || "(none)"} → ${f.after || "(none)"}`)));
+  if (entry.moreFields) list.append(el("li", "", `and ${entry.moreFields} more field(s)`));
+  if (entry.message) list.append(el("li", "cluster-error", entry.message));
+  return list;
+}
+
+function renderDiff(diff) {
+  const error = document.getElementById("detail-diff-error");
+  document.getElementById("detail-diff-title").textContent = diff ? `Last change (${diff.short})` : "Last change";
+  error.hidden = !(diff && diff.error);
+  error.textContent = diff && diff.error ? `! ${diff.error}` : "";
+  fillTable("detail-diff", diff ? diff.entries : [], (e) => [e.subject, e.action, e.outcome, fieldList(e)],
+    diff ? "nothing written" : "no apply told since the agent started");
 }
 
 function render(next) {

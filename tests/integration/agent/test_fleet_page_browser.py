@@ -1,8 +1,10 @@
 """The fleet page in a real headless chromium, served by a real ``syncer run`` rolling signed
 commits out to the real fleet: the page follows the rollout wave by wave as it happens (no reload),
 shows a failing wave halted with its reason and a cluster it cannot reach as unreachable, renders a
-commit subject and an object name full of markup as text without running any of it, is usable by
-keyboard and at 1280 and 390 pixels wide (screenshots of both in the test's output directory)."""
+commit subject and an object name full of markup as text without running any of it, shows a
+cluster's detail (its recorded history, its objects with the last apply's action and health, the
+last change, and the guard verdict of a refused downgrade), is usable by keyboard and at 1280 and
+390 pixels wide (screenshots of both in the test's output directory)."""
 
 from __future__ import annotations
 
@@ -37,6 +39,42 @@ HOSTILE = (
 )
 HOSTILE_NAME = "<script>window.pwned=3</script>"
 PAGE_TIMEOUT = 10
+GUARDS = """
+rules:
+  - name: no-redis-downgrade
+    kinds: [RedisCluster]
+    actions: [update]
+    expression: "!semver(new.spec.version, true).isLessThan(semver(old.spec.version, true))"
+    message: the Redis version must not go down
+"""
+
+
+def with_guards(rig: Rig) -> None:
+    """The agent's config names a guard policy refusing a Redis downgrade."""
+    (rig.root / "guards.yaml").write_text(GUARDS)
+    config = yaml.safe_load((rig.root / "agent.yaml").read_text())
+    config["guardPolicy"] = "guards.yaml"
+    (rig.root / "agent.yaml").write_text(yaml.safe_dump(config))
+
+
+def rows(browser: WebDriver, table: str) -> list[list[str]]:
+    """The cells of each row of the detail's ``table``, as the page shows them now."""
+    found: list[list[str]] = browser.execute_script(
+        "return [...document.querySelectorAll(arguments[0] + ' tbody tr')]"
+        ".map((r) => [...r.cells].map((c) => c.textContent));",
+        f"#detail-{table}",
+    )
+    return found
+
+
+def open_detail(browser: WebDriver, cluster: str) -> None:
+    """Enter on the cluster's cell (as drawn at that moment: the page redraws it on each event)."""
+    eventually(
+        f"Enter on the {cluster} cell",
+        lambda: press(browser, f'.cluster[data-cluster="{cluster}"]', Keys.ENTER),
+        10,
+    )
+    eventually("the detail", lambda: text_of(browser, "#detail-title") == f"Cluster {cluster}", PAGE_TIMEOUT)
 
 
 def open_page(browser: WebDriver, proc: AgentProc) -> None:
@@ -67,6 +105,7 @@ def test_the_page_follows_a_rollout_wave_by_wave_and_shows_git_text_as_text(
     rig: Rig, agents: Agents, tmp_path: Path
 ) -> None:
     rig.start_controllers()
+    with_guards(rig)
     with agents.shown_on_failure(), chromium() as browser:
         # The remote has no commit yet: the page is open and recording before the rollout starts.
         proc = agents.start("agent", rig.args("three-waves.yaml"))
@@ -90,14 +129,31 @@ def test_the_page_follows_a_rollout_wave_by_wave_and_shows_git_text_as_text(
         assert text_of(browser, "#in-force .signer") == "ops"
         nothing_ran(browser)
 
-        # Keyboard: tab to a cluster, open its detail with Enter, close it with Escape.
-        # The page redraws a cell when an event arrives: press Enter on the cell as it is drawn now.
+        # Keyboard: open a cluster's detail with Enter, close it with Escape.
+        open_detail(browser, "eu-1")
+        # Its objects with the action of the apply and their health; the change; the recorded history.
         eventually(
-            "Enter on the eu-1 cell", lambda: press(browser, '.cluster[data-cluster="eu-1"]', Keys.ENTER), 10
+            "the RedisCluster created and healthy",
+            lambda: (
+                ["RedisCluster", rig.namespace, "sessions", "create", "✓ healthy"]
+                in [[*r[:4], r[4].split(":")[0]] for r in rows(browser, "objects")]
+            ),
+            PAGE_TIMEOUT,
         )
-        eventually("the detail", lambda: text_of(browser, "#detail-title") == "Cluster eu-1", PAGE_TIMEOUT)
-        assert "RedisCluster" in text_of(browser, "#detail-objects")
-        assert "sessions" in text_of(browser, "#detail-objects")
+        assert [f"RedisCluster/{rig.namespace}/sessions", "create", "applied"] in [
+            r[:3] for r in rows(browser, "diff")
+        ]
+        assert sha[:12] in text_of(browser, "#detail-diff-title")
+        eventually(
+            "the history the cluster records",
+            lambda: (
+                [r[0] for r in rows(browser, "history")] == [sha[:12]]
+                and rows(browser, "history")[0][1] == "ops"
+                and rows(browser, "history")[0][5] == "healthy"
+            ),
+            ROLLOUT_TIMEOUT,
+        )
+        assert rows(browser, "verdicts") == [["no guard or analysis verdict"]]
         browser.switch_to.active_element.send_keys(Keys.ESCAPE)
         assert browser.execute_script("return document.getElementById('detail').hidden;")
         assert browser.switch_to.active_element.get_attribute("data-cluster") == "eu-1"
@@ -118,6 +174,16 @@ def test_the_page_follows_a_rollout_wave_by_wave_and_shows_git_text_as_text(
         assert HOSTILE_NAME in text_of(browser, "#rejected .reason")
         assert "base/objects.yaml" in text_of(browser, "#rejected .reason")
         nothing_ran(browser)
+
+        # A downgrade: the guard refuses the tip, and a cluster's detail names the rule that failed.
+        down = rig.commit("sessions down", "7.2")
+        eventually(
+            "the refused downgrade", lambda: down[:12] in text_of(browser, "#rejected"), ROLLOUT_TIMEOUT
+        )
+        open_detail(browser, "eu-1")
+        verdicts = rows(browser, "verdicts")
+        assert [r[:3] for r in verdicts] == [["guard", "no-redis-downgrade", "✗ fail"]], verdicts
+        assert "7.2.4" in verdicts[0][5]
 
         for path in screenshots(browser, tmp_path, "rollout"):
             assert path.stat().st_size > 0

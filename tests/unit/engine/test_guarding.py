@@ -101,6 +101,12 @@ def test_a_downgrade_on_an_unreadable_cluster_is_still_rejected(shipped: GuardPo
         ' down (inputs: new.spec.version="7.2", old.spec.version="7.2.5")',
     )
     assert str(caught.value).startswith(f"guard policy {shipped.origin}:\n")
+    # The same failures as values: the rule, the cluster it concerns and its outcome.
+    assert [(v.guard, v.cluster, v.outcome) for v in caught.value.verdicts] == [
+        ("no-redis-downgrade", "b", "fail")
+    ]
+    assert caught.value.verdicts[0].line == caught.value.failures[0]
+    assert caught.value.verdicts_of("a") == ()
 
 
 def test_live_values_are_what_is_judged_not_the_previous_revision(shipped: GuardPolicy) -> None:

@@ -86,6 +86,10 @@ def test_health_and_reachability_come_from_the_events_of_a_cluster() -> None:
             "lastError": "",
             "step": "cluster-unreachable",
             "objects": [],
+            "history": [],
+            "diff": None,
+            "verdicts": [],
+            "analysis": "",
         }
     ]
 
@@ -106,7 +110,14 @@ def test_recorded_states_fill_the_cells_and_unreachable_clusters_keep_what_they_
     assert cells["c1"]["phase"] == "healthy"
     assert cells["c1"]["reachable"] is True
     assert cells["c1"]["objects"] == [
-        {"kind": "RedisCluster", "namespace": "shop", "name": "<script>x</script>"}
+        {
+            "kind": "RedisCluster",
+            "namespace": "shop",
+            "name": "<script>x</script>",
+            "action": "",
+            "health": "",
+            "healthDetail": "",
+        }
     ]
     assert cells["c2"]["unreachable"] == "timed out"
     assert cells["c3"]["suspended"].startswith("suspended by ops at ")
