@@ -2,10 +2,10 @@
 
 Owns: opening (with the options' password and socket timeouts, no retries), running one CLUSTER
 command and translating redis-py errors into ``TopologyError``; reading one node's view. Every command,
-pipeline and new connection passes the options' fence twice: before a connection is made or made
-again (its handshake, HELLO and CLIENT SETNAME, is sent to the node too) and right before the command
-is sent (after connecting, so a process frozen while it connects is checked again). A controller that
-lost its Lease sends nothing more (``FencedOut``), not even a handshake.
+pipeline and new connection passes the options' fence: before a connection is made or made again,
+once its socket is open and before its handshake (AUTH, HELLO, CLIENT SETNAME) is sent, and right
+before the command is sent. A controller that lost its Lease sends nothing more (``FencedOut``), not
+even a handshake, whichever of these steps it was frozen in.
 
 The Redis side of the fence: a controller holding a Lease names each connection after the Lease and
 its token (``client_name``), and on its first contact with a node it closes every connection of an
@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import redis
 from redis.backoff import NoBackoff
@@ -32,6 +33,7 @@ from redis.retry import Retry
 
 from syncer.controller.topology_model import NodeView, RedisNode, TopologyError, TopologyOptions
 from syncer.controller.topology_parse import parse_cluster_info, parse_cluster_nodes
+from syncer.errors import FencedOut
 from syncer.leader.fence import Fence
 
 CLIENT_PREFIX = "syncer-controller"
@@ -64,6 +66,22 @@ def superseded(name: str, fence: Fence) -> bool:
     prefix = f"{CLIENT_PREFIX}/{fence.lease}/"
     token = name[len(prefix) :] if name.startswith(prefix) else ""
     return bool(fence.token) and token.isdigit() and int(token) < fence.token
+
+
+def _fenced_handshake(fence: Fence) -> Callable[[Any], None]:
+    """Run by redis-py once a connection's socket is open, in place of its handshake (AUTH, HELLO,
+    CLIENT SETNAME): the fence is asked first, so a process frozen while it connected sends not even
+    the handshake when it runs again after losing its Lease."""
+
+    def handshake(connection: Any) -> None:
+        try:
+            fence.check()
+        except FencedOut:
+            connection.disconnect()
+            raise
+        connection.on_connect()
+
+    return handshake
 
 
 class Connections:
@@ -151,6 +169,8 @@ class Connections:
                 # The raw client only runs pipelines, which take their connection from the pool.
                 single_connection_client=not raw,
                 client_name=client_name(opts.fence),
+                # redis-py calls it with the connection, whatever its annotation says.
+                redis_connect_func=_fenced_handshake(opts.fence),  # type: ignore[arg-type]
                 **opts.tls_arguments(),
             )
             pool[node] = client

@@ -157,3 +157,54 @@ def test_a_leader_whose_connections_the_new_leader_closed_does_not_even_reconnec
     finally:
         stale.close()
     assert "cluster_slots_assigned:0" in cluster_command(node, "INFO")
+
+
+class RunsOutAfterOneCheck:
+    """A leader's fence that lets one question through, then its Lease runs out: the process froze
+    right after that check, while it was opening a connection."""
+
+    def __init__(self, fence: Fence, clock: Clock) -> None:
+        self._fence, self._clock = fence, clock
+        self.asked = 0
+
+    @property
+    def token(self) -> int:
+        return self._fence.token
+
+    @property
+    def lease(self) -> str:
+        return self._fence.lease
+
+    def check(self) -> None:
+        self._fence.check()
+        self.asked += 1
+        if self.asked == 1:
+            self._clock.now += CONTROLLER_LEASE.duration + 1
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        self.check()
+        yield
+
+
+def test_a_leader_frozen_while_it_connects_sends_no_handshake_when_it_runs_again(
+    servers: RedisServers,
+) -> None:
+    """The fence is asked once the socket is open and before the handshake (HELLO, CLIENT SETNAME)
+    is sent: a connection begun before the Lease ran out sends nothing."""
+    [node] = servers.start(1)
+    kube, clock = MemoryKube("one"), Clock()
+    leader = LeaderElector(kube, CONTROLLER_LEASE, "controller-0", clock=clock)
+    assert leader.try_acquire_or_renew()
+    fence = RunsOutAfterOneCheck(leader.fence(MARGIN), clock)
+    stale = Connections(TopologyOptions(timeout=2.0, fence=fence))
+    with client(node) as counter:
+        before = handshakes(counter)
+        try:
+            with pytest.raises(FencedOut):
+                stale.run(node, "CLUSTER", "MYID")
+        finally:
+            stale.close()
+        after = handshakes(counter)
+    assert fence.asked == 1, "the connection was begun while the Lease was held"
+    assert {k: after[k] - before[k] for k in ("hello", "client|setname")} == {"hello": 0, "client|setname": 0}
