@@ -32,13 +32,11 @@ class Clock:
         return self.now
 
 
-class OvertakenAfterCheck:
-    """The deposed leader's fence: once armed, right after it lets a command out (the leader froze
-    there), the Lease runs out, the standby takes it over and asks ``node`` something."""
+class WrappedFence:
+    """A leader's real fence, asked through a test's hook (``check``)."""
 
-    def __init__(self, fence: Fence, takeover: Clock, standby: LeaderElector, node: RedisNode) -> None:
-        self._fence, self._clock, self._standby, self._node = fence, takeover, standby, node
-        self.armed = False
+    def __init__(self, fence: Fence) -> None:
+        self._fence = fence
 
     @property
     def token(self) -> int:
@@ -50,6 +48,16 @@ class OvertakenAfterCheck:
 
     def check(self) -> None:
         self._fence.check()
+
+
+class OvertakenAfterCheck(WrappedFence):
+    """The deposed leader's fence: once armed, right after it lets a command out (the leader froze
+    there), the Lease runs out, the standby takes it over and asks ``node`` something."""
+
+    def __init__(self, fence: Fence, takeover: Clock, standby: LeaderElector, node: RedisNode) -> None:
+        super().__init__(fence)
+        self._clock, self._standby, self._node = takeover, standby, node
+        self.armed = False
 
     @contextmanager
     def writing(self) -> Iterator[None]:
@@ -159,21 +167,14 @@ def test_a_leader_whose_connections_the_new_leader_closed_does_not_even_reconnec
     assert "cluster_slots_assigned:0" in cluster_command(node, "INFO")
 
 
-class RunsOutAfterOneCheck:
+class RunsOutAfterOneCheck(WrappedFence):
     """A leader's fence that lets one question through, then its Lease runs out: the process froze
     right after that check, while it was opening a connection."""
 
     def __init__(self, fence: Fence, clock: Clock) -> None:
-        self._fence, self._clock = fence, clock
+        super().__init__(fence)
+        self._clock = clock
         self.asked = 0
-
-    @property
-    def token(self) -> int:
-        return self._fence.token
-
-    @property
-    def lease(self) -> str:
-        return self._fence.lease
 
     def check(self) -> None:
         self._fence.check()

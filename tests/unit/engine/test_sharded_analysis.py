@@ -76,9 +76,21 @@ def clusters() -> dict[str, MemoryKube]:
     return {name: MemoryKube(name) for name in LABELS}
 
 
-def on_every_cluster(kube: dict[str, MemoryKube], revision: str) -> None:
-    report = Replica(kube, set(LABELS), analysed=False).rollout.sync(desired_fleet(revision, LABELS, OBJECTS))
+FIRST = desired_fleet("rev-1", LABELS, OBJECTS)
+SECOND = desired_fleet("rev-2", LABELS, [{**OBJECTS[0], "metadata": {"name": "app", "labels": {"r": "2"}}}])
+
+
+def measuring() -> tuple[dict[str, MemoryKube], dict[str, int], Replica]:
+    """Every cluster on rev-1, then rev-2 on the canary, whose owner stopped once it measured it;
+    the clusters, their applies before rev-2, and the owner."""
+    kube = clusters()
+    report = Replica(kube, set(LABELS), analysed=False).rollout.sync(FIRST)
     assert report.outcome is RolloutOutcome.APPLIED, report
+    before = applies(kube)
+    owner = Replica(kube, {"canary"})
+    report = owner.rollout.sync(SECOND, last_good=FIRST)
+    assert report.outcome is RolloutOutcome.INTERRUPTED, report
+    return kube, before, owner
 
 
 def record_counts(kube: MemoryKube, change: Callable[[MetricCounts], MetricCounts]) -> None:
@@ -93,21 +105,11 @@ def applies(kube: dict[str, MemoryKube]) -> dict[str, int]:
 
 
 def test_a_replica_owning_none_of_the_canary_waits_while_its_owner_measures() -> None:
-    kube = clusters()
-    first = desired_fleet("rev-1", LABELS, OBJECTS)
-    second = desired_fleet(
-        "rev-2", LABELS, [{**OBJECTS[0], "metadata": {"name": "app", "labels": {"r": "2"}}}]
-    )
-    on_every_cluster(kube, "rev-1")
-    before = applies(kube)
-
-    owner = Replica(kube, {"canary"})
-    report = owner.rollout.sync(second, last_good=first)
-    assert report.outcome is RolloutOutcome.INTERRUPTED, report
+    kube, before, owner = measuring()
     assert owner.asked == ["errors"], "the owner measured the canary once; the next is an hour away"
 
     other = Replica(kube, {"eu-1", "us-1"})
-    report = other.rollout.sync(second, last_good=first)
+    report = other.rollout.sync(SECOND, last_good=FIRST)
     assert other.asked == [], "a replica never measures a cluster it does not own"
     assert applies(kube) == {**before, "canary": before["canary"] + 1}, "no later wave may start"
     assert report.outcome is RolloutOutcome.INTERRUPTED, report
@@ -118,19 +120,12 @@ def test_a_replica_owning_none_of_the_canary_waits_while_its_owner_measures() ->
 
 
 def test_a_replica_owning_none_of_the_canary_fails_the_wave_on_the_counts_its_owner_recorded() -> None:
-    kube = clusters()
-    first = desired_fleet("rev-1", LABELS, OBJECTS)
-    second = desired_fleet(
-        "rev-2", LABELS, [{**OBJECTS[0], "metadata": {"name": "app", "labels": {"r": "2"}}}]
-    )
-    on_every_cluster(kube, "rev-1")
-    before = applies(kube)
-    Replica(kube, {"canary"}).rollout.sync(second, last_good=first)
+    kube, before, _ = measuring()
     # The owner's next measurement failed and is recorded; its rollback is yet to be written.
     record_counts(kube["canary"], lambda c: replace(c, taken=2, failures=1))
 
     other = Replica(kube, {"eu-1", "us-1"})
-    report = other.rollout.sync(second, last_good=first)
+    report = other.rollout.sync(SECOND, last_good=FIRST)
     assert other.asked == []
     assert applies(kube) == {**before, "canary": before["canary"] + 1}, "no later wave may start"
     assert [w.decision for w in report.waves] == [Decision.ROLLBACK], report
