@@ -264,12 +264,13 @@ def now() -> datetime:
 class Replica:
     """One ``syncer run --shard-group`` process."""
 
-    def __init__(self, identity: str, args: list[str], workdir: Path) -> None:
+    def __init__(self, identity: str, args: list[str], workdir: Path, sharded: bool = True) -> None:
         self.identity = identity
         self.stderr = workdir / f"{identity}.stderr"
+        shard = ["--shard-identity", identity] if sharded else []
         with self.stderr.open("wb") as err:
             self.popen = subprocess.Popen(
-                [sys.executable, "-m", "syncer", "run", *args, "--shard-identity", identity],
+                [sys.executable, "-m", "syncer", "run", *args, *shard],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=err,

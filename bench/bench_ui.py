@@ -54,7 +54,7 @@ from selenium.webdriver.chrome.service import Service
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_fleet import Repo, fleet_files, log, wait_for  # noqa: E402
+from bench.bench_fleet import Replica, Repo, fleet_files, log, wait_for  # noqa: E402
 from devfleet import fleet as devfleet  # noqa: E402
 from devfleet.access import install_redis_crd  # noqa: E402
 from devfleet.standin import ReadyStatusStandIn  # noqa: E402
@@ -147,35 +147,12 @@ def latencies(shown: Sequence[Sequence[Any]], told: Sequence[Told], since: float
     return out
 
 
-class AgentProcess:
-    """One ``syncer run`` of the bench's fleet; its stderr (JSON log lines) kept in a file."""
+class AgentProcess(Replica):
+    """One ``syncer run`` of the bench's fleet (not sharded); its stderr (JSON log lines) kept in a
+    file."""
 
     def __init__(self, args: list[str], workdir: Path) -> None:
-        self.stderr = workdir / "agent.stderr"
-        with self.stderr.open("wb") as err:
-            self.popen = subprocess.Popen(
-                [sys.executable, "-m", "syncer", "run", *args],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-                cwd=workdir,
-                start_new_session=True,
-            )
-        self.port = 0
-
-    def announced_port(self, timeout: float = 180) -> int:
-        marker = "on port "
-        deadline = time.monotonic() + timeout
-        while not self.port:
-            if self.popen.poll() is not None:
-                raise RuntimeError(f"syncer run exited: {self.stderr.read_text()[-2000:]}")
-            for line in self.stderr.read_text(errors="replace").splitlines():
-                if "serving /metrics" in line and marker in line:
-                    self.port = int(line.split(marker, 1)[1].split('"')[0].split()[0])
-            if time.monotonic() > deadline:
-                raise RuntimeError("syncer run never announced its port")
-            time.sleep(0.2)
-        return self.port
+        super().__init__("agent", args, workdir, sharded=False)
 
     def state(self) -> dict[str, Any]:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/ui/state", timeout=30) as resp:
@@ -185,15 +162,6 @@ class AgentProcess:
     def in_force(self, revision: str) -> bool:
         picture = self.state()
         return (picture.get("inForce") or {}).get("sha") == revision and picture.get("rolling") is None
-
-    def stop(self) -> None:
-        if self.popen.poll() is None:
-            self.popen.send_signal(signal.SIGTERM)
-            try:
-                self.popen.wait(timeout=90)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait()
 
 
 def browser() -> webdriver.Chrome:
@@ -303,7 +271,7 @@ def run_size(root: Path, chrome: webdriver.Chrome, size: int, args: Any) -> Figu
             "--http-port", "0", "--probe-port", "0",
         ]  # fmt: skip
         agent = AgentProcess(argv, work)
-        agent.announced_port()
+        agent.announced_port(timeout=180)
         with ReadyStatusStandIn(fleet.kubeconfig, names):
             return measure(chrome, agent, repo, names, args)
     finally:
