@@ -272,12 +272,10 @@ class FleetPass:
         current = advance.current
         if current is None:
             return PassResult(advance, new_rejection=new_rejection)
-        if self.in_force is not None:
-            current, why = self.in_force.settle(current, self.revisions.descends, self._take_newer)
-            if why:
-                self.listener(PassEvent(Step.IN_FORCE_WAIT, revision=current.revision, reason=why))
-                waiting = RolloutReport(current.revision, RolloutOutcome.WAITING, message=why)
-                return PassResult(advance, waiting, new_rejection)
+        current, why = self._settled(current)
+        if why:
+            waiting = RolloutReport(current.revision, RolloutOutcome.WAITING, message=why)
+            return PassResult(advance, waiting, new_rejection)
         try:
             report, rollout = self._roll(current, stop)
             for _ in range(MAX_SUPERSEDED):
@@ -285,7 +283,15 @@ class FleetPass:
                 if report.outcome is not RolloutOutcome.SUPERSEDED or latest is None:
                     break
                 self.listener(PassEvent(Step.SUPERSEDED, revision=latest.revision, reason=report.revision))
-                current = latest
+                # The newer revision is rolled out only once it is the fleet's one in force, as at the
+                # start of a pass: another replica may wait at a wave for this one's clusters on it.
+                current, why = self._settled(latest)
+                if why:
+                    unsaved = report.unsaved  # the superseded rollout's, still to be written
+                    report = RolloutReport(
+                        current.revision, RolloutOutcome.WAITING, message=why, unsaved=unsaved
+                    )
+                    break
                 report, rollout = self._roll(current, stop, rollout)
         except FencedOut as err:
             return PassResult(advance, self._fenced_out(current.revision, err), new_rejection)
@@ -325,6 +331,16 @@ class FleetPass:
         is written; the replica that holds the Lease carries on from the clusters' states."""
         self.listener(PassEvent(Step.FENCED_OUT, revision=revision, error=str(err), cause=err))
         return RolloutReport(revision, RolloutOutcome.FENCED_OUT, message=str(err))
+
+    def _settled(self, current: PreparedRevision) -> tuple[PreparedRevision, str]:
+        """The revision this pass rolls out: ``current``, or for a sharded replica the fleet's one
+        revision in force (``engine.in_force``); with why it must not roll out now (else "")."""
+        if self.in_force is None:
+            return current, ""
+        current, why = self.in_force.settle(current, self.revisions.descends, self._take_newer)
+        if why:
+            self.listener(PassEvent(Step.IN_FORCE_WAIT, revision=current.revision, reason=why))
+        return current, why
 
     def _take_newer(self) -> PreparedRevision | None:
         """Poll git again (the fleet's revision in force is newer than this replica's)."""

@@ -77,7 +77,8 @@ class InForce:
             if not descends(seen.revision, current.revision):
                 return current, (
                     f"the fleet's revision in force {seen.revision[:12]} (set by {seen.set_by}) and this "
-                    f"replica's {current.revision[:12]} are not on one line of history: waiting"
+                    f"replica's {current.revision[:12]} are not on one line of history (or this replica "
+                    f"has not fetched {seen.revision[:12]} yet): waiting"
                 )
             newer = take_newer()
             if newer is None or newer.revision == current.revision:

@@ -415,5 +415,46 @@ def test_replicas_that_took_two_revisions_settle_on_one_in_force_and_no_cluster_
     assert_single_writer(group)
 
 
+@pytest.mark.slow
+def test_a_replica_that_takes_a_newer_revision_mid_rollout_puts_it_in_force_before_rolling_it_out(
+    light: devfleet.Fleet, tmp_path: Path, ops_key: SshKey
+) -> None:
+    """Both replicas roll the first push out and wait at the baking canary; the second push reaches
+    only one of them, which takes it over at its gate. It records it in force before it rolls it
+    out (else each replica would wait at a wave for the other's clusters on its own revision), and
+    once the lagging replica gets the push every cluster ends on it."""
+    group = Group(tmp_path, light, ops_key, canary_bake="20s")
+    try:
+        mirror = group.mirror("agent-mirror.yaml")
+        with group.agents.shown_on_failure():
+            group.start("replica-a", "agent-mirror.yaml")
+            group.start("replica-b")
+            eventually(
+                "both replicas to hold a share", lambda: len(set(group.owners().values()) - {""}) == 2, 120
+            )
+            with ReadyStatusStandIn(group.fleet.kubeconfig, CLUSTERS):
+                first = group.commit("caches", "7.2.5", remote=mirror)
+                group.push(group.remote)
+                eventually(
+                    "the canary baking on the first push",
+                    lambda: any(s.revision == first and s.wave == "w1" for s in group.states().values()),
+                    ROLLOUT_TIMEOUT,
+                )
+                second = group.commit("caches 7.2.6", "7.2.6")  # replica-b's remote only
+                eventually(
+                    "the second push recorded in force",
+                    lambda: (record := _in_force(group)) is not None and record.revision == second,
+                    120,
+                )
+                group.push(mirror)
+                eventually("every cluster healthy on the second push", lambda: group.all_healthy(second), 180)
+        record = _in_force(group)
+        assert record is not None
+        assert (record.revision, record.set_by) == (second, "replica-b")
+        assert_single_writer(group)
+    finally:
+        group.close()
+
+
 def _in_force(group: Group) -> RevisionInForce | None:
     return RevisionRecord(group.clients[HOME], f"{group.namespace}-members", "test").read()
