@@ -106,14 +106,16 @@ def bootstrap(
 def inspect(
     nodes: Sequence[RedisNode], expected_shards: int, options: TopologyOptions = TopologyOptions()
 ) -> TopologyReport:
-    """Read-only: CLUSTER INFO and CLUSTER NODES from every reachable node, judged into a report."""
+    """Read-only: CLUSTER INFO and CLUSTER NODES from every reachable node of ``nodes`` (every node
+    the cluster should have: an entry that is none of them is not healthy), judged into a report."""
     if not nodes:
         raise ValueError("inspect needs at least one node")
     if expected_shards < 1:
         raise ValueError("expected_shards must be at least 1")
     with closing(Connections(options)) as conns:
         views = [observe(conns, node) for node in nodes]
-        return judge(views, expected_shards, replication=replication_problems(conns, views))
+        replication = replication_problems(conns, views)
+        return judge(views, expected_shards, replication=replication, every_node=True)
 
 
 def replication_problems(conns: Connections, views: Sequence[NodeView]) -> list[str]:
@@ -311,7 +313,7 @@ class Formation:
 
         def pending() -> list[str]:
             views = self.observe(nodes)
-            report = judge(views, len(layout), self.errors)
+            report = judge(views, len(layout), self.errors, every_node=True)
             last[:] = [report]
             if not report.healthy:
                 return [report.summary()]

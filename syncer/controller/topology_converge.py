@@ -255,13 +255,16 @@ def _close_open_slots(run: _Pass, views: dict[RedisNode, NodeView]) -> None:
 
 
 def _forget_ghosts(run: _Pass, views: dict[RedisNode, NodeView], kept: Sequence[RedisNode]) -> None:
-    """Forget entries that stand for no pod: failed/noaddr/handshake, no slots, not a pod's id."""
+    """Forget entries that stand for no pod and serve no slot: not a pod's id, and failed, noaddr or
+    in handshake, or (every pod answered with its id) whatever Redis says of them: a pod back with a
+    new id leaves its former one listed, unflagged until Redis' node timeout."""
     current = {me.node_id for v in views.values() if (me := v.myself) is not None}
+    everyone = all(v.myself is not None for v in views.values())
     ghosts = {
         entry.node_id: entry.name
         for view in views.values()
         for entry in view.entries
-        if entry.is_ghost and not entry.slots and entry.node_id not in current
+        if (entry.is_ghost or everyone) and not entry.slots and entry.node_id not in current
     }
     if not ghosts:
         return

@@ -213,6 +213,8 @@ def judge(
     expected_shards: int,
     errors: Sequence[str] = (),
     replication: Sequence[str] = (),
+    *,
+    every_node: bool = False,
 ) -> TopologyReport:
     """Judge what the nodes told us (and ``replication``: problems found in the replicas' ROLE).
 
@@ -220,6 +222,9 @@ def judge(
     16384 slots with masters nobody flags failed, exactly ``expected_shards`` masters serve slots,
     no node is flagged ``fail``/``fail?``, ``noaddr`` or handshake, none is unreachable, no slot is
     open (migrating or importing), every replication link is up, and nothing went wrong on the way.
+    With ``every_node`` (the views are of every node the cluster should have, all answering), also
+    only if no view lists an entry that is none of them: a node's former id (a pod back with a new
+    one) that Redis has not flagged yet still stands for a member nobody can reach.
     """
     problems = list(dict.fromkeys([*errors, *(v.error for v in views if v.error)]))
     unreachable = tuple(str(v.node) for v in views if v.unreachable)
@@ -244,6 +249,8 @@ def judge(
     ghosts = sorted(
         {e.name for v in readable for e in v.entries if e.flags & {"noaddr", "handshake"}} - failed
     )
+    if every_node and len(readable) == len(views):
+        ghosts.extend(_strangers(readable, failed, ghosts))
     states = [v.info.state for v in readable if v.info is not None]
     state = "ok" if all(s == "ok" for s in states) else next(s for s in states if s != "ok")
     report = TopologyReport(
@@ -272,6 +279,19 @@ def judge(
         and not replication
     )
     return replace(report, healthy=healthy)
+
+
+def _strangers(readable: Sequence[NodeView], failed: set[str], ghosts: Sequence[str]) -> list[str]:
+    """Entries that are none of the readable nodes (not already flagged), named with their id."""
+    own = {me.node_id for v in readable if (me := v.myself) is not None}
+    return sorted(
+        {
+            f"{e.name} (id {e.node_id[:12]}, no such node)"
+            for v in readable
+            for e in v.entries
+            if e.node_id not in own and e.name not in failed and e.name not in ghosts
+        }
+    )
 
 
 def _reference_view(readable: Sequence[NodeView]) -> NodeView:

@@ -205,3 +205,30 @@ def test_two_nodes_back_on_each_others_addresses_are_introduced_again(servers: R
         entries = parse_cluster_nodes(cluster_command(node, "NODES"))
         assert len(entries) == 6
         assert not any(e.is_ghost for e in entries), [(e.name, e.flags) for e in entries]
+
+
+def test_a_node_back_with_a_new_id_on_a_new_address_is_healthy_only_once_its_former_id_is_gone(
+    servers: RedisServers,
+) -> None:
+    """A replica's pod comes back empty on another IP: the others still list its former id,
+    unflagged until Redis' node timeout. The cluster is healthy only once no node lists it, and the
+    converge forgets it instead of waiting for Redis to flag it failed."""
+    shards = formed(servers, 3, 1)
+    master, replica = shards[2]
+    old_id = cluster_command(replica, "MYID")
+    servers.kill(replica)
+    (back,) = servers.start(1)
+    layout = [shards[0], shards[1], [master, back]]
+    nodes = [n for shard in layout for n in shard]
+
+    def healed() -> object | None:
+        result = converge(layout, (), OPTIONS)
+        return result if result.report.healthy else None
+
+    result = eventually("the cluster to heal", healed, 60.0, every=0.0)
+    assert result is not None
+    for node in nodes:
+        ids = [e.node_id for e in parse_cluster_nodes(cluster_command(node, "NODES"))]
+        assert len(ids) == 6, (node, ids)
+        assert old_id not in ids, node
+    assert role(back) == "slave"

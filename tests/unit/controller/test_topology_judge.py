@@ -163,3 +163,32 @@ def test_open_slots_ghosts_and_replication_make_it_unhealthy_with_a_reason() -> 
     report = judge([view(N1, ghost, FORMED_INFO), view(N4, FORMED_NODES_SEEN_BY_REPLICA, FORMED_INFO)], 3)
     assert report.reason == "GhostNodes"
     assert report.ghost_nodes
+
+
+def every_view(nodes: str, info: str = FORMED_INFO) -> list[NodeView]:
+    """The view of each of the six nodes of ``nodes`` (as 17001 sees them): the same lines, each with
+    its own line flagged myself."""
+    views = []
+    plain = nodes.replace("myself,", "")
+    for port in range(17001, 17007):
+        own = plain.replace(f"127.0.0.1:{port}@{port + 10000} ", f"127.0.0.1:{port}@{port + 10000} myself,")
+        views.append(view(RedisNode("127.0.0.1", port), own, info))
+    return views
+
+
+STALE = "0000000000000000000000000000000000000007 127.0.0.1:17007@27007 slave " + M1 + " 0 0 1 disconnected\n"
+
+
+def test_an_entry_that_is_none_of_the_nodes_is_unhealthy_when_the_views_are_of_every_node() -> None:
+    assert judge(every_view(FORMED_NODES_SEEN_BY_MASTER), 3, every_node=True).healthy
+    # A pod back with a new id: its former id stays listed, unflagged, until Redis' node timeout.
+    views = every_view(FORMED_NODES_SEEN_BY_MASTER)
+    views[2] = every_view(FORMED_NODES_SEEN_BY_MASTER + STALE)[2]
+    report = judge(views, 3, every_node=True)
+    assert not report.healthy
+    assert report.reason == "GhostNodes"
+    assert report.ghost_nodes == ("127.0.0.1:17007 (id 000000000000, no such node)",)
+    # Views of some nodes only (or one not answering) cannot tell a stranger from an unread member.
+    assert judge(views, 3).healthy
+    down = NodeView(views[0].node, error="127.0.0.1:17001: unreachable: timeout", unreachable=True)
+    assert "no such node" not in judge([down, *views[1:]], 3, every_node=True).summary()
