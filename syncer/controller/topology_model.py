@@ -223,8 +223,8 @@ def judge(
     no node is flagged ``fail``/``fail?``, ``noaddr`` or handshake, none is unreachable, no slot is
     open (migrating or importing), every replication link is up, and nothing went wrong on the way.
     With ``every_node`` (the views are of every node the cluster should have, all answering), also
-    only if no view lists an entry that is none of them: a node's former id (a pod back with a new
-    one) that Redis has not flagged yet still stands for a member nobody can reach.
+    only if no view lists an entry that is none of them and that it is not linked to: a node's former
+    id (a pod back with a new one) that Redis has not flagged yet stands for a member nobody reaches.
     """
     problems = list(dict.fromkeys([*errors, *(v.error for v in views if v.error)]))
     unreachable = tuple(str(v.node) for v in views if v.unreachable)
@@ -282,14 +282,18 @@ def judge(
 
 
 def _strangers(readable: Sequence[NodeView], failed: set[str], ghosts: Sequence[str]) -> list[str]:
-    """Entries that are none of the readable nodes (not already flagged), named with their id."""
+    """Entries that are none of the readable nodes and that nobody is linked to (not already flagged),
+    named with their id. A node still linked (one leaving in a scale-in) is a live member."""
     own = {me.node_id for v in readable if (me := v.myself) is not None}
     return sorted(
         {
             f"{e.name} (id {e.node_id[:12]}, no such node)"
             for v in readable
             for e in v.entries
-            if e.node_id not in own and e.name not in failed and e.name not in ghosts
+            if e.node_id not in own
+            and e.link_state != "connected"
+            and e.name not in failed
+            and e.name not in ghosts
         }
     )
 

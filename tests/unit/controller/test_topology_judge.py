@@ -192,3 +192,9 @@ def test_an_entry_that_is_none_of_the_nodes_is_unhealthy_when_the_views_are_of_e
     assert judge(views, 3).healthy
     down = NodeView(views[0].node, error="127.0.0.1:17001: unreachable: timeout", unreachable=True)
     assert "no such node" not in judge([down, *views[1:]], 3, every_node=True).summary()
+
+
+def test_a_linked_entry_that_is_none_of_the_nodes_is_a_leaving_member_not_a_ghost() -> None:
+    leaving = STALE.replace("disconnected", "connected")
+    report = judge(every_view(FORMED_NODES_SEEN_BY_MASTER + leaving), 3, every_node=True)
+    assert report.healthy, report.summary()
