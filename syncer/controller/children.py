@@ -130,6 +130,11 @@ def _ports() -> list[Body]:
 
 
 def headless_service(spec: ClusterSpec) -> Body:
+    """The peers' Service: every pod, Ready or not, member or not; with the exporter on it also
+    serves its metrics port, so a pod held out of the client Service is scraped too."""
+    ports = _ports()
+    if spec.exporter:
+        ports.append({"name": "metrics", "port": EXPORTER_PORT, "targetPort": "metrics", "protocol": "TCP"})
     return {
         "apiVersion": "v1",
         "kind": "Service",
@@ -138,20 +143,18 @@ def headless_service(spec: ClusterSpec) -> Body:
             "clusterIP": "None",
             "publishNotReadyAddresses": True,
             "selector": selector(spec),
-            "ports": _ports(),
+            "ports": ports,
         },
     }
 
 
 def client_service(spec: ClusterSpec, members_only: bool = False) -> Body:
-    """The client Service; with the exporter on it also serves its metrics port for scraping.
+    """The client Service.
 
     ``members_only``: it selects only the pods labelled as members of the Redis cluster (the
     controller labels them once it has seen their node in the cluster; the headless Service, the
     StatefulSets and the budgets select every pod)."""
     ports: list[Body] = [{"name": "redis", "port": REDIS_PORT, "targetPort": "redis", "protocol": "TCP"}]
-    if spec.exporter:
-        ports.append({"name": "metrics", "port": EXPORTER_PORT, "targetPort": "metrics", "protocol": "TCP"})
     chosen = {**selector(spec), LABEL_MEMBER: "true"} if members_only else selector(spec)
     return {
         "apiVersion": "v1",

@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from syncer.controller.children import client_service
-from syncer.controller.model import ClusterSpec
+from syncer.controller.children import client_service, headless_service
+from syncer.controller.model import LABEL_MEMBER, ClusterSpec
 from tests.integration.chart.kit import ROOT, agent_values, only, render
 
 ALERT_TESTS = Path(__file__).with_name("alerts_test.yaml")
@@ -133,17 +133,29 @@ def test_the_service_monitor_scrapes_agent_and_controller_mode_alike(tmp_path: P
         assert metrics_port == [f"{metrics_port[0].split('=')[0]}={port}"]
 
 
-def test_the_redis_exporters_service_monitor_selects_the_client_services_the_controller_renders(
+def test_the_redis_exporters_service_monitor_scrapes_every_pod_through_the_headless_service(
     tmp_path: Path,
 ) -> None:
     spec = ClusterSpec(name="cache", namespace="redis", uid="u-1", generation=1, version="7.2", exporter=True)
-    service = client_service(spec)
     values = agent_values(serviceMonitor={"redisExporters": True})
     monitor = only(render(tmp_path, values), "ServiceMonitor", "syncer-redis")
     wanted = monitor["spec"]["selector"]["matchLabels"]
-    assert wanted.items() <= service["metadata"]["labels"].items()
     [endpoint] = monitor["spec"]["endpoints"]
-    assert endpoint["port"] in {p["name"] for p in service["spec"]["ports"]}
+    # The port is on the Service that selects every pod (a pod held out of the client Service,
+    # whose node is not a member, is scraped too), and on that one only: one target per pod.
+    headless, client = headless_service(spec), client_service(spec, members_only=True)
+    for service in (headless, client):
+        assert wanted.items() <= service["metadata"]["labels"].items()
+    assert endpoint["port"] in {p["name"] for p in headless["spec"]["ports"]}
+    assert endpoint["port"] not in {p["name"] for p in client["spec"]["ports"]}
+    assert "selector" in headless["spec"]
+    assert LABEL_MEMBER not in headless["spec"]["selector"]
+    # The target is labelled with its RedisCluster, read from the Service's instance label.
+    [relabel] = endpoint["relabelings"]
+    assert relabel["targetLabel"] == "rediscluster"
+    [source] = relabel["sourceLabels"]
+    label = next(k for k, v in headless["metadata"]["labels"].items() if v == spec.name)
+    assert source == "__meta_kubernetes_service_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", label)
     assert monitor["spec"]["namespaceSelector"] == {"any": True}
     watching = agent_values(serviceMonitor={"redisExporters": True}, controller={"watchNamespace": "redis"})
     monitor = only(render(tmp_path, watching), "ServiceMonitor", "syncer-redis")
