@@ -16,13 +16,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import closing
 from dataclasses import dataclass, replace
 
 from syncer.controller import topology_link
 from syncer.controller.model import ClusterSpec
 from syncer.controller.status import TopologyVerdict
-from syncer.controller.topology_client import Connections, observe
+from syncer.controller.topology_client import Connections, client_name, observe
 from syncer.controller.topology_converge import Progress
 from syncer.controller.topology_model import NodeView, RedisNode, TopologyOptions
 from syncer.kube import KubeApi, KubeObject
@@ -131,6 +130,10 @@ class HealthWatch:
         self._wake = wake
         self._lock = threading.Lock()
         self._watched: dict[str, _Watched] = {}
+        # Each watched cluster's connections, kept from round to round (a round that opened new ones
+        # would cost every server a connection and its handshake four times a second); only the
+        # probing thread touches them.
+        self._conns: dict[str, tuple[tuple[TopologyOptions, str | None], Connections]] = {}
 
     def track(self, key: str, nodes: Sequence[RedisNode], access: TopologyOptions) -> None:
         """Watch ``nodes`` (the members of a cluster found healthy) from now on, keeping its state."""
@@ -165,9 +168,11 @@ class HealthWatch:
         """One round over every tracked cluster."""
         with self._lock:
             keys = list(self._watched.items())
+        for gone in set(self._conns) - {key for key, _ in keys}:
+            self._conns.pop(gone)[1].close()
         for key, watched in keys:
-            with closing(Connections(watched.access)) as conns:
-                views = [observe(conns, node) for node in watched.nodes]
+            conns = self._connections(key, watched.access)
+            views = [observe(conns, node) for node in watched.nodes]
             found = judge_round(views, self._options.timeout)
             with self._lock:
                 current = self._watched.get(key)
@@ -181,12 +186,35 @@ class HealthWatch:
             if (before and before.reason) != (after and after.reason) or current.silent - silent:
                 self._wake(key, after)
 
+    def _connections(self, key: str, access: TopologyOptions) -> Connections:
+        """The connections of ``key``'s last round, or new ones when its access changed (a password,
+        TLS) or the Lease's token did (connections are named after it): a server that went away is
+        reconnected to by its client at the next call."""
+        held = self._conns.get(key)
+        made_for = (access, client_name(access.fence))
+        if held is not None and held[0] == made_for:
+            return held[1]
+        if held is not None:
+            held[1].close()
+        conns = Connections(access)
+        self._conns[key] = (made_for, conns)
+        return conns
+
+    def close(self) -> None:
+        """Close every kept connection (call from the probing thread, or once it has stopped)."""
+        for _, conns in self._conns.values():
+            conns.close()
+        self._conns.clear()
+
     def run(self, stop: threading.Event) -> None:
-        while not stop.wait(self._options.interval):
-            try:
-                self.probe_once()
-            except Exception as err:  # the watch must outlive any one round's failure
-                log.warning("health watch round failed: %s", err, exc_info=True)
+        try:
+            while not stop.wait(self._options.interval):
+                try:
+                    self.probe_once()
+                except Exception as err:  # the watch must outlive any one round's failure
+                    log.warning("health watch round failed: %s", err, exc_info=True)
+        finally:
+            self.close()
 
 
 def look(
