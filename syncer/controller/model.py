@@ -51,6 +51,14 @@ RESERVED_DIRECTIVES = frozenset(
         "tls-cluster", "tls-replication", "cluster-announce-ip", "pidfile", "logfile",
     }
 )  # fmt: skip
+# Directives a spec may state only with the value the controller sets, and why.
+REQUIRED_VALUES = {
+    "appendonly": (
+        "yes",
+        "without the append-only file a master whose container restarts in place comes back empty as "
+        "the same node, before Redis fails it over, and its replicas copy the empty dataset",
+    ),
+}
 
 
 class SpecError(ValueError):
@@ -155,6 +163,9 @@ def _redis_config(raw: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
             raise SpecError(f"redisConfig: {key!r} is not a redis.conf directive name")
         if key in RESERVED_DIRECTIVES:
             raise SpecError(f"redisConfig: {key!r} is set by the controller and cannot be overridden")
+        if key in REQUIRED_VALUES and str(value).strip().lower() != REQUIRED_VALUES[key][0]:
+            needed, why = REQUIRED_VALUES[key]
+            raise SpecError(f"redisConfig: {key} must be {needed!r} (or left out): {why}")
         if "\n" in str(value) or "\r" in str(value):
             raise SpecError(f"redisConfig: the value of {key!r} spans lines")
         pairs.append((key, str(value)))

@@ -80,15 +80,27 @@ def redis_scene(
     """Starts this test's RedisCluster on the loopback fleet (``rediskit.scene``):
     ``with redis_scene(persistence=False, shards=3, replicasPerShard=1) as s`` applies that spec and
     waits until it is Ready (with no spec nothing is applied; ``controller=False``: the test runs its own;
-    ``exporter=True``: a redis_exporter measures the servers)."""
+    ``exporter=True``: a redis_exporter measures the servers; ``pod_config=True``: each server reads the
+    redis.conf its pod mounts)."""
 
     @contextmanager
     def start(
-        *, persistence: bool, controller: bool = True, exporter: bool = False, **spec: Any
+        *,
+        persistence: bool,
+        controller: bool = True,
+        exporter: bool = False,
+        pod_config: bool = False,
+        **spec: Any,
     ) -> Iterator[Scene]:
         test = request.node.name
         made_scene = scene(
-            loopback_fleet, tmp_path, test, persistence=persistence, controller=controller, exporter=exporter
+            loopback_fleet,
+            tmp_path,
+            test,
+            persistence=persistence,
+            controller=controller,
+            exporter=exporter,
+            pod_config=pod_config,
         )
         with made_scene as made:
             if spec:

@@ -6,7 +6,8 @@ per live pod (by uid), bound to, connecting from and announcing the pod's loopba
 - a pod that gets an IP gets a server; a pod that goes (or is replaced by a new uid) loses it
   (SIGTERM, as a kubelet would stop the container, then SIGKILL after a grace period);
 - with ``persistence`` each pod name has its own data directory that outlives pods (a volume claim):
-  nodes.conf and the AOF come back with the pod; without it every pod incarnation starts empty;
+  nodes.conf and the AOF come back with the pod; without it every pod incarnation starts empty (an
+  emptyDir: a container restarted in the same pod finds what its predecessor left);
 - a server that dies on its own is started again in the same pod after ``restart_delay`` (a
   container restart: same IP, same data directory, which an emptyDir also keeps);
 - ``ip_history`` records which pod names each IP served, so tests can prove IP reuse happened;
@@ -119,7 +120,8 @@ class PodRedis:
                     if not history or history[-1] != name:
                         history.append(name)
                 elif server.process.poll() is not None and not server.stopped_by_test:
-                    if self.pod_config and server.process.returncode != 0 and not server.reported:
+                    # A server that exited with an error (not one a test killed with a signal).
+                    if self.pod_config and server.process.returncode > 0 and not server.reported:
                         server.reported = True
                         self._report_failure(server)
                     now = time.monotonic()
@@ -141,7 +143,6 @@ class PodRedis:
             "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
             "--cluster-node-timeout", str(NODE_TIMEOUT_MS),
             "--dir", str(data), "--daemonize", "no", "--save", "",
-            "--appendonly", "yes" if self.persistence else "no",
             "--logfile", "redis.log",
             # As the controller's redis.conf: pods reach each other from their own (non-127.0.0.1) IPs.
             "--protected-mode", "no",
@@ -149,6 +150,9 @@ class PodRedis:
         if self.password is not None:
             args += ["--requirepass", self.password, "--masterauth", self.password]
         if not self.pod_config:
+            # As the controller's redis.conf says, with persistence or without (then on the emptyDir);
+            # with ``pod_config`` that file decides.
+            args += ["--appendonly", "yes"]
             process = subprocess.Popen(args, cwd=data, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
             return _Server(name, uid, ip, process)
         conf = data / "pod.conf"

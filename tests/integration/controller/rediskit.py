@@ -167,15 +167,18 @@ def scene(
     persistence: bool,
     controller: bool = True,
     exporter: bool = False,
+    pod_config: bool = False,
 ) -> Iterator[Scene]:
     """A namespace with a RedisCluster's pods backed by redis-servers; the controller runs in a thread
     (unless ``controller`` is False: the test runs its own); with ``exporter`` a redis_exporter
-    measures the servers (``s.pods.exporter``)."""
+    measures the servers (``s.pods.exporter``); with ``pod_config`` each server reads the redis.conf
+    its pod mounts (``PodRedis``)."""
     kube = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), LOOPBACK_CLUSTER)
     install_crd(kube)
     namespace = "r-" + hashlib.sha1(f"{test}{os.getpid()}{time.time()}".encode()).hexdigest()[:10]
     kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    pods = PodRedis(kube, namespace, tmp_path / "pods", persistence=persistence).start(exporter=exporter)
+    pods = PodRedis(kube, namespace, tmp_path / "pods", persistence=persistence, pod_config=pod_config)
+    pods.start(exporter=exporter)
     spec: dict[str, Any] = {"version": "7.2", "persistence": {"enabled": persistence}}
     made = Scene(kube, namespace, pods, spec)
     try:

@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
+from syncer.controller.model import LABEL_MEMBER
 from syncer.controller.topology import RedisNode
 from tests.integration.controller.rediskit import Scene, SceneStarter, check
+from tests.integration.topology.servers import client
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
@@ -129,3 +131,29 @@ def test_pods_back_on_other_pods_former_ips_fool_nothing(redis_scene: SceneStart
         assert len(entries) == 6
         assert not any(e.is_ghost for e in entries)
         assert len(s.masters()) == 2
+
+
+@pytest.mark.timeout(600)
+def test_a_master_container_restarted_in_place_without_persistence_comes_back_as_itself(
+    redis_scene: SceneStarter,
+) -> None:
+    """Without persistence the data directory is the pod's emptyDir, which a container restart keeps:
+    a killed master comes back in its pod with its node id and its append-only file, before Redis
+    fails it over, and keeps its membership of the client Service; no acknowledged write is lost.
+    The servers read the redis.conf the controller renders: it is what turns the append-only file on."""
+    with redis_scene(persistence=False, pod_config=True, shards=3, replicasPerShard=1) as s:
+        traffic = s.traffic(bulk=5000, durable=True)
+        victim = _node(next(iter(s.masters())))
+        pod = s.pods.pod_at(victim)
+        with client(victim) as conn:
+            old_id = conn.execute_command("CLUSTER", "MYID")
+        s.pods.kill(victim)
+        eventually("the container to restart", lambda: victim in s.nodes(), 30)
+        with client(victim) as conn:
+            assert conn.execute_command("CLUSTER", "MYID") == old_id
+        s.wait_ready()
+        check(traffic.stop(s.nodes()), "master container restarted in place, persistence off")
+        labels = s.kube.get("v1", "Pod", pod, s.namespace)["metadata"].get("labels") or {}
+        assert labels.get(LABEL_MEMBER) == "true"
+        entries = s.cluster_nodes()
+        assert len(entries) == 6, [(e.name, e.flags) for e in entries]

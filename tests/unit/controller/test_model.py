@@ -67,6 +67,7 @@ def test_everything_is_read() -> None:
         ({"redisConfig": {"port": "7000"}}, "set by the controller"),
         ({"redisConfig": {"Bad Key": "x"}}, "not a redis.conf directive"),
         ({"redisConfig": {"maxmemory": "1\nport 1"}}, "spans lines"),
+        ({"redisConfig": {"appendonly": "no"}}, "appendonly must be 'yes' .*comes back empty"),
         ({"rolloutStrategy": {"steps": [{"pods": 1, "percent": 5}]}}, "exactly one of pods and percent"),
         ({"version": ""}, "spec.version is required"),
     ],
@@ -76,3 +77,8 @@ def test_specs_the_schema_lets_through_but_the_controller_cannot_run(
 ) -> None:
     with pytest.raises(SpecError, match=message):
         parse(cluster(**spec))
+
+
+def test_appendonly_may_be_stated_with_the_controllers_value() -> None:
+    assert ("appendonly", "yes") in parse(cluster(redisConfig={"appendonly": "yes"})).redis_config
+    assert ("appendonly", "YES") in parse(cluster(redisConfig={"appendonly": "YES"})).redis_config
