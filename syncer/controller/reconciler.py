@@ -7,8 +7,6 @@ row changes nothing the second time. The finalizer applies the volume retention 
 
 from __future__ import annotations
 
-import base64
-import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -16,36 +14,35 @@ from typing import TYPE_CHECKING, Any
 
 from syncer.controller import children, upgrade
 from syncer.controller.events import ClusterEvents, scrub
-from syncer.controller.finalizer import delete, finalize
+from syncer.controller.finalizer import finalize
 from syncer.controller.model import (
     ANNOTATION_PAUSED,
     API_VERSION,
-    FIELD_MANAGER,
     FINALIZER,
     KIND,
     LABEL_INSTANCE,
-    LABEL_MANAGED_BY,
-    LABEL_SHARD,
     ClusterSpec,
     ControllerOptions,
     SpecError,
     parse,
 )
 from syncer.controller.progress import MigrationProgress
+from syncer.controller.pruning import prune
+from syncer.controller.secrets import MissingReference, read_secrets
 from syncer.controller.startup import REASON as CONFIG_REJECTED
 from syncer.controller.startup import config_rejection
+from syncer.controller.statefulsets import observation, partition, selector, shard_of, shard_state
 from syncer.controller.status import (
     Observed,
     ShardState,
     StallCause,
     TopologyVerdict,
     compute,
-    is_warning,
     shard_ready,
-    transitions,
     with_outage,
 )
-from syncer.controller.upgrade import RolloutState, ShardObservation, TemplateChoice, UpgradeDecision
+from syncer.controller.status_writer import APPLY, Log, StatusWriter
+from syncer.controller.upgrade import RolloutState, TemplateChoice, UpgradeDecision
 from syncer.errors import Conflict, Invalid, NotFound
 from syncer.leader.fence import UNFENCED, Fence
 
@@ -53,10 +50,7 @@ if TYPE_CHECKING:
     from syncer.controller.health_probe import HealthWatch
     from syncer.controller.topology_link import TopologyPass
     from syncer.controller.topology_model import TopologyOptions
-from syncer.kube import ApplyOptions, KubeApi, KubeObject
-
-APPLY = ApplyOptions(field_manager=FIELD_MANAGER)
-Log = logging.LoggerAdapter[logging.Logger]
+from syncer.kube import KubeApi, KubeObject
 
 
 @dataclass(frozen=True)
@@ -71,53 +65,6 @@ class ReconcileOutcome:
     requeue_after: float | None = None
     status: Mapping[str, Any] | None = None
     desired_pods: int = 0
-
-
-def _selector(name: str) -> str:
-    return f"{LABEL_INSTANCE}={name},{LABEL_MANAGED_BY}={FIELD_MANAGER}"
-
-
-def _shard_of(obj: Mapping[str, Any]) -> int:
-    try:
-        return int(((obj.get("metadata") or {}).get("labels") or {}).get(LABEL_SHARD, -1))
-    except ValueError:
-        return -1
-
-
-def shard_state(index: int, sts: Mapping[str, Any] | None) -> ShardState:
-    if sts is None:
-        return ShardState(index)
-    status = sts.get("status") or {}
-    current, update = status.get("currentRevision"), status.get("updateRevision")
-    return ShardState(
-        index=index,
-        exists=True,
-        settled=status.get("observedGeneration") == (sts.get("metadata") or {}).get("generation"),
-        replicas=int(status.get("replicas") or 0),
-        ready=int(status.get("readyReplicas") or 0),
-        updated=int(status.get("updatedReplicas") or 0),
-        one_revision=bool(current) and current == update,
-        version=children.template_version(sts["spec"]["template"]),
-    )
-
-
-def _partition(sts: Mapping[str, Any]) -> int:
-    strategy = ((sts.get("spec") or {}).get("updateStrategy") or {}).get("rollingUpdate") or {}
-    return int(strategy.get("partition") or 0)
-
-
-def _observation(sts: Mapping[str, Any] | None) -> ShardObservation:
-    if sts is None:
-        return ShardObservation(False)
-    state = shard_state(0, sts)
-    return ShardObservation(
-        True,
-        children.template_hash(sts["spec"]["template"]),
-        state.settled,
-        state.replicas,
-        state.updated,
-        state.ready,
-    )
 
 
 class Reconciler:
@@ -137,6 +84,7 @@ class Reconciler:
         self._fence = fence
         self._health = health
         self._events = ClusterEvents(kube, options.identity)
+        self._status = StatusWriter(kube, self._events)
         # Topology events of the reconcile under way (failovers before restarts), emitted with the status.
         self._pending_events: list[tuple[str, str]] = []
 
@@ -165,9 +113,9 @@ class Reconciler:
         except SpecError as err:
             return self._stall(obj, StallCause("InvalidSpec", str(err)), log)
         try:
-            secrets, password, tls = self._secrets(spec)
-            access = self._access(password, tls)
-        except _Missing as missing:
+            secrets = read_secrets(self._kube, spec)
+            access = self._access(secrets.password, secrets.tls)
+        except MissingReference as missing:
             return self._stall(obj, missing.problem, log, spec)
         self._pending_events = []
         found = self._live_statefulsets(spec)
@@ -178,7 +126,9 @@ class Reconciler:
             before = [shard_state(i, found.get(i)) for i in range(spec.shards)]
             redis = replace(redis, problem=self._config_rejection(spec, before))
         try:
-            decision, live = self._apply_children(spec, secrets, previous, found, redis=redis, access=access)
+            decision, live = self._apply_children(
+                spec, secrets.digest, previous, found, redis=redis, access=access
+            )
         except (Invalid, Conflict) as err:
             reason = "ChildRejected" if isinstance(err, Invalid) else "FieldConflict"
             return self._stall(obj, StallCause(reason, str(err)), log, spec)
@@ -194,7 +144,7 @@ class Reconciler:
                 log.info("topology: %s", message, extra={"event_reason": reason})
         # Against the status last written: a migration may have written progress since ``previous``.
         status = compute(observed, obj.get("status") or {}, self._clock())
-        self._write_status(obj, status, log)
+        self._status.write(obj, status, log)
         if decision.event is not None:
             warning = decision.event[0] in ("RolloutFailed", "RolloutReverted")
             self._events.emit(obj, warning, *decision.event)
@@ -211,7 +161,7 @@ class Reconciler:
             return
         status = with_outage(obj.get("status") or {}, outage, self._clock())
         if status is not None:
-            self._write_status(obj, status, log)
+            self._status.write(obj, status, log)
 
     # -- pieces ----------------------------------------------------------------------------------
 
@@ -248,7 +198,7 @@ class Reconciler:
         try:
             return replace(topology_link.settings(self._options, password, tls), fence=self._fence)
         except SpecError as err:
-            raise _Missing(StallCause("SecretKeyNotFound", str(err))) from err
+            raise MissingReference(StallCause("SecretKeyNotFound", str(err))) from err
 
     def _apply_meta(self, obj: Mapping[str, Any], finalizers: list[str]) -> KubeObject:
         meta: dict[str, Any] = {"name": obj["metadata"]["name"], "namespace": obj["metadata"]["namespace"]}
@@ -256,34 +206,11 @@ class Reconciler:
             meta["finalizers"] = finalizers
         return self._kube.apply({"apiVersion": API_VERSION, "kind": KIND, "metadata": meta}, APPLY)
 
-    def _secrets(self, spec: ClusterSpec) -> tuple[str, str | None, dict[str, str]]:
-        """A hash of the referenced Secrets' data (so rotating them rolls the pods), the password and
-        the TLS Secret's data (base64, as the Secret holds it)."""
-        data: dict[str, Any] = {}
-        password = None
-        for field, ref in (("auth", spec.auth), ("tls", spec.tls)):
-            if ref is None:
-                continue
-            try:
-                secret = self._kube.get("v1", "Secret", ref.name, spec.namespace)
-            except NotFound as err:
-                where = f"Secret {spec.namespace}/{ref.name} named by spec.{field}.secretRef"
-                raise _Missing(StallCause("SecretNotFound", f"{where} does not exist")) from err
-            data[field] = secret.get("data") or {}
-            if field == "auth":
-                if ref.key not in data[field]:
-                    message = (
-                        f"Secret {spec.namespace}/{ref.name} has no key {ref.key!r} (spec.auth.secretRef.key)"
-                    )
-                    raise _Missing(StallCause("SecretKeyNotFound", message))
-                password = base64.b64decode(data[field][ref.key]).decode(errors="replace")
-        return (children.digest(data) if data else ""), password, dict(data.get("tls") or {})
-
     def _live_statefulsets(self, spec: ClusterSpec) -> dict[int, KubeObject]:
         found = self._kube.list(
-            "apps/v1", "StatefulSet", namespace=spec.namespace, label_selector=_selector(spec.name)
+            "apps/v1", "StatefulSet", namespace=spec.namespace, label_selector=selector(spec.name)
         )
-        return {_shard_of(s): s for s in found.items}
+        return {shard_of(s): s for s in found.items}
 
     def _apply_children(
         self,
@@ -302,7 +229,7 @@ class Reconciler:
             desired_hash,
             pods=spec.pods_per_shard,
             state=RolloutState.from_status(previous.get("rollout")),
-            shards=[_observation(live.get(i)) for i in range(spec.shards)],
+            shards=[observation(live.get(i)) for i in range(spec.shards)],
             now=self._clock(),
             redis_ready=redis is None or redis.verdict.healthy,
         )
@@ -318,7 +245,7 @@ class Reconciler:
                 for shard, sts in live.items():
                     if shard in partitions:
                         running = children.template_hash(sts["spec"]["template"]) == desired_hash
-                        floor = _partition(sts) if running else spec.pods_per_shard
+                        floor = partition(sts) if running else spec.pods_per_shard
                         partitions[shard] = max(partitions[shard], floor)
         # The members are labelled before the client Service selects by the label (an upgrade).
         for body in children.shared_children(spec, self._members_only(spec, redis)):
@@ -332,7 +259,7 @@ class Reconciler:
                 replicas = max(replicas, int((live[shard].get("spec") or {}).get("replicas") or 0))
             body = children.stateful_set(spec, shard, template, partitions[shard], replicas)
             applied[shard] = self._kube.apply(body, APPLY)
-        self._prune(spec, live, keep_departing=redis is not None and not redis.departed)
+        prune(self._kube, spec, live, keep_departing=redis is not None and not redis.departed)
         return decision, applied
 
     def _restarts(
@@ -384,40 +311,6 @@ class Reconciler:
                     pass
         return dict(live["spec"]["template"])
 
-    def _prune(self, spec: ClusterSpec, live: Mapping[int, KubeObject], keep_departing: bool = False) -> None:
-        """Delete the StatefulSets and PDBs of shards the spec no longer has (and PDBs when disabled).
-
-        With ``keep_departing`` (Redis has not let the shards' nodes go yet) their StatefulSets stay.
-        Claims of removed shards and pods follow the retention policy.
-        """
-        for shard, sts in live.items():
-            if (shard >= spec.shards or shard < 0) and not keep_departing:
-                self._delete("apps/v1", "StatefulSet", sts)
-        if spec.retention == "Delete" and not keep_departing:
-            self._delete_removed_claims(spec)
-        pdbs = self._kube.list(
-            "policy/v1", "PodDisruptionBudget", namespace=spec.namespace, label_selector=_selector(spec.name)
-        )
-        for pdb in pdbs.items:
-            if not spec.pdb or not 0 <= _shard_of(pdb) < spec.shards:
-                self._delete("policy/v1", "PodDisruptionBudget", pdb)
-
-    def _delete_removed_claims(self, spec: ClusterSpec) -> None:
-        """Claims of shards and ordinals beyond the spec, when the retention policy says Delete."""
-        selector = f"{LABEL_INSTANCE}={spec.name}"
-        found = self._kube.list(
-            "v1", "PersistentVolumeClaim", namespace=spec.namespace, label_selector=selector
-        )
-        for claim in found.items:
-            shard = _shard_of(claim)
-            ordinal = str(claim["metadata"]["name"]).rsplit("-", 1)[-1]
-            beyond = ordinal.isdigit() and int(ordinal) >= spec.pods_per_shard
-            if shard >= spec.shards or beyond:
-                self._delete("v1", "PersistentVolumeClaim", claim)
-
-    def _delete(self, api_version: str, kind: str, obj: Mapping[str, Any]) -> None:
-        delete(self._kube, api_version, kind, obj)
-
     def _topology(
         self,
         spec: ClusterSpec,
@@ -446,41 +339,9 @@ class Reconciler:
             return compute(Observed(spec, shards, rollout, verdict), obj.get("status") or {}, self._clock())
 
         def write(verdict: TopologyVerdict) -> None:
-            self._write_status(obj, status(verdict), log)
+            self._status.write(obj, status(verdict), log)
 
         return MigrationProgress(write, self._options.progress_seconds)
-
-    def _write_status(self, obj: KubeObject, status: dict[str, Any], log: Log) -> None:
-        """Write ``status``, computed from ``obj`` as this reconcile read (or last wrote) it: the
-        resourceVersion is a precondition, so a status computed before another writer (a newer
-        leader, the health watch's outage, a changed spec) wrote the object is refused (Conflict)
-        and computed again. Each condition that changed is told; ``obj`` then carries the status
-        and the new resourceVersion, so a later write in the same reconcile (a migration's
-        progress) is tied to this one and tells only what changed since."""
-        meta = obj["metadata"]
-        written = {"name": meta["name"], "namespace": meta["namespace"]}
-        if meta.get("resourceVersion"):
-            written["resourceVersion"] = meta["resourceVersion"]
-        body = {"apiVersion": API_VERSION, "kind": KIND, "metadata": written, "status": status}
-        stored = self._kube.apply_status(body, APPLY)
-        version = (stored.get("metadata") or {}).get("resourceVersion")
-        if version:
-            meta["resourceVersion"] = version
-        before, obj["status"] = obj.get("status") or {}, status
-        for condition in transitions(before, status):
-            warning = is_warning(condition)
-            reason = f"{condition['type']}{condition['status']}"
-            self._events.emit(
-                obj, warning, reason, f"{condition['reason']}: {condition['message']}".rstrip(": ")
-            )
-            log.info(
-                "%s=%s (%s) %s",
-                condition["type"],
-                condition["status"],
-                condition["reason"],
-                condition["message"],
-                extra={"condition": condition["type"], "condition_status": condition["status"]},
-            )
 
     def _stall(
         self, obj: KubeObject, problem: StallCause, log: Log, spec: ClusterSpec | None = None
@@ -507,7 +368,7 @@ class Reconciler:
         for key in ("shards", "currentVersion"):
             if key in previous:
                 status[key] = previous[key]
-        self._write_status(obj, status, log)
+        self._status.write(obj, status, log)
         return ReconcileOutcome("sync", "stalled", status=status, desired_pods=desired)
 
     def _finalize(self, obj: KubeObject, log: Log) -> ReconcileOutcome:
@@ -521,9 +382,3 @@ def _written(obj: KubeObject, applied: Mapping[str, Any]) -> KubeObject:
     """``obj`` as read, with the resourceVersion of this reconcile's own write of it."""
     version = (applied.get("metadata") or {}).get("resourceVersion")
     return {**obj, "metadata": {**obj["metadata"], "resourceVersion": version}} if version else obj
-
-
-class _Missing(Exception):
-    def __init__(self, problem: StallCause) -> None:
-        super().__init__(problem.message)
-        self.problem = problem

@@ -365,7 +365,8 @@ def _rebalance(
         return False
     moves = plan_rebalance(owned, keep)
     leaving = {node_id for node, node_id in _ids(views).items() if node in departing}
-    done = resharder.move_all(moves, progress=run.progress)
+    slotless = {m.target for m in moves} - set(owned)
+    done = resharder.move_all(moves, progress=run.progress, slotless=slotless)
     run.finish(resharder)
     if done:
         drained = "departing masters drained, " if leaving & set(owned) else ""

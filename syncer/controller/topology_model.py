@@ -67,8 +67,8 @@ class TopologyOptions:
     poll_interval: float = 0.1
     slot_batch: int = 256
     migrate_batch: int = 500
-    migrate_depth: int = 4
-    slot_group: int = 64
+    migrate_depth: int = 1
+    slot_group: int = 8
     migrate_timeout: int = 10000
     failover_timeout: float = 30.0
     tls_ca: str | None = None

@@ -4,7 +4,8 @@ slots, fail a master over, forget nodes.
 A slot moves the way ``redis-cli --cluster reshard`` moves it: CLUSTER SETSLOT IMPORTING on the
 target, SETSLOT MIGRATING on the source, then the keys in MIGRATE batches (``KEYS`` form, each
 batch sent together with the next CLUSTER GETKEYSINSLOT in one round trip, keys kept as bytes),
-then SETSLOT NODE on the target, the source and every other master. Every step can be interrupted:
+then SETSLOT NODE on the target and the source as soon as the slot's last keys moved, and on every
+other master once per group. Every step can be interrupted:
 ``close_open_slot`` finishes or rolls back what a crash left open. MIGRATE never uses REPLACE: a key
 is on exactly one side during a migration, so a BUSYKEY reply means something else wrote it and the
 move stops with an error instead of overwriting.
@@ -53,9 +54,11 @@ class Resharder:
     def move_group(self, source_id: str, target_id: str, slots: Sequence[int]) -> bool:
         """Move ``slots`` (all from one source to one target) with their keys; False on failure.
 
-        Each step is one pipelined round trip per node for the whole group: IMPORTING on the target,
-        MIGRATING (with the first key listing) on the source, the keys, then SETSLOT NODE on the
-        target, the source and the other masters.
+        IMPORTING on the target and MIGRATING (with the first key listing) on the source are one
+        pipelined round trip per node for the whole group; then the keys, and each slot is bound
+        (SETSLOT NODE on the target, then the source) as soon as its last keys moved, so a key is
+        asked for (ASK) only while its own slot moves, not while the whole group does. The other
+        masters are told once for the group.
         """
         source, target = self.masters[source_id], self.masters[target_id]
         try:
@@ -68,8 +71,8 @@ class Resharder:
                 ],
             )
             pending = {s: _keys(reply) for s, reply in zip(slots, opened[len(slots) :], strict=True)}
-            self.keys_moved += self._migrate(source, target, pending)
-            self.bind(slots, target_id, first=(source,))
+            self.keys_moved += self._migrate(source, target, pending, bind_to=target_id)
+            self._tell_others(slots, target_id, (target, source))
         except TopologyError as err:
             self.errors.append(f"moving slots {slots[0]}-{slots[-1]} from {source} to {target}: {err}")
             return False
@@ -80,13 +83,20 @@ class Resharder:
         moves: Sequence[Move],
         stop: Callable[[], bool] = lambda: False,
         progress: Callable[[int, int], None] = lambda done, total: None,
+        slotless: Iterable[str] = (),
     ) -> int:
         """Move slots in order, in groups of ``slot_group`` per source and target, until a group fails
         or ``stop`` says so; the number of slots moved. ``progress(moved, total)`` is told before the
-        first group and after each one."""
+        first group and after each one.
+
+        A target in ``slotless`` (masters serving no slot yet) first gets one slot alone: clients
+        learn masters from CLUSTER SLOTS, which lists only masters that serve a slot, and some
+        (redis-py) fail a command an ASK sends to a master they do not know. Alone, that first slot
+        is asked for only while its own few keys move; after it, the target is in every client's
+        next map."""
         done = 0
         progress(0, len(moves))
-        for (source, target), group in _groups(moves, self.options.slot_group):
+        for (source, target), group in _groups(moves, self.options.slot_group, slotless):
             if stop() or not self.move_group(source, target, group):
                 break
             done += len(group)
@@ -112,14 +122,30 @@ class Resharder:
                 return moved
             moved += self._migrate(source, target, {slot: listed})
 
-    def _migrate(self, source: RedisNode, target: RedisNode, pending: dict[int, list[bytes]]) -> int:
+    def _migrate(
+        self,
+        source: RedisNode,
+        target: RedisNode,
+        pending: dict[int, list[bytes]],
+        bind_to: str = "",
+    ) -> int:
         """MIGRATE the listed keys of several slots until no slot has a key left.
 
         MIGRATE takes keys of one slot, so each round pipelines one MIGRATE per slot (at most
         ``migrate_depth`` of them and ``migrate_batch`` keys in the round, so the source, which runs
         a round's MIGRATEs back to back, is never blocked long) followed by the next listing of each
-        slot it touched.
+        slot it touched. With ``bind_to`` (the target's id) a slot whose last keys a round moved (or
+        that had none) is bound at once: SETSLOT NODE on the target, then on the source at the head
+        of the source's next round trip.
         """
+        to_source: list[tuple[str, str, int, str, str]] = []
+
+        def finished(slots: list[int]) -> None:
+            if bind_to and slots:
+                self._each(target, [("CLUSTER", "SETSLOT", s, "NODE", bind_to) for s in slots])
+                to_source.extend(("CLUSTER", "SETSLOT", s, "NODE", bind_to) for s in slots)
+
+        finished([slot for slot, keys in pending.items() if not keys])
         pending = {slot: keys for slot, keys in pending.items() if keys}
         moved = 0
         while pending:
@@ -135,11 +161,11 @@ class Resharder:
             # Once a slot is MIGRATING, keys the source lacks are created on the target (ASK), so a
             # listing shorter than a batch was the slot's last: no need to list it again.
             relist = [s for s in touched if len(pending[s]) >= self.options.migrate_batch]
-            replies = self.conns.pipeline(source, [*migrates, *(self._listing(s) for s in relist)])
+            head, to_source[:] = list(to_source), []
+            replies = self.conns.pipeline(source, [*head, *migrates, *(self._listing(s) for s in relist)])
+            replies = replies[len(head) :]
             moved += total
-            for slot in touched:
-                if slot not in relist:
-                    del pending[slot]
+            done = [slot for slot in touched if slot not in relist]
             for slot, reply in zip(relist, replies[len(touched) :], strict=True):
                 following = _keys(reply)
                 if following and following[0] in pending[slot]:
@@ -147,7 +173,12 @@ class Resharder:
                 if following:
                     pending[slot] = following
                 else:
-                    del pending[slot]
+                    done.append(slot)
+            for slot in done:
+                del pending[slot]
+            finished(done)
+        if to_source:
+            self._also_bind(source, to_source)
         return moved
 
     def _migrate_command(self, target: RedisNode, keys: Sequence[bytes]) -> list[str | int | bytes]:
@@ -166,26 +197,36 @@ class Resharder:
 
     def bind(self, slots: Sequence[int], owner: str, first: Iterable[RedisNode] = ()) -> None:
         """SETSLOT NODE ``owner`` for ``slots`` on the owner, then on ``first``, then on the other
-        masters (one pipelined round trip per node).
+        masters (one pipelined round trip per node)."""
+        order = [self.masters[owner], *first]
+        self._bind_on(slots, owner, order)
+        self._tell_others(slots, owner, order)
 
-        The owner and ``first`` must accept it. Another master that refuses (one that just turned
-        replica after giving away its last slot) or does not answer learns the owner from gossip:
-        the owner's config epoch was bumped.
-        """
-        target = self.masters[owner]
-        order = [target, *[n for n in first if n != target]]
+    def _bind_on(self, slots: Sequence[int], owner: str, order: Sequence[RedisNode]) -> None:
+        """SETSLOT NODE ``owner`` for ``slots`` on the owner (``order[0]``, which must accept: it
+        bumps its config epoch), then on the rest of ``order``, in turn (``_also_bind``)."""
         commands = [("CLUSTER", "SETSLOT", s, "NODE", owner) for s in slots]
-        self._each(target, commands)
+        self._each(order[0], commands)
         for node in order[1:]:
-            try:
-                self._each(node, commands)
-            except TopologyError as err:
-                # A source that gave its last slot away learns it from the owner's gossip and turns
-                # replica of it (replica migration): it holds nothing of these slots any more.
-                if "only with masters" not in str(err):
-                    raise
+            if node != order[0]:
+                self._also_bind(node, commands)
+
+    def _also_bind(self, node: RedisNode, commands: Sequence[Sequence[str | int]]) -> None:
+        """Send SETSLOT NODE commands to a master after the owner took them. A source that gave
+        its last slot away may refuse: it learns the owner from the owner's gossip and turns replica
+        of it (replica migration), holding nothing of these slots."""
+        try:
+            self._each(node, commands)
+        except TopologyError as err:
+            if "only with masters" not in str(err):
+                raise
+
+    def _tell_others(self, slots: Sequence[int], owner: str, told: Sequence[RedisNode]) -> None:
+        """SETSLOT NODE on every master not in ``told``; one that refuses (it just turned replica)
+        or does not answer learns the owner from gossip: the owner's config epoch was bumped."""
+        commands = [("CLUSTER", "SETSLOT", s, "NODE", owner) for s in slots]
         for node in self.masters.values():
-            if node not in order:
+            if node not in told:
                 with contextlib.suppress(TopologyError):
                     self._each(node, commands)
 
@@ -308,12 +349,18 @@ def _keys(reply: object) -> list[bytes]:
     return [k if isinstance(k, bytes) else str(k).encode() for k in reply]
 
 
-def _groups(moves: Sequence[Move], size: int) -> Iterator[tuple[tuple[str, str], list[int]]]:
-    """Consecutive moves of one source and target, at most ``size`` slots per group."""
+def _groups(
+    moves: Sequence[Move], size: int, slotless: Iterable[str] = ()
+) -> Iterator[tuple[tuple[str, str], list[int]]]:
+    """Consecutive moves of one source and target, at most ``size`` slots per group; the first group
+    of a target in ``slotless`` has one slot."""
     group: list[int] = []
     pair = ("", "")
+    first = set(slotless)
     for move in moves:
-        if group and ((move.source, move.target) != pair or len(group) >= size):
+        limit = 1 if pair[1] in first else size
+        if group and ((move.source, move.target) != pair or len(group) >= limit):
+            first.discard(pair[1])
             yield pair, group
             group = []
         pair = (move.source, move.target)

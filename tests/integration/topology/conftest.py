@@ -1,4 +1,5 @@
-"""Fixtures: fresh cluster-mode redis-servers per test module, killed and checked gone at teardown."""
+"""Fixtures: fresh cluster-mode redis-servers per test module (or per test), killed and checked gone
+at teardown."""
 
 from __future__ import annotations
 
@@ -24,6 +25,12 @@ def _servers(tmp_path_factory: pytest.TempPathFactory, password: str | None) -> 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServers]:
     """A module's own set of redis-servers without auth; call ``start(n)`` to launch them."""
+    yield from _servers(tmp_path_factory, None)
+
+
+@pytest.fixture
+def fresh_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServers]:
+    """Redis-servers of one test alone (its addresses and files are its own), checked gone after it."""
     yield from _servers(tmp_path_factory, None)
 
 

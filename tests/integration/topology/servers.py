@@ -24,7 +24,8 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from syncer.controller.topology import RedisNode, parse_cluster_nodes
+from syncer.controller.topology import RedisNode, TopologyOptions, bootstrap, parse_cluster_nodes
+from tests.support.waiting import eventually
 
 NODE_TIMEOUT_MS = 1000
 START_DEADLINE = 15.0
@@ -216,3 +217,20 @@ def knows(node: RedisNode, other: RedisNode) -> bool:
     other_id = cluster_command(other, "MYID")
     entries = parse_cluster_nodes(cluster_command(node, "NODES"))
     return any(e.node_id == other_id and e.is_known for e in entries)
+
+
+def master_and_newcomer(
+    servers: RedisServers, keys: int, options: TopologyOptions
+) -> tuple[RedisNode, RedisNode]:
+    """Two new servers: ``a`` serves every slot and holds ``keys`` keys (``key:0`` ...), ``b`` has
+    joined the cluster as a master serving nothing, as a scale-out leaves it before slots move."""
+    a, b = servers.start(2)
+    assert bootstrap([[a]], options).healthy
+    with client(a) as conn:
+        pipe = conn.pipeline(transaction=False)
+        for i in range(keys):
+            pipe.set(f"key:{i}", "v")
+        pipe.execute()
+    cluster_command(a, "MEET", b.host, b.port)
+    eventually("b to join", lambda: "cluster_state:ok" in cluster_command(b, "INFO"), 30, every=0.1)
+    return a, b

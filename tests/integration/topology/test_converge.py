@@ -1,12 +1,9 @@
-"""converge against real redis-servers, with a client writing and reading a keyset throughout:
+"""converge against real redis-fresh_servers, with a client writing and reading a keyset throughout:
 scale-out rebalances by live migration, scale-in drains then forgets, a migration interrupted
 half-way is finished, an import nothing was moved for is rolled back, a departing master fails over
 to its kept replica, and a node that came back empty on a pod's address is forgotten and resynced."""
 
 from __future__ import annotations
-
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -17,16 +14,6 @@ from tests.integration.topology.traffic import Traffic, TrafficResult
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def servers(tmp_path: Path) -> Iterator[RedisServers]:
-    """Servers of this test alone, killed and checked gone at teardown."""
-    started = RedisServers(tmp_path)
-    try:
-        yield started
-    finally:
-        assert started.stop() == []
 
 
 OPTIONS = TopologyOptions(timeout=2.0, meet_timeout=20.0, ready_timeout=30.0)
@@ -53,17 +40,17 @@ def assert_kept(result: TrafficResult) -> None:
     assert result.writes > 0
 
 
-def formed(servers: RedisServers, masters: int, replicas: int) -> list[list[RedisNode]]:
-    nodes = servers.start(masters * (1 + replicas))
+def formed(fresh_servers: RedisServers, masters: int, replicas: int) -> list[list[RedisNode]]:
+    nodes = fresh_servers.start(masters * (1 + replicas))
     shards = shards_of(nodes, masters)
     report = bootstrap(shards, OPTIONS)
     assert report.healthy, report.summary()
     return shards
 
 
-def test_scale_out_then_in_moves_every_key_and_forgets_the_departed(servers: RedisServers) -> None:
-    shards = formed(servers, 3, 1)
-    new_shard = servers.start(2)
+def test_scale_out_then_in_moves_every_key_and_forgets_the_departed(fresh_servers: RedisServers) -> None:
+    shards = formed(fresh_servers, 3, 1)
+    new_shard = fresh_servers.start(2)
     traffic = Traffic([shards[0][0]]).start()
 
     grown = converge([*shards, new_shard], (), OPTIONS)
@@ -91,8 +78,10 @@ def test_scale_out_then_in_moves_every_key_and_forgets_the_departed(servers: Red
     assert_kept(traffic.stop([shards[0][0]]))
 
 
-def test_an_interrupted_migration_is_finished_and_a_bare_import_rolled_back(servers: RedisServers) -> None:
-    shards = formed(servers, 2, 0)
+def test_an_interrupted_migration_is_finished_and_a_bare_import_rolled_back(
+    fresh_servers: RedisServers,
+) -> None:
+    shards = formed(fresh_servers, 2, 0)
     a, b = shards[0][0], shards[1][0]
     traffic = Traffic([a], bulk=5000).start()
     ids = {n: cluster_command(n, "MYID") for n in (a, b)}
@@ -122,8 +111,8 @@ def test_an_interrupted_migration_is_finished_and_a_bare_import_rolled_back(serv
     assert_kept(traffic.stop([a]))
 
 
-def test_a_departing_master_fails_over_to_its_kept_replica(servers: RedisServers) -> None:
-    shards = formed(servers, 3, 2)
+def test_a_departing_master_fails_over_to_its_kept_replica(fresh_servers: RedisServers) -> None:
+    shards = formed(fresh_servers, 3, 2)
     traffic = Traffic([shards[0][0]], bulk=3000).start()
     # Make the pod that will be removed (the last of shard 0) its master first.
     leaving = shards[0][2]
@@ -140,17 +129,17 @@ def test_a_departing_master_fails_over_to_its_kept_replica(servers: RedisServers
 
 
 def test_a_node_back_empty_on_its_address_is_resynced_and_its_ghost_forgotten(
-    servers: RedisServers,
+    fresh_servers: RedisServers,
 ) -> None:
-    shards = formed(servers, 3, 1)
+    shards = formed(fresh_servers, 3, 1)
     # The master is killed: only writes its replica acknowledged can survive that (see Traffic).
     traffic = Traffic([shards[0][0]], bulk=3000, durable=True).start()
     master, replica = shards[1]
     old_id = cluster_command(master, "MYID")
-    servers.kill(master)
+    fresh_servers.kill(master)
     # The replica takes over; the pod comes back on the same address with an empty data directory.
     eventually("the failover", lambda: role(replica) == "master", 30.0)
-    servers.restart(master, fresh=True)
+    fresh_servers.restart(master, fresh=True)
     assert cluster_command(master, "MYID") != old_id
 
     def healed() -> object | None:
@@ -166,26 +155,26 @@ def test_a_node_back_empty_on_its_address_is_resynced_and_its_ghost_forgotten(
     assert_kept(traffic.stop([shards[0][0]]))
 
 
-def test_two_nodes_back_on_each_others_addresses_are_introduced_again(servers: RedisServers) -> None:
+def test_two_nodes_back_on_each_others_addresses_are_introduced_again(fresh_servers: RedisServers) -> None:
     """Pods with kept data directories come back on each other's former IPs: each node then meets,
     at the other's recorded address, a node with another id and flags that entry ``noaddr``; Redis
     never takes such an address from gossip, so without a MEET the two stay blind to each other."""
-    shards = formed(servers, 3, 1)
+    shards = formed(fresh_servers, 3, 1)
     (m0, r0), (m1, r1), _ = shards
     ids = {r0: cluster_command(r0, "MYID"), r1: cluster_command(r1, "MYID")}
-    servers.kill(r0)
-    servers.kill(r1)
+    fresh_servers.kill(r0)
+    fresh_servers.kill(r1)
     for suffix in ("conf", "rdb"):
         names = [
-            servers.root / f"{'nodes' if suffix == 'conf' else 'dump'}-{n.host}-{n.port}.{suffix}"
+            fresh_servers.root / f"{'nodes' if suffix == 'conf' else 'dump'}-{n.host}-{n.port}.{suffix}"
             for n in (r0, r1)
         ]
         swap = names[0].with_suffix(".swap")
         names[0].rename(swap)
         names[1].rename(names[0])
         swap.rename(names[1])
-    servers.restart(r0)
-    servers.restart(r1)
+    fresh_servers.restart(r0)
+    fresh_servers.restart(r1)
     assert cluster_command(r0, "MYID") == ids[r1]
 
     def noaddr() -> bool:
@@ -208,16 +197,16 @@ def test_two_nodes_back_on_each_others_addresses_are_introduced_again(servers: R
 
 
 def test_a_node_back_with_a_new_id_on_a_new_address_is_healthy_only_once_its_former_id_is_gone(
-    servers: RedisServers,
+    fresh_servers: RedisServers,
 ) -> None:
     """A replica's pod comes back empty on another IP: the others still list its former id,
     unflagged until Redis' node timeout. The cluster is healthy only once no node lists it, and the
     converge forgets it instead of waiting for Redis to flag it failed."""
-    shards = formed(servers, 3, 1)
+    shards = formed(fresh_servers, 3, 1)
     master, replica = shards[2]
     old_id = cluster_command(replica, "MYID")
-    servers.kill(replica)
-    (back,) = servers.start(1)
+    fresh_servers.kill(replica)
+    (back,) = fresh_servers.start(1)
     layout = [shards[0], shards[1], [master, back]]
     nodes = [n for shard in layout for n in shard]
 

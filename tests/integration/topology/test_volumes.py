@@ -1,13 +1,10 @@
-"""converge against real redis-servers when a node comes back with data of another shape: one that
+"""converge against real redis-fresh_servers when a node comes back with data of another shape: one that
 left the way a departure did before (CLUSTER RESET SOFT, forgotten) and restarts on its kept files
 loads its stale keys and claims their slots as a one-node cluster; it is emptied and reset before it
 is met and joins as a replica, with a client writing and reading throughout. One holding keys while
 the cluster does not serve every slot is left out and reported, never met."""
 
 from __future__ import annotations
-
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -28,15 +25,6 @@ pytestmark = pytest.mark.integration
 OPTIONS = TopologyOptions(timeout=2.0, meet_timeout=20.0, ready_timeout=30.0)
 
 
-@pytest.fixture
-def servers(tmp_path: Path) -> Iterator[RedisServers]:
-    started = RedisServers(tmp_path)
-    try:
-        yield started
-    finally:
-        assert started.stop() == []
-
-
 def myself(node: RedisNode) -> ClusterNodeEntry:
     return next(e for e in parse_cluster_nodes(cluster_command(node, "NODES")) if e.is_myself)
 
@@ -47,9 +35,9 @@ def keys_of(node: RedisNode) -> int:
 
 
 def test_a_replica_back_with_stale_keys_of_a_one_node_cluster_is_emptied_and_joins(
-    servers: RedisServers,
+    fresh_servers: RedisServers,
 ) -> None:
-    shards = shards_of(servers.start(6), 3)
+    shards = shards_of(fresh_servers.start(6), 3)
     assert bootstrap(shards, OPTIONS).healthy
     traffic = Traffic([shards[0][0]], bulk=5000).start()
     replica = shards[0][1]
@@ -64,7 +52,7 @@ def test_a_replica_back_with_stale_keys_of_a_one_node_cluster_is_emptied_and_joi
     cluster_command(replica, "RESET", "SOFT")
     for node in [n for shard in shards for n in shard if n != replica]:
         cluster_command(node, "FORGET", replica_id)
-    servers.restart(replica)  # back on its kept files: the full sync's RDB file and nodes.conf
+    fresh_servers.restart(replica)  # back on its kept files: the full sync's RDB file and nodes.conf
     came_back = myself(replica)
     assert keys_of(replica) > 0, "the returning node should hold its stale keys"
     assert came_back.is_master, "it should come back as a master"
@@ -85,10 +73,10 @@ def test_a_replica_back_with_stale_keys_of_a_one_node_cluster_is_emptied_and_joi
     assert outcome.stale_reads == 0
 
 
-def test_a_node_with_keys_while_slots_have_no_master_is_left_out(servers: RedisServers) -> None:
-    master, gone, stranger = servers.start(3)
+def test_a_node_with_keys_while_slots_have_no_master_is_left_out(fresh_servers: RedisServers) -> None:
+    master, gone, stranger = fresh_servers.start(3)
     assert bootstrap([[master], [gone]], OPTIONS).healthy
-    servers.kill(gone)  # no replica, no persistence: its slots have no master now
+    fresh_servers.kill(gone)  # no replica, no persistence: its slots have no master now
     cluster_command(stranger, "ADDSLOTSRANGE", 8192, 16383)
     with client(stranger) as conn:
         conn.config_set("cluster-require-full-coverage", "no")
