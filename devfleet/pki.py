@@ -102,13 +102,18 @@ class CertificateAuthority:
         organizations: tuple[str, ...] = (),
         server_ips: tuple[str, ...] = (),
         server_names: tuple[str, ...] = (),
+        client_too: bool = False,
     ) -> KeyPair:
-        """Issue a leaf certificate; with server IPs or names it serves TLS, otherwise it is a client."""
+        """Issue a leaf certificate; with server IPs or names it serves TLS, otherwise it is a client.
+        ``client_too``: a serving certificate that may also be shown as a client's (as a Redis pod's
+        own certificate is, by its exporter and by its replication to the other pods)."""
         ca_cert, ca_key = self._load()
         key = ec.generate_private_key(ec.SECP256R1())
         now = dt.datetime.now(dt.UTC)
         server = bool(server_ips or server_names)
-        usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
+        usages = [ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH]
+        if server and client_too:
+            usages.append(ExtendedKeyUsageOID.CLIENT_AUTH)
         builder = (
             x509.CertificateBuilder()
             .subject_name(_name(common_name, organizations))
@@ -118,7 +123,7 @@ class CertificateAuthority:
             .not_valid_before(now - dt.timedelta(minutes=5))
             .not_valid_after(now + _VALIDITY)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
         )
         if server:
             alt: list[x509.GeneralName] = [x509.DNSName(n) for n in server_names]

@@ -34,6 +34,9 @@ from syncer.controller.model import (
 
 Body = dict[str, Any]
 
+# Where the Secret named by spec.tls is mounted in the Redis container and the exporter sidecar.
+TLS_MOUNT = "/tls"
+
 
 def digest(value: Any) -> str:
     """A short stable hash of a JSON-able value."""
@@ -101,9 +104,9 @@ def redis_conf(spec: ClusterSpec) -> str:
         lines += [
             "port 0",
             f"tls-port {REDIS_PORT}",
-            "tls-cert-file /tls/tls.crt",
-            "tls-key-file /tls/tls.key",
-            "tls-ca-cert-file /tls/ca.crt",
+            f"tls-cert-file {TLS_MOUNT}/tls.crt",
+            f"tls-key-file {TLS_MOUNT}/tls.key",
+            f"tls-ca-cert-file {TLS_MOUNT}/ca.crt",
             "tls-cluster yes",
             "tls-replication yes",
         ]
@@ -207,7 +210,7 @@ def _redis_container(spec: ClusterSpec) -> Body:
         )
         args += ["--requirepass", "$(REDIS_PASSWORD)", "--masterauth", "$(REDIS_PASSWORD)"]
     if spec.tls is not None:
-        container["volumeMounts"].append({"name": "tls", "mountPath": "/tls", "readOnly": True})
+        container["volumeMounts"].append({"name": "tls", "mountPath": TLS_MOUNT, "readOnly": True})
     if spec.resources:
         container["resources"] = dict(spec.resources)
     container["args"] = args
@@ -221,6 +224,18 @@ def _exporter_container(spec: ClusterSpec) -> Body:
         "ports": [{"name": "metrics", "containerPort": EXPORTER_PORT, "protocol": "TCP"}],
         "env": [{"name": "REDIS_ADDR", "value": f"redis://127.0.0.1:{REDIS_PORT}"}],
     }
+    if spec.tls is not None:
+        # With spec.tls Redis serves only TLS (``port 0``) and asks clients for a certificate: the
+        # sidecar shows the pod's own. The server's certificate names the pod, not the loopback
+        # address the sidecar dials inside the pod, so the name is not checked there.
+        container["env"] = [
+            {"name": "REDIS_ADDR", "value": f"rediss://127.0.0.1:{REDIS_PORT}"},
+            {"name": "REDIS_EXPORTER_TLS_CA_CERT_FILE", "value": f"{TLS_MOUNT}/ca.crt"},
+            {"name": "REDIS_EXPORTER_TLS_CLIENT_CERT_FILE", "value": f"{TLS_MOUNT}/tls.crt"},
+            {"name": "REDIS_EXPORTER_TLS_CLIENT_KEY_FILE", "value": f"{TLS_MOUNT}/tls.key"},
+            {"name": "REDIS_EXPORTER_SKIP_TLS_VERIFICATION", "value": "true"},
+        ]
+        container["volumeMounts"] = [{"name": "tls", "mountPath": TLS_MOUNT, "readOnly": True}]
     if spec.auth is not None:
         container["env"].append(
             {
