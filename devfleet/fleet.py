@@ -7,12 +7,9 @@ else): see ``devfleet.components.Profile``.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import functools
 import shutil
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,7 +18,7 @@ from devfleet import components, kubeconfig, pki, podrange, probe, procs
 from devfleet.build import cache_root, ensure_binaries
 from devfleet.components import Profile
 from devfleet.probe import tail
-from devfleet.state import ADMIN_USER, CLUSTER_COMPONENTS, STOP_GRACE, Cluster, Fleet, Say
+from devfleet.state import ADMIN_USER, CLUSTER_COMPONENTS, STOP_GRACE, Cluster, Fleet, Say, locked
 
 __all__ = [
     "CLUSTER_COMPONENTS",
@@ -35,6 +32,7 @@ __all__ = [
     "cluster_names",
     "default_state_dir",
     "down",
+    "locked",
     "start_component",
     "status",
     "stop_component",
@@ -84,18 +82,6 @@ class UpOptions:
 
     def seconds(self) -> float:
         return self.timeout if self.timeout is not None else 180.0 + 15.0 * len(self.clusters)
-
-
-@contextlib.contextmanager
-def locked(root: Path) -> Iterator[None]:
-    """Holds a lock beside ``root`` so that two commands never start or stop the same fleet at once."""
-    root.parent.mkdir(parents=True, exist_ok=True)
-    with (root.parent / f".{root.name}.lock").open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def up(root: Path, options: UpOptions = UpOptions(), say: Say = print) -> Fleet:

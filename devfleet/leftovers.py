@@ -1,15 +1,33 @@
 """``python -m devfleet.leftovers NAME=VALUE``: the processes whose environment holds ``NAME=VALUE``.
 
 ``scripts/test`` marks its pytest run with a unique environment variable that every process the tests
-start inherits; this lists those still alive afterwards (one ``PID command line`` each), leaving out
-itself and the shells above it. Processes of other users or runs (without the mark) are never listed.
+start inherits; this lists those still alive afterwards, leaving out itself and the shells above it:
+one line each, ``PID [test that started it] command line`` (the test from ``SYNCER_TEST_ID``, which the
+tests' ``run_mark`` plugin sets for each test). Processes of other users or runs (without the mark)
+are never listed.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+
+# Set by the tests' run_mark plugin to the node id of the test running; every process inherits it.
+TEST_ID = b"SYNCER_TEST_ID="
+
+
+@dataclass(frozen=True, order=True)
+class Leftover:
+    """A marked process still alive: its PID, command line and the test it was started under."""
+
+    pid: int
+    command: str
+    test: str = ""
+
+    def line(self) -> str:
+        return f"{self.pid} [{self.test or 'no test'}] {self.command}"
 
 
 def _ancestors(proc: Path) -> set[int]:
@@ -25,12 +43,12 @@ def _ancestors(proc: Path) -> set[int]:
     return found
 
 
-def marked(mark: str, proc: Path = Path("/proc")) -> list[tuple[int, str]]:
-    """``(pid, command line)`` of every process whose environment holds ``mark`` exactly, other than
-    this process and its ancestors."""
+def marked(mark: str, proc: Path = Path("/proc")) -> list[Leftover]:
+    """Every process whose environment holds ``mark`` exactly, other than this process and its
+    ancestors."""
     wanted = mark.encode()
     skip = _ancestors(proc)
-    found = []
+    found: list[Leftover] = []
     for entry in proc.iterdir():
         if not entry.name.isdigit() or int(entry.name) in skip:
             continue
@@ -41,7 +59,8 @@ def marked(mark: str, proc: Path = Path("/proc")) -> list[tuple[int, str]]:
             command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue  # gone meanwhile, or not ours to read
-        found.append((int(entry.name), command.strip()))
+        test = next((v[len(TEST_ID) :] for v in environment if v.startswith(TEST_ID)), b"")
+        found.append(Leftover(int(entry.name), command.strip(), test.decode(errors="replace")))
     return sorted(found)
 
 
@@ -49,8 +68,8 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1 or "=" not in argv[0]:
         print("usage: python -m devfleet.leftovers NAME=VALUE", file=sys.stderr)
         return 2
-    for pid, command in marked(argv[0]):
-        print(f"{pid} {command}")
+    for leftover in marked(argv[0]):
+        print(leftover.line())
     return 0
 
 

@@ -7,10 +7,12 @@ its PKI, component kubeconfigs and logs.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,18 @@ STOP_GRACE = 2.0
 ADMIN_USER = "fleet-admin"
 
 Say = Callable[[str], None]
+
+
+@contextlib.contextmanager
+def locked(root: Path) -> Iterator[None]:
+    """Holds a lock beside ``root`` so that two commands never change the same fleet's record at once."""
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with (root.parent / f".{root.name}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @dataclass(frozen=True)
@@ -170,14 +184,22 @@ class Fleet:
     def start_component(self, cluster: str, name: str, say: Say = print, timeout: float = 60.0) -> procs.Proc:
         """Start a stopped component of one cluster again with its recorded command line (same port,
         certificates and etcd prefix, so the cluster keeps its data), record the new process and, for
-        kube-apiserver, wait until it answers ``/readyz``. A running component is left as it is."""
-        old = self.component(cluster, name)
-        if old.alive():
-            say(f"{cluster} {name} is already running (pid {old.pid})")
-            return old
-        new = procs.respawn(old)
-        self.processes[self.processes.index(old)] = new
-        self.save()
+        kube-apiserver, wait until it answers ``/readyz``. A running component is left as it is.
+
+        The record is changed as it is on disk, under the fleet's lock, never from this copy: another
+        command may have recorded a process since this copy was loaded (the fleet's Prometheus), and
+        saving this copy would drop it from the record and so from ``down``."""
+        with locked(self.root):
+            current = Fleet.load(self.root) or self
+            old = current.component(cluster, name)
+            if old.alive():
+                say(f"{cluster} {name} is already running (pid {old.pid})")
+                self.processes = list(current.processes)
+                return old
+            new = procs.respawn(old)
+            current.processes[current.processes.index(old)] = new
+            current.save()
+            self.processes = list(current.processes)
         say(f"started {cluster} {name} (pid {new.pid})")
         if name == "kube-apiserver":
             ready = self.cluster(cluster).readyz()

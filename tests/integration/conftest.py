@@ -66,7 +66,10 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetHandle]:
         yield handle
     finally:
         handle.close()
-        started = list(state.processes)
+        # What up started and whatever the tests recorded since (a Prometheus, a component started
+        # again): the record on disk is what down stops, and what it must have stopped.
+        recorded = devfleet.Fleet.load(root)
+        started = list(state.processes) + (recorded.processes if recorded is not None else [])
         survivors = devfleet.down(root, say=lambda msg: None)
         leaked = [p for p in started if p.alive()]
         assert not survivors, f"fleet processes could not be stopped: {survivors}"
