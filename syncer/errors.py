@@ -232,6 +232,17 @@ class GateRefused(RolloutError):
     or has in flight (the reason says what it does)."""
 
 
+class RevisionNotNamed(RolloutError):
+    """A person's act (``promote``, ``abort``, ``rollback``, ``retry``) whose revision names none, or
+    several, of the revisions it could concern; the message lists them. ``matched`` holds the ones an
+    ambiguous prefix names."""
+
+    def __init__(self, message: str, *, given: str = "", matched: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.given = given
+        self.matched = matched
+
+
 class FencedOut(SyncerError):
     """This replica may no longer write to clusters: it lost the leader Lease (or was frozen past it),
     or a cluster's state was written by a newer leader (a higher fencing token)."""

@@ -74,10 +74,10 @@ def _common(func: click.decorators.FC) -> click.decorators.FC:
 
 
 def _fail(err: Exception) -> None:
-    from syncer.errors import GateRefused
+    from syncer.errors import GateRefused, RevisionNotNamed
 
     click.secho(f"error: {err}", fg="red", err=True)
-    raise SystemExit(1 if isinstance(err, GateRefused) else 2) from None
+    raise SystemExit(1 if isinstance(err, GateRefused | RevisionNotNamed) else 2) from None
 
 
 @click.command("promote")

@@ -21,7 +21,11 @@ from syncer.config.settings import AGENT_NAMESPACE
     "--config", "config_path", required=True, type=click.Path(path_type=Path, dir_okay=False, exists=True)
 )
 @click.option("--cluster", required=True, help="The cluster, as the agent config and fleet.yaml name it.")
-@click.option("--revision", default="", help="Only this revision's failure [default: every failure].")
+@click.option(
+    "--revision",
+    default="",
+    help="Only this revision's failure (its id or 7+ characters of it) [default: every failure].",
+)
 @click.option("--reason", default="", help="Why (recorded, shown by `syncer status`).")
 @click.option("--by", default="", help="Who asks [default: the user running the command].")
 @click.option("--kubeconfig", default="", envvar="KUBECONFIG")
@@ -40,13 +44,15 @@ def retry(
 
     Failures recorded on the cluster before now (of --revision, or all) are no longer refused: the
     agent's next pass applies the revision again, and a new failure is recorded anew. Exit 0
-    recorded, 2 error.
+    recorded, 2 refused (--revision names no failure or abort recorded there) or error.
     """
     from syncer.config import ClusterAccess, load_agent_config
     from syncer.domain.sync_state import RetryRequest
     from syncer.errors import SyncerError
     from syncer.kube import ClusterClient
+    from syncer.rollout.revision_names import resolve
     from syncer.status.acts import PersonActs
+    from syncer.status.state_store import StateStore
 
     try:
         if not reason.strip():
@@ -54,8 +60,14 @@ def retry(
         config = load_agent_config(config_path)
         access = config.clusters.get(cluster, ClusterAccess(context=cluster))
         client = ClusterClient.from_kubeconfig(str(access.kubeconfig or kubeconfig), access.context, cluster)
-        request = RetryRequest(revision.strip(), by.strip() or getpass.getuser(), reason.strip(), time.time())
         try:
+            full = ""
+            if revision.strip():
+                state = StateStore(client, state_namespace).load().state
+                tried = [f.revision for f in state.failures]
+                tried += [state.abort.revision] if state.abort.active else []
+                full = resolve(revision, tried, f"{cluster} records failures or aborts of")
+            request = RetryRequest(full, by.strip() or getpass.getuser(), reason.strip(), time.time())
             PersonActs(client, state_namespace).record_retry(request)
         finally:
             client.close()

@@ -9,12 +9,10 @@ from syncer.domain.history import HistoryEntry, Outcome
 from syncer.domain.objects import DesiredFleet
 from syncer.domain.sync_state import ClusterSyncState
 from syncer.errors import RollbackRefused
+from syncer.rollout.revision_names import matches, resolve, well_formed
 
 LANDED = frozenset({Outcome.APPLIED, Outcome.HEALTHY, Outcome.ROLLED_BACK})
 """Outcomes that say a revision was verified and applied on the cluster."""
-
-MIN_PREFIX = 7
-"""The fewest characters of a revision ``syncer rollback --to`` accepts (as git abbreviates)."""
 
 
 def pinned_away(state: ClusterSyncState, revision: str) -> bool:
@@ -34,20 +32,15 @@ def restricted(fleet: DesiredFleet, names: Iterable[str]) -> DesiredFleet:
 
 
 def rollback_target(cluster: str, history: tuple[HistoryEntry, ...], wanted: str) -> str:
-    """The full revision ``wanted`` (a full id or a prefix of at least ``MIN_PREFIX`` characters)
-    names in ``cluster``'s history as verified and applied there; RollbackRefused names what the
-    history holds otherwise."""
-    if len(wanted) < MIN_PREFIX:
-        raise RollbackRefused(f"--to {wanted!r}: give at least {MIN_PREFIX} characters of the revision")
+    """The full revision ``wanted`` names (``syncer.rollout.revision_names``) among those
+    ``cluster``'s history holds as verified and applied there; ``RevisionNotNamed`` for a name too
+    short or ambiguous, RollbackRefused naming what the history holds otherwise."""
     landed = [e for e in history if e.outcome in LANDED]
-    found = sorted({e.revision for e in landed if e.revision.startswith(wanted.lower())})
-    if len(found) == 1:
-        return found[0]
-    if found:
-        raise RollbackRefused(f"{cluster}: {wanted} is ambiguous in its history: {', '.join(found)}")
+    if not well_formed(wanted) or any(matches(wanted, e.revision) for e in landed):
+        return resolve(wanted, (e.revision for e in landed), f"{cluster}: its history holds")
     held = list(dict.fromkeys(f"{e.revision[:12]} ({e.outcome})" for e in reversed(landed)))
     holds = ", ".join(held) if held else "none"
-    others = sorted({f"{e.revision[:12]} ({e.outcome})" for e in history if e.revision.startswith(wanted)})
+    others = sorted({f"{e.revision[:12]} ({e.outcome})" for e in history if matches(wanted, e.revision)})
     seen = f"; it was only {', '.join(others)} there" if others else ""
     raise RollbackRefused(
         f"{cluster}: {wanted} was never verified and applied there{seen}; its history holds, newest "

@@ -18,6 +18,7 @@ from syncer.domain.gates import Abort, PromotedBy, Promotion
 from syncer.domain.sync_state import ClusterSyncState, SyncPhase
 from syncer.errors import GateRefused
 from syncer.rollout.gate import Decision, GateVerdict
+from syncer.rollout.revision_names import resolve
 from syncer.rollout.waves import Wave
 
 
@@ -96,19 +97,6 @@ def judge_abort(wave: Wave, states: Mapping[str, ClusterSyncState], revision: st
 _IN_FLIGHT = frozenset({SyncPhase.APPLYING, SyncPhase.APPLIED, SyncPhase.FAILED})
 
 
-def _named(given: str, revision: str) -> bool:
-    """Whether ``given`` names ``revision``: the whole id, or an unambiguous prefix of 7 or more."""
-    return given == revision or (len(given) >= 7 and revision.startswith(given))
-
-
-def _one(given: str, known: Sequence[str], what: str) -> str:
-    found = [r for r in known if _named(given, r)]
-    if len(found) != 1:
-        listed = ", ".join(r[:12] for r in known)
-        raise GateRefused(f"refused: {what} {listed}, not {given or 'nothing'}")
-    return found[0]
-
-
 def promotion_target(
     states: Mapping[str, ClusterSyncState], wave: str, revision: str
 ) -> tuple[str, tuple[str, ...]]:
@@ -121,7 +109,7 @@ def promotion_target(
         raise GateRefused(
             f"refused: wave {wave} waits for no promotion (no cluster records it at a manual gate)"
         )
-    full = _one(revision.strip(), sorted(set(held.values())), f"wave {wave} waits for promote of")
+    full = resolve(revision, held.values(), f"wave {wave} waits for promote of")
     return full, tuple(sorted(n for n, r in held.items() if r == full))
 
 
@@ -143,6 +131,6 @@ def abort_target(states: Mapping[str, ClusterSyncState], revision: str = "") -> 
     if not revision.strip() and len(known) > 1:
         listed = ", ".join(r[:12] for r in known)
         raise GateRefused(f"refused: several revisions are in flight ({listed}): name one with --revision")
-    full = known[0] if not revision.strip() else _one(revision.strip(), known, "in flight is")
+    full = known[0] if not revision.strip() else resolve(revision, known, "in flight is")
     clusters = (n for n, s in states.items() if full in (s.revision, s.awaiting.revision))
     return full, tuple(sorted(clusters))

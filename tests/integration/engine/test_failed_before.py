@@ -291,30 +291,41 @@ def agent_config(root: Path, fleet: FleetHandle) -> Path:
 def test_a_persons_retry_tries_a_content_failure_again_once_and_is_kept_beside_the_state(
     fleet: FleetHandle, clients: dict[str, ClusterClient], prefix: str, tmp_path: Path
 ) -> None:
+    """The retry names the failed revision by 7 characters of it, as every person's act may."""
     repo = Repo(tmp_path / "repo", prefix)
     first = repo.write("rev-1")
     assert rollout(clients, prefix).sync(first).outcome is RolloutOutcome.APPLIED
-    bad = repo.write("rev-bad", redis=True)  # no controller: the RedisCluster never becomes Ready
+    bad_id = "badc0de" + "5" * 33
+    bad = repo.write(bad_id, redis=True)  # no controller: the RedisCluster never becomes Ready
     assert (
         rollout(clients, prefix, timeout=2).sync(bad, last_good=first).outcome is RolloutOutcome.ROLLED_BACK
     )
     refused = rollout(clients, prefix, timeout=2).sync(bad, last_good=first)
     assert refused.message.startswith("canary: refused: failed before (content): not healthy 2s after apply")
 
-    command = [sys.executable, "-m", "syncer", "retry", "--config", str(agent_config(tmp_path, fleet))]
-    command += ["--cluster", "canary", "--revision", "rev-bad", "--reason", "the webhook is fixed"]
-    command += ["--by", "on-call", "--state-namespace", f"{prefix}-state"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    base = [sys.executable, "-m", "syncer", "retry", "--config", str(agent_config(tmp_path, fleet))]
+    base += ["--cluster", "canary", "--reason", "the webhook is fixed"]
+    base += ["--by", "on-call", "--state-namespace", f"{prefix}-state"]
+    for wrong in ("deadbee", "badc0"):  # names no failure there; too short to name one
+        refused_retry = subprocess.run(
+            [*base, "--revision", wrong], capture_output=True, text=True, timeout=60, check=False
+        )
+        assert refused_retry.returncode == 2, refused_retry
+        assert f"canary records failures or aborts of {bad_id[:12]}" in refused_retry.stderr
+        assert state(clients["canary"], prefix).retry.at == 0.0, "a refused retry records nothing"
+    done = subprocess.run(
+        [*base, "--revision", bad_id[:7]], capture_output=True, text=True, timeout=60, check=False
+    )
     assert done.returncode == 0, done.stderr
-    assert (
-        done.stdout.strip() == "canary: revision rev-bad is tried again at the next pass (asked by on-call)"
+    assert done.stdout.strip() == (
+        f"canary: revision {bad_id[:12]} is tried again at the next pass (asked by on-call)"
     )
 
     tried = rollout(clients, prefix, timeout=2).sync(bad, last_good=first)
     assert tried.outcome is RolloutOutcome.ROLLED_BACK, tried  # applied again, failed again
     canary = state(clients["canary"], prefix)
     assert (canary.retry.revision, canary.retry.by, canary.retry.reason) == (
-        "rev-bad",
+        bad_id,
         "on-call",
         "the webhook is fixed",
     )

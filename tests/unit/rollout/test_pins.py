@@ -7,7 +7,7 @@ import pytest
 
 from syncer.domain.history import HistoryEntry, Outcome
 from syncer.domain.sync_state import ClusterSyncState, Pin
-from syncer.errors import RollbackRefused
+from syncer.errors import RevisionNotNamed, RollbackRefused
 from syncer.rollout.pins import pinned_away, pins_away, rollback_target
 
 A, B, C = "a1" + "0" * 38, "b2" + "0" * 38, "c3" + "0" * 38
@@ -41,7 +41,6 @@ def test_a_revision_applied_there_is_found_by_its_id_or_a_prefix() -> None:
             "eu-1: d400000000000000000000000000000000000000 was never verified and applied there;",
         ),
         (B, "it was only b20000000000 (failed) there"),
-        ("a1", "give at least 7 characters"),
     ],
 )
 def test_anything_else_is_refused_naming_what_the_history_holds(wanted: str, problem: str) -> None:
@@ -52,6 +51,15 @@ def test_anything_else_is_refused_naming_what_the_history_holds(wanted: str, pro
         assert "its history holds, newest first: c30000000000 (applied), a10000000000 (healthy)" in str(
             refused.value
         )
+
+
+def test_a_name_too_short_or_ambiguous_is_refused_by_the_shared_rule_with_the_candidates() -> None:
+    with pytest.raises(RevisionNotNamed, match="give its id or at least 7 hexadecimal characters"):
+        rollback_target("eu-1", HISTORY, "a1")
+    twin = C[:8] + "9" * 32
+    twins = (HistoryEntry(C, outcome=Outcome.APPLIED), HistoryEntry(twin, outcome=Outcome.HEALTHY))
+    with pytest.raises(RevisionNotNamed, match="is ambiguous"):
+        rollback_target("eu-1", twins, C[:8])
 
 
 def test_an_empty_history_holds_nothing_to_roll_back_to() -> None:

@@ -10,7 +10,7 @@ from syncer.config.two_person import TwoPersonRule
 from syncer.domain.gates import Abort, AwaitingPromotion, PromotedBy, Promotion
 from syncer.domain.selectors import LabelSelector
 from syncer.domain.sync_state import ClusterSyncState, RetryRequest, SyncPhase
-from syncer.errors import GateRefused
+from syncer.errors import GateRefused, RevisionNotNamed
 from syncer.rollout import Decision, Wave
 from syncer.rollout.promotion import (
     abort_target,
@@ -67,9 +67,9 @@ def test_people_needed_is_the_most_signers_of_a_cluster_rule_over_the_wave() -> 
 def test_a_promote_must_name_the_waiting_revision() -> None:
     states = {"eu-1": _waiting("eu-1"), "eu-2": _waiting("eu-2"), "us-1": ClusterSyncState("us-1", OLD)}
     assert promotion_target(states, "eu", REV[:7]) == (REV, ("eu-1", "eu-2"))
-    with pytest.raises(GateRefused, match=f"wave eu waits for promote of {REV[:12]}, not {OLD[:12]}"):
+    with pytest.raises(RevisionNotNamed, match=f"wave eu waits for promote of {REV[:12]}, not {OLD[:12]}"):
         promotion_target(states, "eu", OLD[:12])
-    with pytest.raises(GateRefused, match="not 3f2a"):  # too short a prefix names nothing
+    with pytest.raises(RevisionNotNamed, match="'3f2a' does not name"):  # too short a prefix names nothing
         promotion_target(states, "eu", "3f2a")
     with pytest.raises(GateRefused, match="wave us waits for no promotion"):
         promotion_target(states, "us", REV)
@@ -91,7 +91,7 @@ def test_an_abort_names_the_revision_in_flight() -> None:
     }
     assert abort_target(states) == (REV, ("canary", "eu-1"))
     assert abort_target(states, REV[:8]) == (REV, ("canary", "eu-1"))
-    with pytest.raises(GateRefused, match="in flight is"):
+    with pytest.raises(RevisionNotNamed, match="in flight is"):
         abort_target(states, OLD)  # healthy everywhere it is: not in flight
     states["us-1"] = _waiting("us-1", OLD)
     with pytest.raises(GateRefused, match="several revisions are in flight"):
