@@ -15,11 +15,11 @@ from syncer.domain.changeset import FailureCause
 from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import PassEvent, Step
 from syncer.domain.sync_state import FailedRevision, SyncPhase
-from syncer.engine.failures import live_fingerprint
+from syncer.engine.failures import live_fingerprint, refusal_now
 from syncer.engine.rollout_gate import RolloutGate
 from syncer.engine.rollout_model import RolloutOutcome, RolloutReport, WaveReport
 from syncer.rollout import Decision, Wave, phase_after_rollback
-from syncer.rollout.failures import blame, not_blamed
+from syncer.rollout.failures import Refusal, blame, not_blamed
 from syncer.rollout.rollback import rollback_targets
 
 FleetsOf = Callable[[str], DesiredFleet | None]
@@ -39,13 +39,15 @@ def roll_back_wave(
     spared = _record_failures(rollout, wave, fleet, reports[-1])
     reason = "; ".join([reports[-1].reason, *(f"{n}: not blamed: {why}" for n, why in spared.items())])
     owned = tuple(n for n in wave.clusters if rollout.owns(n) and n not in spared)
-    targets = rollback_targets(owned, rollout.states, fleet.revision)
     if decision is not Decision.ROLLBACK:
         return RolloutReport(fleet.revision, RolloutOutcome.HALTED, reports, reason)
+    goods = {s.last_good for n in owned if (s := rollout.states.get(n)) is not None and s.last_good}
+    backs = {revision: fleets(revision) for revision in sorted(goods - {fleet.revision})}
+    targets = rollback_targets(owned, rollout.states, fleet.revision, _refused_now(rollout, owned, backs))
     groups: dict[str, tuple[DesiredFleet, list[str]]] = {}
     outcomes = []
     for name, target in targets.items():
-        back = fleets(target.revision) if target.revision else None
+        back = backs.get(target.revision)
         if back is None or name not in back.clusters:
             why = (
                 target.reason
@@ -108,3 +110,21 @@ def _watching(rollout: RolloutGate, cluster: str, failure: FailedRevision) -> Fa
         return failure
     found = live_fingerprint(rollout.clients[cluster], failure.objects, rollout.options.apply.field_manager)
     return replace(failure, fingerprint=found or "")
+
+
+def _refused_now(
+    rollout: RolloutGate, clusters: tuple[str, ...], backs: dict[str, DesiredFleet | None]
+) -> dict[str, Refusal | None]:
+    """Each cluster's refusal of its own last good revision now (whose desired fleet ``backs``
+    holds), judged as any refusal is (``engine.failures.refusal_now``: by cause, a live failure by
+    its objects' live state)."""
+    found: dict[str, Refusal | None] = {}
+    for name in clusters:
+        state = rollout.states.get(name)
+        if state is None or state.last_good not in backs:
+            continue
+        back = backs[state.last_good]
+        content = back.clusters[name].content_hash if back is not None and name in back.clusters else ""
+        manager = rollout.options.apply.field_manager
+        found[name] = refusal_now(rollout.clients[name], state, state.last_good, content, manager)
+    return found

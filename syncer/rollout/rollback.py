@@ -2,9 +2,12 @@
 
 A cluster is rolled back to the last revision *it* ran healthy, as its own recorded state says:
 never a revision voted by the rest of the fleet, never the revision being rolled back, never one
-that failed on it since. A cluster with no such revision is not rolled back (the wave halts there,
-with the reason). A wave whose clusters all recorded the revision healthy has passed: whatever
-happens to them later is degradation, reported and repaired, never a failed rollout.
+the cluster refuses now because it failed there since (judged by its cause, as every refusal is:
+``syncer.rollout.failures.refusal``; a live failure whose objects changed, or one a person's
+``syncer retry`` covers, no longer stands in the way). A cluster with no such revision is not rolled
+back (the wave halts there, with the reason). A wave whose clusters all recorded the revision
+healthy has passed: whatever happens to them later is degradation, reported and repaired, never a
+failed rollout.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from syncer.domain.sync_state import ClusterSyncState, SyncPhase
+from syncer.rollout.failures import Refusal
 
 
 @dataclass(frozen=True)
@@ -24,25 +28,36 @@ class RollbackTarget:
     reason: str
 
 
-def rollback_target(state: ClusterSyncState, failing: str) -> RollbackTarget:
-    """The revision ``state``'s cluster last ran healthy, unless that is ``failing`` or failed there."""
+def rollback_target(state: ClusterSyncState, failing: str, refused: Refusal | None = None) -> RollbackTarget:
+    """The revision ``state``'s cluster last ran healthy, unless that is ``failing`` or the cluster
+    refuses it now (``refused``: its refusal of its last good revision, as the engine judged it with
+    the live objects a live failure watches)."""
     good = state.last_good
     if not good:
         return RollbackTarget(state.cluster, "", "it never ran a revision healthy")
     if good == failing:
         return RollbackTarget(state.cluster, "", f"the last revision it ran healthy is {failing[:12]} itself")
-    if good in state.bad_revisions:
+    if refused is not None and refused.failure.revision == good:
         return RollbackTarget(
-            state.cluster, "", f"{good[:12]}, the last revision it ran healthy, failed there since"
+            state.cluster,
+            "",
+            f"{good[:12]}, the last revision it ran healthy, failed there since: {refused.why}",
         )
     return RollbackTarget(state.cluster, good, f"last healthy on {good[:12]}")
 
 
 def rollback_targets(
-    clusters: Sequence[str], states: Mapping[str, ClusterSyncState], failing: str
+    clusters: Sequence[str],
+    states: Mapping[str, ClusterSyncState],
+    failing: str,
+    refused: Mapping[str, Refusal | None] | None = None,
 ) -> dict[str, RollbackTarget]:
-    """``rollback_target`` of each of ``clusters`` (a cluster without a state has no target)."""
-    return {name: rollback_target(states.get(name) or ClusterSyncState(name), failing) for name in clusters}
+    """``rollback_target`` of each of ``clusters`` (a cluster without a state has no target);
+    ``refused`` holds each one's refusal of its last good revision now."""
+    return {
+        name: rollback_target(states.get(name) or ClusterSyncState(name), failing, (refused or {}).get(name))
+        for name in clusters
+    }
 
 
 def wave_passed(clusters: Sequence[str], states: Mapping[str, ClusterSyncState], revision: str) -> bool:

@@ -165,6 +165,35 @@ def test_a_conflict_is_a_live_failure_refused_while_it_stands_and_retried_once_t
         assert team(client, prefix)[0] == "git", name
 
 
+def test_a_revision_whose_live_failure_was_resolved_is_a_rollback_target_once_it_ran_healthy(
+    clients: dict[str, ClusterClient], prefix: str, tmp_path: Path
+) -> None:
+    """rev-2 failed on the canary because another manager's object stood in the way; once that was
+    removed, rev-2 ran healthy there. When rev-3 then fails, the canary goes back to rev-2: the
+    failure it remembers of rev-2 is judged by its cause, as the refusal judges it, not by its mere
+    presence."""
+    repo = Repo(tmp_path / "repo", prefix)
+    first = repo.write("rev-1")
+    assert rollout(clients, prefix).sync(first).outcome is RolloutOutcome.APPLIED
+    made_by_hand(clients["canary"], prefix)
+    second = repo.write("rev-2", second=True)
+    assert rollout(clients, prefix).sync(second, last_good=first).outcome is RolloutOutcome.ROLLED_BACK
+    removed_by_hand(clients["canary"], prefix)
+    assert rollout(clients, prefix).sync(second, last_good=first).outcome is RolloutOutcome.APPLIED
+    canary = state(clients["canary"], prefix)
+    assert (canary.last_good, canary.bad_revisions) == ("rev-2", ("rev-2",)), "the failure is remembered"
+
+    third = repo.write("rev-3", second=True, redis=True)  # no controller: never Ready
+    report = rollout(clients, prefix, timeout=2).sync(third, last_good=second)
+    assert report.outcome is RolloutOutcome.ROLLED_BACK, report
+    assert "canary rolled back to rev-2" in report.message, report.message
+    canary = state(clients["canary"], prefix)
+    assert (canary.revision, canary.phase) == ("rev-2", SyncPhase.ROLLED_BACK)
+    assert (
+        team(clients["canary"], prefix) == ("git", ("syncer",)) or team(clients["canary"], prefix)[0] == "git"
+    )
+
+
 def test_only_the_cluster_where_the_revision_failed_remembers_it_not_the_clean_one_of_its_wave(
     clients: dict[str, ClusterClient], prefix: str, tmp_path: Path
 ) -> None:

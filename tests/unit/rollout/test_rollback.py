@@ -1,6 +1,7 @@
 """Rollback targets over every recorded state that can be enumerated: a cluster goes back only to a
-revision it ran healthy itself, never to the revision being rolled back, never to one that failed on
-it since, whatever the rest of the fleet recorded; a passed wave is not a rollout any more."""
+revision it ran healthy itself, never to the revision being rolled back, never to one it refuses now
+because it failed there since (judged by cause, as every refusal is), whatever the rest of the fleet
+recorded; a passed wave is not a rollout any more."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import itertools
 
 import pytest
 
-from syncer.domain.sync_state import ClusterSyncState, FailedRevision, SyncPhase
+from syncer.domain.changeset import FailureCause
+from syncer.domain.sync_state import ClusterSyncState, FailedRevision, RetryRequest, SyncPhase
+from syncer.rollout.failures import refusal
 from syncer.rollout.rollback import rollback_target, rollback_targets, wave_passed
 
 REVISIONS = ("", "a" * 40, "b" * 40, "c" * 40)
@@ -38,20 +41,64 @@ def test_the_space_is_the_whole_product() -> None:
 
 
 @pytest.mark.parametrize("failing", REAL)
-def test_a_target_is_the_clusters_own_last_good_revision_and_never_the_failing_or_a_failed_one(
+def test_a_target_is_the_clusters_own_last_good_revision_and_never_the_failing_or_a_refused_one(
     failing: str,
 ) -> None:
     for state in STATES:
-        target = rollback_target(state, failing)
+        refused = refusal(state, state.last_good, "", None) if state.last_good else None
+        target = rollback_target(state, failing, refused)
         assert target.cluster == state.cluster
         assert target.reason
         if target.revision:
             assert target.revision == state.last_good
             assert target.revision != failing
-            assert target.revision not in state.bad_revisions
+            assert refused is None
         else:
             # No target only when the cluster's own record offers none.
-            assert not state.last_good or state.last_good == failing or state.last_good in state.bad_revisions
+            assert not state.last_good or state.last_good == failing or refused is not None
+
+
+GOOD, FAILING = REAL[0], REAL[1]
+CONTENT, LIVE = FailureCause.CONTENT, FailureCause.LIVE
+
+
+def _failed_on_good(failure: FailedRevision, retry: RetryRequest = RetryRequest()) -> ClusterSyncState:
+    return ClusterSyncState(
+        "eu-1", FAILING, SyncPhase.APPLIED, last_good=GOOD, failures=(failure,), retry=retry
+    )
+
+
+@pytest.mark.parametrize(
+    ("failure", "retry", "live_now", "target"),
+    [
+        (FailedRevision(GOOD, cause=FailureCause.CONTENT, at=1.0), RetryRequest(), None, ""),
+        (FailedRevision(GOOD, cause=FailureCause.CONTENT, at=1.0), RetryRequest(at=2.0), None, GOOD),
+        (
+            FailedRevision(GOOD, cause=FailureCause.LIVE, fingerprint="held", at=1.0),
+            RetryRequest(),
+            "held",
+            "",
+        ),
+        (
+            FailedRevision(GOOD, cause=FailureCause.LIVE, fingerprint="held", at=1.0),
+            RetryRequest(),
+            "moved",
+            GOOD,
+        ),
+        (FailedRevision(GOOD, cause=FailureCause.LIVE, fingerprint="", at=1.0), RetryRequest(), None, GOOD),
+    ],
+    ids=["content", "content-retried", "live-still-in-the-way", "live-resolved", "live-nothing-to-watch"],
+)
+def test_a_failure_of_the_last_good_revision_stands_in_the_way_as_it_refuses_it(
+    failure: FailedRevision, retry: RetryRequest, live_now: str | None, target: str
+) -> None:
+    """The same judgement as the refusal of a revision: a live failure whose objects changed, or any
+    failure a person's retry covers, leaves the last good revision a rollback target."""
+    state = _failed_on_good(failure, retry)
+    found = rollback_target(state, FAILING, refusal(state, GOOD, "", live_now))
+    assert found.revision == target
+    if not target:
+        assert "failed there since: refused: failed before" in found.reason
 
 
 def test_the_rest_of_the_fleet_never_changes_a_clusters_target() -> None:
