@@ -58,7 +58,8 @@ from bench.bench_fleet import Replica, Repo, fleet_files, log, wait_for  # noqa:
 from devfleet import fleet as devfleet  # noqa: E402
 from devfleet.access import install_redis_crd  # noqa: E402
 from devfleet.standin import ReadyStatusStandIn  # noqa: E402
-from syncer.domain.progress import TREATMENTS, Step, WaveState  # noqa: E402
+from syncer.domain.progress import PassEvent, Step  # noqa: E402
+from syncer.domain.rollout_status import WavePhase, advance, initial  # noqa: E402
 from syncer.kube import ClusterClient  # noqa: E402
 
 FIRST_RENDER_GOAL = 0.300
@@ -94,12 +95,12 @@ new MutationObserver(() => {
 
 
 def states_of(step: Step) -> frozenset[str]:
-    """The wave states a logged step may put its wave in (a gate's wait is a bake or not: the log
-    does not say which)."""
+    """The wave states a logged step may put its wave in, as the rollout's status takes it (a
+    gate's wait is for health, a bake or the analysis: the log does not say which)."""
     if step is Step.GATE_WAIT:
-        return frozenset({WaveState.WAITING.value, WaveState.BAKING.value})
-    state = TREATMENTS[step].wave_state
-    return frozenset({state.value}) if state is not None else frozenset()
+        return frozenset(p.value for p in (WavePhase.WAITING_HEALTH, WavePhase.BAKING, WavePhase.ANALYSING))
+    after = advance(initial(["w"]), PassEvent(step, "w")).wave("w").phase
+    return frozenset() if after is WavePhase.PENDING else frozenset({after.value})
 
 
 @dataclass(frozen=True)

@@ -106,11 +106,11 @@ class Agent:
         if not config.guards.empty:
             # A tip that breaks a guard rule is rejected at the gate, planned as the sync would plan it.
             self.gate.judge = RevisionGuard(config.guards, self.fleet_pass.plan_live).require
-        self.reporter = EventReporter(metrics, self.fleet_pass.clients, settings.state_namespace)
+        waves = [wave.name for wave in config.rollout.waves]
+        self.reporter = EventReporter(metrics, self.fleet_pass.clients, settings.state_namespace, waves)
         self.tally = PassTally()
         self.notifier = self._notifier()
         # The fleet page (/ui) follows the same events and the states each pass ends with.
-        waves = [wave.name for wave in config.rollout.waves]
         self.page = FleetPage(waves, config.clusters, lambda: self.gate.current)
         self.fleet_pass.listener = to_all(
             self.reporter, listener, self._tell_tally, self.notifier, self.page.tell

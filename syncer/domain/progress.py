@@ -81,17 +81,6 @@ class Waiting(StrEnum):
     ANALYSIS = "analysis"  # a healthy, baked wave is being judged by its metrics
 
 
-class WaveState(StrEnum):
-    """The state of a wave as ``syncer_wave_state`` shows it."""
-
-    APPLYING = "applying"
-    WAITING = "waiting"
-    BAKING = "baking"
-    DONE = "done"
-    HALTED = "halted"
-    ROLLED_BACK = "rolled-back"
-
-
 @dataclass(frozen=True)
 class PassEvent:
     """One step of a pass. ``wave``/``cluster`` are empty when the step is about the whole wave or
@@ -130,24 +119,16 @@ class PassEvent:
             return self.error or self.reason
         return self.revision if self.treatment.names_revision else ""
 
-    @property
-    def wave_state(self) -> WaveState | None:
-        """The state the event puts its wave in (None: it does not change it)."""
-        if self.step is Step.GATE_WAIT and self.waiting is Waiting.BAKE:
-            return WaveState.BAKING
-        return self.treatment.wave_state if self.wave else None
-
 
 @dataclass(frozen=True)
 class Treatment:
     """How one step is reported: the Kubernetes Event reason (empty: no Event) and whether it is a
-    Warning (also the log level), the wave state it sets in ``syncer_wave_state``, the mark the CLI
+    Warning (also the log level), the mark the CLI
     prints before it (empty: the CLI leaves it to the pass's summary), and whether its text is the
     revision when it has no reason or error; a ``quiet`` step is logged at debug level only."""
 
     event_reason: str = ""
     warning: bool = False
-    wave_state: WaveState | None = None
     mark: str = "-"
     names_revision: bool = False
     quiet: bool = False
@@ -162,29 +143,25 @@ TREATMENTS: Mapping[Step, Treatment] = MappingProxyType(
         Step.STATE_REBUILT: Treatment("StateRebuilt", warning=True),
         Step.STATE_UNSAVED: Treatment(warning=True),
         Step.ALREADY_APPLIED: Treatment(mark="=", names_revision=True),
-        Step.APPLYING: Treatment(wave_state=WaveState.APPLYING, mark="…", names_revision=True),
+        Step.APPLYING: Treatment(mark="…", names_revision=True),
         Step.APPLIED: Treatment("Applied", mark="✓"),
         Step.APPLY_FAILED: Treatment("ApplyFailed", warning=True, mark="✗"),
-        Step.GATE_WAIT: Treatment(wave_state=WaveState.WAITING, mark="·"),
-        Step.GATE_PROCEED: Treatment("WaveHealthy", wave_state=WaveState.DONE, mark="✓"),
+        Step.GATE_WAIT: Treatment(mark="·"),
+        Step.GATE_PROCEED: Treatment("WaveHealthy", mark="✓"),
         # A wave every cluster of which was already recorded healthy on the revision: no Event, so
         # that a pass with nothing to do writes nothing.
-        Step.GATE_STILL_HEALTHY: Treatment(wave_state=WaveState.DONE, mark="="),
-        Step.GATE_HALT: Treatment("RolloutHalted", warning=True, wave_state=WaveState.HALTED, mark="✗"),
-        Step.GATE_ROLLBACK: Treatment("RolloutFailed", warning=True, wave_state=WaveState.HALTED, mark="✗"),
-        Step.ROLLING_BACK: Treatment(
-            "RollingBack", warning=True, wave_state=WaveState.ROLLED_BACK, mark="↺", names_revision=True
-        ),
+        Step.GATE_STILL_HEALTHY: Treatment(mark="="),
+        Step.GATE_HALT: Treatment("RolloutHalted", warning=True, mark="✗"),
+        Step.GATE_ROLLBACK: Treatment("RolloutFailed", warning=True, mark="✗"),
+        Step.ROLLING_BACK: Treatment("RollingBack", warning=True, mark="↺", names_revision=True),
         Step.NOT_OWNER: Treatment(warning=True),
         Step.DRIFT_REPAIRED: Treatment("DriftRepaired", mark="✓"),
         Step.DRIFT_REPAIR_FAILED: Treatment(mark="✗"),
         Step.DRIFT_REPAIR_WAITING: Treatment("DriftRepairWaiting", mark="⏸"),
         Step.CLUSTER_SUSPENDED: Treatment("ClusterSuspended", mark="⏸"),
-        Step.AWAITING_PROMOTION: Treatment("AwaitingPromotion", wave_state=WaveState.WAITING, mark="⏸"),
+        Step.AWAITING_PROMOTION: Treatment("AwaitingPromotion", mark="⏸"),
         Step.PROMOTED: Treatment("WavePromoted", mark="✓"),
-        Step.ROLLOUT_ABORTED: Treatment(
-            "RolloutAborted", warning=True, wave_state=WaveState.HALTED, mark="✗"
-        ),
+        Step.ROLLOUT_ABORTED: Treatment("RolloutAborted", warning=True, mark="✗"),
         Step.CLUSTER_PINNED: Treatment("ClusterPinned", mark="⏸"),
         Step.PIN_UNAVAILABLE: Treatment("PinUnavailable", warning=True, mark="✗", names_revision=True),
         Step.IN_FORCE_WAIT: Treatment(warning=True, mark="⏸", names_revision=True),
@@ -198,7 +175,7 @@ TREATMENTS: Mapping[Step, Treatment] = MappingProxyType(
         Step.FENCED_OUT: Treatment(warning=True, mark="✗"),
         Step.SUPERSEDED: Treatment("RevisionSuperseded", mark="↻", names_revision=True),
         Step.WINDOW_OPEN: Treatment(mark="", quiet=True),
-        Step.WINDOW_CLOSED: Treatment("OutsideMaintenanceWindow", wave_state=WaveState.WAITING, mark="⏸"),
+        Step.WINDOW_CLOSED: Treatment("OutsideMaintenanceWindow", mark="⏸"),
         Step.WINDOW_OVERRIDDEN: Treatment("MaintenanceWindowOverridden", warning=True, mark="!"),
         Step.ROLLOUT_STARTED: Treatment(mark="", names_revision=True),
         Step.ROLLOUT_FINISHED: Treatment(mark="", names_revision=True),

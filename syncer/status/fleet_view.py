@@ -3,8 +3,9 @@ the pass's typed events (``PassEvent``) as they happen and the clusters' recorde
 (``ClusterSyncState``) a pass ends with.
 
 Pure: every function takes the picture so far and returns the next one; nothing here reads a
-cluster, git or a clock, and nothing decides about the rollout. A wave's state is the one
-``PassEvent.wave_state`` gives (the same as ``syncer_wave_state``); no meaning is read out of text.
+cluster, git or a clock, and nothing decides about the rollout. A wave's state is its phase in the
+rollout's status (``syncer.domain.rollout_status``), the same that ``syncer_wave_state`` shows; no
+meaning is read out of text.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from syncer.domain.history import HistoryEntry
-from syncer.domain.progress import PassEvent, Step, Waiting, WaveState
+from syncer.domain.progress import PassEvent, Step
+from syncer.domain.rollout_status import RolloutStatus, WavePhase, WaveStatus, advance
+from syncer.domain.rollout_status import initial as initial_rollout
 from syncer.domain.sync_state import ClusterSyncState
 from syncer.errors import GuardFailure, GuardRejected
 from syncer.status.fleet_detail import (
@@ -26,7 +29,7 @@ from syncer.status.fleet_detail import (
     objects_json,
 )
 
-PENDING = "pending"
+PENDING = WavePhase.PENDING.value
 """The state of a wave no event of the revision rolling out has reached yet."""
 
 # Steps that tell a cluster could not be reached, and the ones after which it answered again.
@@ -70,8 +73,8 @@ class ClusterView:
 
 @dataclass(frozen=True)
 class WaveView:
-    """One wave's column: its state (``PENDING`` or a ``WaveState``), what it waits for, and why it
-    is in that state (a gate's verdict or an error)."""
+    """One wave's column: its phase (a ``WavePhase``), what holds it (a ``HoldCause``, for a held
+    wave), and why it is in that phase (a gate's verdict, the failure and how its rollback ended)."""
 
     name: str
     state: str = PENDING
@@ -101,35 +104,22 @@ class FleetView:
     rolling: RevisionView | None = None
     rejected: RejectionView | None = None
     version: int = 0
+    rollout: RolloutStatus = field(default_factory=RolloutStatus)
 
 
 def initial(waves: Iterable[str], clusters: Iterable[str]) -> FleetView:
     """The picture before any pass: the policy's waves, each pending, and the config's clusters."""
+    rollout = initial_rollout(waves)
     return FleetView(
-        waves=tuple(WaveView(name) for name in waves),
+        waves=tuple(_wave_view(w) for w in rollout.waves),
         clusters={name: ClusterView(name) for name in sorted(clusters)},
+        rollout=rollout,
     )
 
 
-def _with_wave(view: FleetView, wave: WaveView) -> tuple[WaveView, ...]:
-    if any(w.name == wave.name for w in view.waves):
-        return tuple(wave if w.name == wave.name else w for w in view.waves)
-    return (*view.waves, wave)
-
-
-def _wave_of(view: FleetView, name: str) -> WaveView:
-    return next((w for w in view.waves if w.name == name), WaveView(name))
-
-
-def _fold_wave(view: FleetView, event: PassEvent) -> tuple[WaveView, ...]:
-    state = event.wave_state
-    if state is None:
-        return view.waves
-    waiting = event.waiting.value if event.waiting is not None and state is not WaveState.DONE else ""
-    if event.step is Step.WINDOW_CLOSED:
-        waiting = Waiting.WINDOW.value
-    wave = replace(_wave_of(view, event.wave), state=state.value, waiting=waiting, reason=event.detail)
-    return _with_wave(view, wave)
+def _wave_view(wave: WaveStatus) -> WaveView:
+    reason = f"{wave.cause} ({wave.back})" if wave.cause and wave.back else wave.cause or wave.back
+    return WaveView(wave.name, wave.phase.value, wave.hold.value if wave.hold else "", reason)
 
 
 def _fold_cluster(cell: ClusterView, event: PassEvent) -> ClusterView:
@@ -152,29 +142,36 @@ def _fold_cluster(cell: ClusterView, event: PassEvent) -> ClusterView:
 
 
 def fold_event(view: FleetView, event: PassEvent) -> FleetView:
-    """The picture after ``event``: its wave's state and its cluster's cell; a refused tip is the
-    rejected one; an ``APPLYING`` of a revision other than the one in force makes that revision the
-    one rolling out (no longer any refused tip), and resets the waves it has not reached yet to
-    pending."""
-    waves = view.waves
+    """The picture after ``event``: the rollout's status (its waves), its cluster's cell; a refused
+    tip is the rejected one; a revision other than the one in force that starts rolling out (in the
+    rollout's status: a rollback's applies of an older revision do not) is the one rolling out, and
+    no tip is refused any more."""
     rolling = view.rolling
     rejected = view.rejected
     if event.step is Step.REVISION_REJECTED:
         guards = event.cause.verdicts if isinstance(event.cause, GuardRejected) else ()
         rejected = RejectionView(event.revision, event.detail, guards)
-    if event.step is Step.APPLYING and event.revision and (rolling is None or rolling.sha != event.revision):
+    rollout = advance(view.rollout, event)
+    started = rollout.revision if rollout.revision != view.rollout.revision else ""
+    if started and (rolling is None or rolling.sha != started):
         in_force = view.in_force.sha if view.in_force else ""
-        if event.revision != in_force:
-            rolling = RevisionView(event.revision)
+        if started != in_force:
+            rolling = RevisionView(started)
             rejected = None
-            waves = tuple(WaveView(w.name) for w in waves)
-    view = replace(view, waves=waves, rolling=rolling, rejected=rejected)
-    waves = _fold_wave(view, event)
+    waves = tuple(_wave_view(w) for w in rollout.waves) if rollout != view.rollout else view.waves
     clusters = dict(view.clusters)
     if event.cluster:
         cell = clusters.get(event.cluster, ClusterView(event.cluster))
         clusters[event.cluster] = _fold_cluster(cell, event)
-    return replace(view, waves=waves, clusters=clusters, version=view.version + 1)
+    return replace(
+        view,
+        waves=waves,
+        rolling=rolling,
+        rejected=rejected,
+        clusters=clusters,
+        rollout=rollout,
+        version=view.version + 1,
+    )
 
 
 def _cell_of(

@@ -7,7 +7,7 @@ import math
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from syncer.domain.analysis import Measurement
-from syncer.domain.progress import WaveState
+from syncer.domain.rollout_status import RolloutStatus, WavePhase
 
 
 class SyncerMetrics:
@@ -37,8 +37,8 @@ class SyncerMetrics:
         )
         self.wave_state = Gauge(
             "syncer_wave_state",
-            "1 for the state each wave of the current rollout is in.",
-            ["wave", "state"],
+            "1 for the phase each wave of the revision rolling out is in, 0 for the other phases.",
+            ["wave", "state", "revision"],
             registry=r,
         )
         self.cluster_healthy = Gauge(
@@ -157,10 +157,26 @@ class SyncerMetrics:
         self.revision_info.clear()
         self.revision_info.labels(revision=revision).set(1)
 
-    def set_wave(self, wave: str, state: WaveState | str) -> None:
-        """Mark ``wave`` as being in ``state`` (one state per wave at a time)."""
-        for other in WaveState:
-            self.wave_state.labels(wave=wave, state=str(other)).set(1 if other == state else 0)
+    def show_rollout(self, status: RolloutStatus) -> None:
+        """``syncer_wave_state`` as ``status`` has it: one phase per wave, for the revision rolling
+        out only (the series of an earlier revision are removed)."""
+        if not status.revision:
+            return
+        shown = {labels[2] for labels in self._wave_series()}
+        if shown - {status.revision}:
+            self.wave_state.clear()
+        for wave in status.waves:
+            for phase in WavePhase:
+                self.wave_state.labels(wave=wave.name, state=str(phase), revision=status.revision).set(
+                    1 if phase is wave.phase else 0
+                )
+
+    def _wave_series(self) -> list[tuple[str, ...]]:
+        return [
+            tuple(sample.labels[k] for k in ("wave", "state", "revision"))
+            for metric in self.wave_state.collect()
+            for sample in metric.samples
+        ]
 
     def measured(self, wave: str, cluster: str, measurement: Measurement) -> None:
         """Record one measurement of a wave's analysis."""

@@ -1,5 +1,6 @@
-"""Pass events made visible: a log record, the wave's state in ``syncer_wave_state`` and, where the
-step has an Event reason, a Kubernetes Event about each cluster's sync-state ConfigMap.
+"""Pass events made visible: a log record, the rollout's status (``syncer.domain.rollout_status``)
+in ``syncer_wave_state`` and, where the step has an Event reason, a Kubernetes Event about each
+cluster's sync-state ConfigMap.
 
 What each step gets is said once, in ``syncer.domain.progress.TREATMENTS``; this module only carries
 it out. It decides nothing about the rollout.
@@ -8,9 +9,10 @@ it out. It decides nothing about the rollout.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from syncer.domain.progress import PassEvent, Step
+from syncer.domain.rollout_status import advance, initial
 from syncer.kube import KubeApi
 from syncer.kube.events import EventRecorder, Regarding
 from syncer.status.metrics import SyncerMetrics
@@ -33,12 +35,19 @@ class EventReporter:
     """Reports each ``PassEvent``. ``clients`` are the clusters connected so far (a mapping the pass
     keeps adding to); an event about no cluster in particular is written to each of them."""
 
-    def __init__(self, metrics: SyncerMetrics, clients: Mapping[str, KubeApi], state_namespace: str) -> None:
+    def __init__(
+        self,
+        metrics: SyncerMetrics,
+        clients: Mapping[str, KubeApi],
+        state_namespace: str,
+        waves: Sequence[str] = (),
+    ) -> None:
         self.metrics = metrics
         self.clients = clients
         self.state_namespace = state_namespace
         self.recorders: dict[str, EventRecorder] = {}
         self.awaited: dict[str, str] = {}  # the revision each wave's manual gate was last told of
+        self.rollout = initial(waves)  # the policy's waves: ``syncer_wave_state`` projects it
 
     def _recorder(self, cluster: str) -> EventRecorder | None:
         if cluster not in self.recorders:
@@ -100,9 +109,10 @@ class EventReporter:
                 "detail": event.detail,
             },
         )
-        state = event.wave_state
-        if state is not None:
-            self.metrics.set_wave(event.wave, state)
+        rollout = advance(self.rollout, event)
+        if rollout != self.rollout:
+            self.rollout = rollout
+            self.metrics.show_rollout(rollout)
         if treatment.event_reason:
             note = ": ".join(part for part in (event.wave, event.detail) if part)
             targets = [event.cluster] if event.cluster else list(self.clients)

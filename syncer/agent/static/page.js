@@ -3,9 +3,13 @@
 "use strict";
 
 const WAVE_MARKS = {
-  pending: "○", applying: "◔", waiting: "◷", baking: "◑", done: "●", halted: "■", "rolled-back": "↺",
+  pending: "○", applying: "◔", "waiting-health": "◷", baking: "◑", analysing: "◑", "awaiting-promotion": "⏸",
+  held: "⏸", passed: "●", failed: "■", "rolling-back": "↺", aborted: "■",
 };
-const WAITS = { health: "for health", bake: "baking", window: "window closed", suspended: "a cluster is suspended" };
+const HOLDS = {
+  window: "window closed", suspended: "a cluster is suspended", pinned: "a cluster is pinned",
+  "owned-elsewhere": "another replica's clusters",
+};
 const HEALTH_MARKS = { healthy: "✓", progressing: "…", degraded: "✗", missing: "?" };
 const VERDICT_MARKS = {
   running: "…", successful: "✓", failed: "✗", inconclusive: "?", fail: "✗", error: "✗", pass: "✓",
@@ -44,7 +48,7 @@ function describeRejection(rejected) {
 
 function waveState(wave) {
   const mark = WAVE_MARKS[wave.state] || "?";
-  const waiting = wave.waiting && WAITS[wave.waiting] ? ` (${WAITS[wave.waiting]})` : "";
+  const waiting = wave.waiting && HOLDS[wave.waiting] ? ` (${HOLDS[wave.waiting]})` : "";
   return `${mark} ${wave.state}${waiting}`;
 }
 

@@ -1,6 +1,7 @@
 """The fleet page in a real headless chromium, served by a real ``syncer run`` rolling signed
 commits out to the real fleet: the page follows the rollout wave by wave as it happens (no reload),
-shows a failing wave halted with its reason and a cluster it cannot reach as unreachable, renders a
+shows a failing wave failed with its reason, also after its clusters went back to their last good
+revision (and ``syncer_wave_state`` with it), and a cluster it cannot reach as unreachable, renders a
 commit subject and an object name full of markup as text without running any of it, shows a
 cluster's detail (its recorded history, its objects with the last apply's action and health, the
 last change, and the guard verdict of a refused downgrade), is usable by keyboard and at 1280 and
@@ -112,17 +113,17 @@ def test_the_page_follows_a_rollout_wave_by_wave_and_shows_git_text_as_text(
         open_page(browser, proc)
         sha = rig.commit(HOSTILE, "7.2.4")
         eventually(
-            "the page to show the last wave done",
-            lambda: ("us", "done") in wave_states(browser),
+            "the page to show the last wave passed",
+            lambda: ("us", "passed") in wave_states(browser),
             3 * ROLLOUT_TIMEOUT,
         )
         states = wave_states(browser)
         canary = [s for w, s in states if w == "canary"]
         assert canary[canary.index("applying") :][:1] == ["applying"], states
-        assert {"waiting", "baking"} & set(canary[canary.index("applying") :]), states
-        assert first(states, "canary", "applying") < first(states, "canary", "done"), states
-        assert first(states, "canary", "done") < first(states, "eu", "applying"), states
-        assert first(states, "eu", "done") < first(states, "us", "applying"), states
+        assert {"waiting-health", "baking"} & set(canary[canary.index("applying") :]), states
+        assert first(states, "canary", "applying") < first(states, "canary", "passed"), states
+        assert first(states, "canary", "passed") < first(states, "eu", "applying"), states
+        assert first(states, "eu", "passed") < first(states, "us", "applying"), states
 
         eventually("the revision in force", lambda: sha[:12] in text_of(browser, "#in-force"), PAGE_TIMEOUT)
         assert text_of(browser, "#in-force .subject") == HOSTILE
@@ -229,7 +230,7 @@ def add_unreachable_cluster(rig: Rig, name: str) -> None:
 
 
 @pytest.mark.slow
-def test_a_failing_wave_shows_halted_with_its_reason_and_an_unreachable_cluster_as_such(
+def test_a_failing_wave_shows_failed_with_its_reason_after_its_rollback_and_an_unreachable_cluster_as_such(
     rig: Rig, agents: Agents, tmp_path: Path
 ) -> None:
     rig.start_controllers()
@@ -239,19 +240,30 @@ def test_a_failing_wave_shows_halted_with_its_reason_and_an_unreachable_cluster_
         proc = agents.start("agent", rig.args(policy))
         open_page(browser, proc)
         versions = {"canary": "7.2.4", "eu-1": "7.2.4", "us-1": "7.2.4", "gone": "7.2.4"}
-        commit_per_cluster(rig, HOSTILE, versions, hold=("canary",))
+        good = commit_per_cluster(rig, "sessions 7.2.4", versions)
         eventually(
-            "the canary wave halted or rolled back",
-            lambda: {("canary", "halted"), ("canary", "rolled-back")} & set(wave_states(browser)),
+            "the canary wave passed", lambda: ("canary", "passed") in wave_states(browser), ROLLOUT_TIMEOUT
+        )
+        bad = commit_per_cluster(rig, HOSTILE, versions, hold=("canary",))
+        eventually(
+            "the canary wave failed and rolled back",
+            lambda: (
+                f"rolled back to {good[:12]}" in text_of(browser, '.wave[data-wave="canary"] .wave-reason')
+            ),
             3 * ROLLOUT_TIMEOUT,
         )
         canary = browser.find_element(By.CSS_SELECTOR, '.wave[data-wave="canary"]')
-        assert canary.find_element(By.CSS_SELECTOR, ".wave-reason").text
-        assert canary.find_element(By.CSS_SELECTOR, ".wave-state").text.split()[1] in {
-            "halted",
-            "rolled-back",
+        assert canary.get_attribute("data-state") == "failed"
+        assert canary.find_element(By.CSS_SELECTOR, ".wave-state").text.split()[1] == "failed"
+        states = wave_states(browser)
+        assert ("canary", "passed") not in states[first(states, "canary", "failed") :], states
+        samples = proc.metrics()
+        assert samples[f'syncer_wave_state{{revision="{bad}",state="failed",wave="canary"}}'] == 1
+        assert samples[f'syncer_wave_state{{revision="{bad}",state="passed",wave="canary"}}'] == 0
+        assert not [k for k in samples if k.startswith("syncer_wave_state{") and good in k], "older revision"
+        assert "eu" not in {
+            w for w, s in wave_states(browser)[first(states, "canary", "failed") :] if s != "pending"
         }
-        assert "eu" not in {w for w, s in wave_states(browser) if s != "pending"}
 
         gone = '.cluster[data-cluster="gone"]'
         eventually(
@@ -262,7 +274,7 @@ def test_a_failing_wave_shows_halted_with_its_reason_and_an_unreachable_cluster_
         assert browser.find_element(By.CSS_SELECTOR, gone).get_attribute("data-reachable") == "false"
         assert text_of(browser, "#rolling .subject") == HOSTILE
         nothing_ran(browser)
-        screenshots(browser, tmp_path, "halted")
+        screenshots(browser, tmp_path, "failed")
         assert proc.running()
         no_traceback(proc)
 

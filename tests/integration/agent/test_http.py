@@ -13,6 +13,8 @@ from prometheus_client import CollectorRegistry
 
 from syncer.agent.http import POLL_STARTS, AgentServer, Endpoints, HookAnswer
 from syncer.config.settings import HttpSettings
+from syncer.domain.progress import PassEvent, Step, Waiting
+from syncer.domain.rollout_status import advance, initial
 from syncer.status.metrics import SyncerMetrics
 
 pytestmark = pytest.mark.integration
@@ -63,14 +65,24 @@ def test_metrics_are_exported_in_the_prometheus_format(
     metrics.sync_total.labels(result="applied").inc()
     metrics.cluster_healthy.labels(cluster="eu-1").set(1)
     metrics.set_revision("abc123")
-    metrics.set_wave("canary", "baking")
+    baking = advance(initial(["canary", "rest"]), PassEvent(Step.APPLYING, "canary", "c1", "abc123"))
+    metrics.show_rollout(
+        advance(baking, PassEvent(Step.GATE_WAIT, "canary", revision="abc123", waiting=Waiting.BAKE))
+    )
     status, text = request(server, "GET", "/metrics")
     assert status == 200
     assert 'syncer_sync_total{result="applied"} 1.0' in text
     assert 'syncer_cluster_healthy{cluster="eu-1"} 1.0' in text
     assert 'syncer_revision_info{revision="abc123"} 1.0' in text
-    assert 'syncer_wave_state{state="baking",wave="canary"} 1.0' in text
-    assert 'syncer_wave_state{state="done",wave="canary"} 0.0' in text
+    assert 'syncer_wave_state{revision="abc123",state="baking",wave="canary"} 1.0' in text
+    assert 'syncer_wave_state{revision="abc123",state="passed",wave="canary"} 0.0' in text
+    assert 'syncer_wave_state{revision="abc123",state="pending",wave="rest"} 1.0' in text
+    newer = advance(initial(["canary", "rest"]), PassEvent(Step.ROLLOUT_STARTED, "canary", revision="def456"))
+    metrics.show_rollout(newer)
+    _, text = request(server, "GET", "/metrics")
+    waves = [line for line in text.splitlines() if line.startswith("syncer_wave_state{")]
+    assert not [line for line in waves if 'revision="abc123"' in line], "only the revision rolling out"
+    assert 'syncer_wave_state{revision="def456",state="pending",wave="canary"} 1.0' in text
 
 
 def test_readiness_follows_the_agent(served: tuple[AgentServer, Probe, SyncerMetrics]) -> None:

@@ -59,7 +59,7 @@ def test_readers_wake_on_a_change_and_when_the_page_closes() -> None:
     threading.Timer(0.05, page.tell, (PassEvent(Step.GATE_PROCEED, "canary"),)).start()
     newer = page.wait_newer(version, 5)
     assert newer is not None
-    assert newer.waves[0].state == "done"
+    assert newer.waves[0].state == "passed"
     threading.Timer(0.05, page.close).start()
     assert page.wait_newer(newer.version, 5) is None
     assert page.closed

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from syncer.domain.progress import TREATMENTS, PassEvent, Step, Waiting, WaveState, to_all
+from syncer.domain.progress import TREATMENTS, PassEvent, Step, to_all
 
 
 def test_every_step_has_exactly_one_treatment() -> None:
@@ -23,19 +23,6 @@ def test_the_detail_is_the_error_then_the_reason_then_a_named_revision() -> None
     assert PassEvent(Step.GATE_HALT, reason="eu-1: degraded").detail == "eu-1: degraded"
     assert PassEvent(Step.APPLYING, "w", "c", "abc").detail == "abc"
     assert PassEvent(Step.APPLIED, "w", "c", "abc").detail == ""
-
-
-def test_a_bake_is_told_apart_from_a_health_wait_by_its_kind_not_its_text() -> None:
-    baking = PassEvent(Step.GATE_WAIT, "canary", reason="waiting: anything", waiting=Waiting.BAKE)
-    health = PassEvent(Step.GATE_WAIT, "canary", reason="baking: 5s of 10s left", waiting=Waiting.HEALTH)
-    assert baking.wave_state is WaveState.BAKING
-    assert health.wave_state is WaveState.WAITING
-
-
-def test_events_about_no_wave_leave_wave_states_alone() -> None:
-    assert PassEvent(Step.ROLLING_BACK, "canary").wave_state is WaveState.ROLLED_BACK
-    assert PassEvent(Step.REVISION_REJECTED, error="unsigned").wave_state is None
-    assert PassEvent(Step.STATE_REBUILT, cluster="eu-1").wave_state is None
 
 
 def test_to_all_tells_every_listener_in_order() -> None:

@@ -34,21 +34,23 @@ def test_a_rollout_moves_each_wave_through_its_states() -> None:
     view = fold_event(
         view, PassEvent(Step.GATE_WAIT, "canary", waiting=Waiting.HEALTH, reason="1 progressing")
     )
-    assert view.waves[0].state == "waiting"
-    assert view.waves[0].waiting == "health"
+    assert view.waves[0].state == "waiting-health"
+    assert view.waves[0].waiting == "", "only a held wave names what holds it"
     assert view.waves[0].reason == "1 progressing"
     view = fold_event(view, PassEvent(Step.GATE_WAIT, "canary", waiting=Waiting.BAKE))
     assert view.waves[0].state == "baking"
     view = fold_event(view, PassEvent(Step.GATE_PROCEED, "canary"))
     view = fold_event(view, PassEvent(Step.APPLYING, "rest", "c2", NEW))
-    assert states_of(to_json(view)) == {"canary": "done", "rest": "applying"}
+    assert states_of(to_json(view)) == {"canary": "passed", "rest": "applying"}
+    view = fold_event(view, PassEvent(Step.WINDOW_CLOSED, "rest", "c2", NEW, reason="closed until 02:00"))
+    assert (view.waves[1].state, view.waves[1].waiting) == ("held", "window")
 
 
 def test_a_new_revision_rolling_out_starts_every_wave_pending_again() -> None:
     view = initial(["canary", "rest"], ["c1"])
     view = fold_event(view, PassEvent(Step.APPLYING, "canary", "c1", OLD))
     view = fold_event(view, PassEvent(Step.GATE_HALT, "canary", reason="c1 degraded"))
-    assert view.waves[0].state == "halted"
+    assert view.waves[0].state == "failed"
     assert view.waves[0].reason == "c1 degraded"
     view = fold_event(view, PassEvent(Step.APPLYING, "canary", "c1", NEW))
     assert states_of(to_json(view)) == {"canary": "applying", "rest": PENDING}
@@ -62,7 +64,24 @@ def test_a_failed_apply_and_a_rollback_show_on_the_cluster_and_its_wave() -> Non
     view = fold_event(view, PassEvent(Step.ROLLING_BACK, "canary", "c1", OLD))
     assert view.clusters["c1"].last_error == "Invalid: spec.shards"
     assert view.clusters["c1"].phase == "rolling-back"
-    assert view.waves[0].state == "rolled-back"
+    assert view.waves[0].state == "rolling-back"
+    view = fold_event(view, PassEvent(Step.GATE_PROCEED, "canary", revision=OLD, reason="all healthy"))
+    assert view.waves[0].state == "failed", "the rollback's own gate ends the rollback, not the failure"
+    assert view.waves[0].reason == f"apply failed on c1 (rolled back to {OLD[:12]})"
+
+
+def test_a_rollbacks_apply_of_the_older_revision_is_not_a_revision_rolling_out() -> None:
+    view = initial(["canary"], ["c1"])
+    for event in (
+        PassEvent(Step.ROLLOUT_STARTED, "canary", revision=NEW),
+        PassEvent(Step.APPLYING, "canary", "c1", NEW),
+        PassEvent(Step.GATE_ROLLBACK, "canary", revision=NEW, reason="c1 degraded"),
+        PassEvent(Step.ROLLING_BACK, "canary", revision=OLD),
+        PassEvent(Step.APPLYING, "canary", "c1", OLD),
+    ):
+        view = fold_event(view, event)
+    assert view.rolling == RevisionView(NEW)
+    assert view.waves[0].state == "rolling-back"
 
 
 def test_health_and_reachability_come_from_the_events_of_a_cluster() -> None:
