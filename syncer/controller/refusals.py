@@ -286,7 +286,11 @@ def refusals_of(new: Obj, old: Obj | None, *, controller: bool = False) -> list[
     for refusal in REFUSALS:
         if controller and not refusal.controller:
             continue
-        message = refusal.check(new, old)
+        try:
+            message = refusal.check(new, old)
+        except (TypeError, ValueError) as err:
+            # The CRD's schema keeps such values out; an object that still has one is not let by.
+            message = f"{refusal.name}: cannot be judged: {err}"
         if message:
             found.append((refusal.name, message))
     return found

@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from syncer.controller.admission_server import AdmissionServer
-from syncer.controller.model import API_VERSION, KIND, ControllerOptions
+from syncer.controller.model import API_VERSION, KIND, LABEL_INSTANCE, ControllerOptions
 from syncer.controller.refusals import refusals_of
-from syncer.kube import ClusterClient
+from syncer.kube import ApplyOptions, ClusterClient
 from tests.integration.chart.admission_kit import apply, kubectl
 from tests.integration.conftest import FleetHandle
 from tests.integration.controller.kit import condition, controller_running, redis_cluster
@@ -112,6 +112,11 @@ def test_the_webhook_alone_refuses_updates_the_controller_would_stall_on_with_it
     webhook_server: tuple[AdmissionServer, bytes],
 ) -> None:
     legacy = legacy_cluster(kube, namespace)
+    # A downgrade stored while no admission judged it: every pod ran 7.2.5 (status.currentVersion).
+    kube.create(redis_cluster("down", namespace, version="7.0", shards=1))
+    running = {"apiVersion": API_VERSION, "kind": KIND, "status": {"currentVersion": "7.2.5"}}
+    running["metadata"] = {"name": "down", "namespace": namespace}
+    kube.apply_status(running, ApplyOptions(field_manager="test"))
     server, ca = webhook_server
     url = f"https://127.0.0.1:{server.port}/validate/redisclusters"
     admission = chart_admission(("ValidatingWebhookConfiguration",), url=url, ca=ca)
@@ -149,15 +154,19 @@ def test_the_webhook_alone_refuses_updates_the_controller_would_stall_on_with_it
     )
     with controller_running(options):
 
-        def stalled() -> dict[str, Any] | None:
-            obj = kube.get(API_VERSION, KIND, "legacy", namespace)
+        def stalled(name: str) -> dict[str, Any] | None:
+            obj = kube.get(API_VERSION, KIND, name, namespace)
             found = {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or ()}
             return obj if found.get("Stalled", {}).get("status") == "True" else None
 
-        obj = eventually("the controller to stall on the legacy RedisCluster", stalled, 60)
-        assert condition(obj, "Stalled")["reason"] == "InvalidSpec"
-        assert condition(obj, "Stalled")["message"] == APPENDONLY
-        assert "redis.syncer.dev/pvc-retention" in obj["metadata"]["finalizers"]
+        for name, reason in (("legacy", APPENDONLY), ("down", downgrade("7.0", "7.2.5"))):
+            obj = eventually(f"the controller to stall on {name}", lambda n=name: stalled(n), 60)
+            assert condition(obj, "Stalled")["reason"] == "InvalidSpec"
+            assert condition(obj, "Stalled")["message"] == reason
+            assert "redis.syncer.dev/pvc-retention" in obj["metadata"]["finalizers"]
+        assert not kube.list(
+            "apps/v1", "StatefulSet", namespace=namespace, label_selector=f"{LABEL_INSTANCE}=down"
+        ).items
         for item in kube.list(API_VERSION, KIND, namespace=namespace).items:
             kube.delete(API_VERSION, KIND, item["metadata"]["name"], namespace)
         eventually(
@@ -187,6 +196,12 @@ def test_the_policy_alone_refuses_updates_the_controller_would_stall_on_with_its
     passed, stderr = dry_run(fleet, cluster, port)
     assert not passed
     assert RESERVED in stderr
+    # Two refusals at once: the policy names the first of the list it meets.
+    both = redis_cluster("cache", namespace, version="7.2", redisConfig={"port": "1", "appendonly": "no"})
+    passed, stderr = dry_run(fleet, cluster, both)
+    assert not passed
+    assert RESERVED in stderr
+    assert APPENDONLY not in stderr
     assert kube.get(API_VERSION, KIND, "cache", namespace)["spec"].get("redisConfig") is None
 
     check_updates_of_the_kept_legacy_value(fleet, cluster, legacy)

@@ -158,3 +158,10 @@ def test_the_webhook_is_called_for_the_same_requests_the_policy_judges() -> None
     assert f'expression: "{SPEC_CHANGED}"' in text
     assert re.search(r'operations: \["CREATE", "UPDATE"\]', text)
     assert policy_spec()["matchConditions"] == [{"name": "spec-changed", "expression": SPEC_CHANGED}]
+
+
+def test_a_value_the_schema_keeps_out_is_refused_not_a_traceback() -> None:
+    found = refusals_of(cluster(persistence={"size": "nine"}), cluster(persistence={"size": "10Gi"}))
+    assert [name for name, _ in found] == ["storage-shrinks"]
+    assert "cannot be judged" in found[0][1]
+    assert "nine" in found[0][1]
