@@ -1,10 +1,15 @@
-"""Admission of RedisClusters for rules that need other objects than the one being admitted.
+"""The controller's admission webhook for RedisClusters.
 
-The apiserver's ValidatingAdmissionPolicy (shipped in the chart) checks what the object and its old
-version alone can tell. This module answers the admission webhook for what it cannot: a new
-RedisCluster whose child Services would take the name of a Service that exists and is not its own,
-or of a child Service of another RedisCluster of the namespace. The names come from the same code the
-reconciler builds the children with, so the check and the children cannot disagree.
+A create, and an update that changes the spec, is refused with the reason of every refusal of
+``syncer.controller.refusals`` it meets: the list the controller stalls on and the chart's
+ValidatingAdmissionPolicy is generated from, so the webhook alone (without the policy) refuses what
+the controller would not reconcile. An update that leaves the spec alone (labels, annotations, the
+controller's finalizer) is allowed: the controller's verdict on the spec does not change with it.
+
+A create is also refused when its child Services would take the name of a Service that exists and is
+not its own, or of a child Service of another RedisCluster of the namespace: rules that need other
+objects, which no policy can check. The names come from the same code the reconciler builds the
+children with, so the check and the children cannot disagree.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Any
 
 from syncer.controller import children
 from syncer.controller.model import API_VERSION, GROUP, KIND, SpecError, parse
+from syncer.controller.refusals import refusals_of
 from syncer.errors import KubeError
 from syncer.kube import KubeApi
 
@@ -83,16 +89,26 @@ def _sibling_collisions(api: KubeApi, namespace: str, name: str, wanted: tuple[s
 def review_redis_cluster(api: KubeApi, request: Mapping[str, Any]) -> AdmissionVerdict:
     """The verdict on one AdmissionReview request for a RedisCluster.
 
-    Only creates are judged (a name cannot change afterwards); anything else is allowed. A check that
-    cannot read the cluster denies, so that the webhook's failurePolicy (not a guess) decides what
-    happens when the answer is unknown.
+    Creates and updates are judged against the refusals; only creates for Service collisions (a name
+    cannot change afterwards); anything else is allowed. A check that cannot read the cluster denies,
+    so that the webhook's failurePolicy (not a guess) decides what happens when the answer is unknown.
     """
-    if request.get("operation") != "CREATE":
+    operation = request.get("operation")
+    if operation not in ("CREATE", "UPDATE"):
         return AdmissionVerdict(True)
     obj = request.get("object") or {}
+    old = request.get("oldObject") if operation == "UPDATE" else None
     meta = obj.get("metadata") or {}
     name = str(meta.get("name") or "")
     namespace = str(meta.get("namespace") or request.get("namespace") or "")
+    if old is not None and obj.get("spec") == old.get("spec"):
+        return AdmissionVerdict(True)
+    refused = refusals_of(obj, old)
+    if refused:
+        listed = "; ".join(message for _, message in refused)
+        return AdmissionVerdict(False, f"RedisCluster {namespace}/{name}: {listed}", 422)
+    if operation == "UPDATE":
+        return AdmissionVerdict(True)
     try:
         wanted = child_service_names(obj)
     except SpecError as err:

@@ -6,12 +6,12 @@ into the object.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from syncer.config.settings import LeaseSettings
+from syncer.controller.refusals import refusals_of
 from syncer.domain.durations import parse_duration
 
 GROUP = "redis.syncer.dev"
@@ -41,24 +41,6 @@ EXPORTER_PORT = 9121
 DEFAULT_IMAGE_REPOSITORY = "redis"
 DEFAULT_EXPORTER_IMAGE = "oliver006/redis_exporter:v1.62.0"
 DEFAULT_VOLUME_SIZE = "1Gi"
-
-_CONFIG_KEY = re.compile(r"^[a-z][a-z0-9-]*$")
-# Directives the controller sets itself: overriding them would break the cluster it manages.
-RESERVED_DIRECTIVES = frozenset(
-    {
-        "port", "tls-port", "cluster-enabled", "cluster-config-file", "dir", "bind", "daemonize",
-        "include", "requirepass", "masterauth", "tls-cert-file", "tls-key-file", "tls-ca-cert-file",
-        "tls-cluster", "tls-replication", "cluster-announce-ip", "pidfile", "logfile",
-    }
-)  # fmt: skip
-# Directives a spec may state only with the value the controller sets, and why.
-REQUIRED_VALUES = {
-    "appendonly": (
-        "yes",
-        "without the append-only file a master whose container restarts in place comes back empty as "
-        "the same node, before Redis fails it over, and its replicas copy the empty dataset",
-    ),
-}
 
 
 class SpecError(ValueError):
@@ -159,13 +141,6 @@ def _strategy(raw: Mapping[str, Any]) -> Strategy:
 def _redis_config(raw: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     pairs = []
     for key, value in sorted(raw.items()):
-        if not _CONFIG_KEY.match(key):
-            raise SpecError(f"redisConfig: {key!r} is not a redis.conf directive name")
-        if key in RESERVED_DIRECTIVES:
-            raise SpecError(f"redisConfig: {key!r} is set by the controller and cannot be overridden")
-        if key in REQUIRED_VALUES and str(value).strip().lower() != REQUIRED_VALUES[key][0]:
-            needed, why = REQUIRED_VALUES[key]
-            raise SpecError(f"redisConfig: {key} must be {needed!r} (or left out): {why}")
         if "\n" in str(value) or "\r" in str(value):
             raise SpecError(f"redisConfig: the value of {key!r} spans lines")
         pairs.append((key, str(value)))
@@ -173,11 +148,15 @@ def _redis_config(raw: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
 
 
 def parse(obj: Mapping[str, Any]) -> ClusterSpec:
-    """The defaulted spec of a RedisCluster object; ``SpecError`` when it cannot be reconciled."""
+    """The defaulted spec of a RedisCluster object; ``SpecError`` when it cannot be reconciled: one of
+    the refusals (``syncer.controller.refusals``) the controller judges, with their reasons."""
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     if not spec.get("version"):
         raise SpecError("spec.version is required")
+    refused = refusals_of(obj, obj, controller=True)
+    if refused:
+        raise SpecError("; ".join(message for _, message in refused))
     persistence = _section(spec, "persistence")
     exporter = _section(spec, "exporter")
     pdb = _section(spec, "podDisruptionBudget")

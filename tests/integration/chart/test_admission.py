@@ -11,12 +11,8 @@ a certificate minted for 127.0.0.1.
 
 from __future__ import annotations
 
-import base64
 import socket
-import subprocess
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +20,12 @@ import pytest
 import yaml
 
 from devfleet.pki import CertificateAuthority
-from syncer.controller.admission_server import AdmissionOptions, AdmissionServer, start_admission_server
+from syncer.controller.admission_server import AdmissionServer
 from syncer.controller.model import API_VERSION, KIND
 from syncer.errors import Invalid
 from syncer.kube import ApplyOptions, ClusterClient
-from tests.integration.chart.kit import agent_values, only, render
+from tests.integration.chart.admission_kit import apply, kubectl, refused_once_in_force
+from tests.integration.chart.kit import only
 from tests.integration.conftest import FleetHandle
 from tests.integration.controller.kit import redis_cluster
 from tests.support.waiting import eventually
@@ -46,70 +43,6 @@ SHARDS_MESSAGE = (
     "spec.shards may go down only when the remaining shards can hold the data: shards times"
     " resources.limits.memory must not go down (and memory limits must be set on both versions)"
 )
-
-
-def kubectl(
-    fleet: FleetHandle, cluster: str, *args: str, stdin: str = ""
-) -> subprocess.CompletedProcess[str]:
-    argv = ["kubectl", "--kubeconfig", str(fleet.kubeconfig), "--context", cluster, *args]
-    return subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=60, check=False)
-
-
-def apply(fleet: FleetHandle, cluster: str, *objects: dict[str, Any]) -> subprocess.CompletedProcess[str]:
-    """``kubectl apply -f -`` of the objects, as a person would apply a file."""
-    return kubectl(fleet, cluster, "apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
-
-
-@dataclass
-class Admission:
-    """The chart's admission objects applied for one test namespace."""
-
-    objects: list[dict[str, Any]]
-    applied: list[dict[str, Any]]
-
-
-@pytest.fixture
-def chart_admission(fleet: FleetHandle, cluster: str, namespace: str, tmp_path: Path) -> Iterator[Any]:
-    """``chart_admission(kinds, **webhook_values)`` renders the chart for ``namespace`` and applies its
-    objects of ``kinds``; a ValidatingWebhookConfiguration gets ``url`` and ``ca`` as clientConfig."""
-    applied: list[dict[str, Any]] = []
-
-    def _apply(kinds: tuple[str, ...], url: str = "", ca: bytes = b"", **webhook: Any) -> Admission:
-        values = agent_values(
-            controller={"watchNamespace": namespace},
-            admission={"webhook": {"timeoutSeconds": 2, **webhook}},
-        )
-        objects = render(tmp_path, values, release=f"adm-{namespace[-8:]}", namespace=namespace)
-        chosen = [o for o in objects if o["kind"] in kinds]
-        for obj in chosen:
-            if obj["kind"] == "ValidatingWebhookConfiguration":
-                obj["webhooks"][0]["clientConfig"] = {"url": url, "caBundle": base64.b64encode(ca).decode()}
-        done = apply(fleet, cluster, *chosen)
-        assert done.returncode == 0, done.stderr
-        applied.extend(chosen)
-        return Admission(objects, chosen)
-
-    yield _apply
-    if applied:
-        done = kubectl(
-            fleet, cluster, "delete", "--ignore-not-found", "-f", "-", stdin=yaml.safe_dump_all(applied)
-        )
-        assert done.returncode == 0, done.stderr
-
-
-def refused_once_in_force(fleet: FleetHandle, cluster: str, obj: dict[str, Any], message: str) -> str:
-    """The refusal of ``kubectl apply`` of ``obj``, once a server-side dry-run create (which runs
-    admission and stores nothing) shows the new policy or webhook is loaded (that takes a moment)."""
-
-    def in_force() -> bool:
-        done = kubectl(fleet, cluster, "create", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump(obj))
-        return done.returncode != 0 and message in done.stderr
-
-    eventually(f"the apiserver to refuse with {message!r}", in_force, 30, every=0.5)
-    done = apply(fleet, cluster, obj)
-    assert done.returncode != 0, done.stdout
-    assert message in done.stderr
-    return done.stderr
 
 
 def test_the_policy_refuses_invalid_redis_clusters_with_its_message(
@@ -236,27 +169,6 @@ def test_the_policy_refuses_a_downgrade_unless_the_annotation_names_the_version(
         kube.close()
 
 
-@pytest.fixture
-def webhook_server(
-    fleet: FleetHandle, cluster: str, tmp_path: Path
-) -> Iterator[tuple[AdmissionServer, bytes]]:
-    """The controller's admission server on a free loopback port, with a certificate for 127.0.0.1."""
-    ca = CertificateAuthority.create(tmp_path / "ca", "webhook-ca")
-    certs = tmp_path / "certs"
-    certs.mkdir()
-    pair = ca.issue(certs / "tls", "webhook", server_ips=("127.0.0.1",))
-    assert (pair.cert, pair.key) == (certs / "tls.crt", certs / "tls.key")
-    kube = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), cluster)
-    server, thread = start_admission_server(kube, AdmissionOptions(certs, port=0, host="127.0.0.1"))
-    try:
-        yield server, ca.cert_path.read_bytes()
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
-        kube.close()
-
-
 def test_the_webhook_refuses_child_service_collisions(
     fleet: FleetHandle,
     cluster: str,
@@ -271,7 +183,7 @@ def test_the_webhook_refuses_child_service_collisions(
     assert (hook["failurePolicy"], hook["timeoutSeconds"], hook["rules"][0]["operations"]) == (
         "Fail",
         2,
-        ["CREATE"],
+        ["CREATE", "UPDATE"],
     )
 
     # Someone else's Service named like the RedisCluster's client Service.
@@ -293,7 +205,7 @@ def test_the_webhook_refuses_child_service_collisions(
     assert done.returncode != 0
     assert f"RedisCluster {namespace}/orders makes a Service named orders-headless too" in done.stderr
 
-    # Updates are not judged: the existing RedisCluster can still be changed.
+    # An update is not judged for collisions (a name cannot change): the RedisCluster can be changed.
     assert apply(fleet, cluster, redis_cluster("orders", namespace, version="7.4.1")).returncode == 0
 
 
