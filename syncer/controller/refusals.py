@@ -9,7 +9,9 @@ Each refusal judges the object as it would be (``new``) against the object as it
 stored object on an update, None on a create). The controller has no old version of the spec; it
 passes the object itself, whose status says what the cluster runs. A refusal that needs the old spec
 (storage that shrinks, fewer shards) cannot be judged by the controller (``controller`` False): the
-apiserver or Redis meets such a change later, and admission is where it is refused.
+apiserver or Redis meets such a change later, and admission is where it is refused. A downgrade is
+admission's alone too: the controller carries out the version a rollback puts back, which a person
+may also allow at admission with the annotation.
 
 What the CRD's schema refuses (durations, line breaks in a redisConfig value, a rollout step with
 both pods and percent) is not repeated here: the apiserver refuses it on every create and update.
@@ -258,6 +260,10 @@ REFUSALS: tuple[Refusal, ...] = (
         "'spec.version ' + object.spec.version + ' is a downgrade from ' + variables.runningText"
         " + ': a Redis server may not load the data files of a newer one; to downgrade anyway, set the'"
         f" + ' annotation {ANNOTATION_ALLOW_DOWNGRADE}: \"' + object.spec.version + '\"'",
+        # Admission only: a rollback puts a cluster back on the version it ran before, and a
+        # controller that stalled on it would leave a failed upgrade with no way back where no
+        # admission judged the change (a person who asks for it at admission is told why).
+        controller=False,
     ),
     Refusal(
         "storage-shrinks",

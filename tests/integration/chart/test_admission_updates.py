@@ -17,7 +17,7 @@ import yaml
 from syncer.controller.admission_server import AdmissionServer
 from syncer.controller.model import API_VERSION, KIND, LABEL_INSTANCE, ControllerOptions
 from syncer.controller.refusals import refusals_of
-from syncer.kube import ApplyOptions, ClusterClient
+from syncer.kube import ClusterClient
 from tests.integration.chart.admission_kit import apply, kubectl
 from tests.integration.conftest import FleetHandle
 from tests.integration.controller.kit import condition, controller_running, redis_cluster
@@ -170,11 +170,6 @@ def test_the_webhook_judges_kept_legacy_values_and_the_controller_stalls_with_th
     webhook_server: tuple[AdmissionServer, bytes],
 ) -> None:
     legacy = legacy_cluster(kube, namespace)
-    # A downgrade stored while no admission judged it: every pod ran 7.2.5 (status.currentVersion).
-    kube.create(redis_cluster("down", namespace, version="7.0", shards=1))
-    running = {"apiVersion": API_VERSION, "kind": KIND, "status": {"currentVersion": "7.2.5"}}
-    running["metadata"] = {"name": "down", "namespace": namespace}
-    kube.apply_status(running, ApplyOptions(field_manager="test"))
     server, ca = webhook_server
     url = f"https://127.0.0.1:{server.port}/validate/redisclusters"
     chart_admission(("ValidatingWebhookConfiguration",), url=url, ca=ca)
@@ -201,13 +196,13 @@ def test_the_webhook_judges_kept_legacy_values_and_the_controller_stalls_with_th
             found = {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or ()}
             return obj if found.get("Stalled", {}).get("status") == "True" else None
 
-        for name, reason in (("legacy", APPENDONLY), ("down", downgrade("7.0", "7.2.5"))):
+        for name, reason in (("legacy", APPENDONLY),):
             obj = eventually(f"the controller to stall on {name}", lambda n=name: stalled(n), 60)
             assert condition(obj, "Stalled")["reason"] == "InvalidSpec"
             assert condition(obj, "Stalled")["message"] == reason
             assert "redis.syncer.dev/pvc-retention" in obj["metadata"]["finalizers"]
         assert not kube.list(
-            "apps/v1", "StatefulSet", namespace=namespace, label_selector=f"{LABEL_INSTANCE}=down"
+            "apps/v1", "StatefulSet", namespace=namespace, label_selector=f"{LABEL_INSTANCE}=legacy"
         ).items
         for item in kube.list(API_VERSION, KIND, namespace=namespace).items:
             kube.delete(API_VERSION, KIND, item["metadata"]["name"], namespace)
