@@ -8,11 +8,12 @@ master pauses its writes for the manual failover, nobody is elected, and Redis d
 after five seconds.
 
 Owns: the record of elections (``ElectionLog``: each failover the controller asked for, and each
-promotion seen in a node's own ``CLUSTER NODES`` line -- a replica at the last look is a master
-serving slots now -- so elections Redis held on its own count too), the pure decision (``failover_wait``,
-``order_heirs``), and reading what the decision needs from Redis (``heir_order``: node ids and
-``cluster-node-timeout``). The record lives in the controller's process: a controller that starts
-learns of elections from the config epochs it sees change from then on.
+election a node's ``CLUSTER INFO`` shows it started since the last look -- its count of failover
+auth requests sent went up -- so elections Redis held on its own, or lost, count too), the pure
+decision (``failover_wait``, ``order_heirs``), and reading what the decision needs from Redis
+(``heir_wait``, ``heir_order``: node ids and ``cluster-node-timeout``). Redis keeps no time of an
+election; the record lives in the controller's process, and a controller that starts counts every
+node that has sent any request as elected at its first look (it cannot know when).
 
 Must not: change the Redis cluster.
 """
@@ -118,29 +119,38 @@ class ElectionLog:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._elections: list[Election] = []
-        # node id -> (replica?, master id, when) at the last look at its own line.
-        self._seen: dict[str, tuple[bool, str, float]] = {}
+        # node id -> (replica?, master id, auth requests sent, when) at the last look.
+        self._seen: dict[str, tuple[bool, str, int, float]] = {}
 
     def asked(self, winner: str, former: str, at: float) -> None:
         """The controller asked ``winner`` to take over from ``former`` (an election starts)."""
         with self._lock:
-            self._elections.append(Election(at, winner, former))
-            self._prune(at)
+            self._add(Election(at, winner, former))
 
-    def observe(self, me: ClusterNodeEntry, at: float) -> None:
-        """A node's own CLUSTER NODES line at ``at``: a replica at the last look that is now a master
-        serving slots won an election in between (its former master: the one it followed). Counted
-        at ``at`` unless the controller's own request since the last look already is. The config
-        epoch tells nothing here: a replica's line shows its master's."""
+    def observe(self, me: ClusterNodeEntry, requests: int, at: float) -> None:
+        """A node's own CLUSTER NODES line and the failover auth requests it has sent since it started
+        (``CLUSTER INFO``), at ``at``: more requests than at the last look means it started an
+        election in between, won or not (for the master it followed then), counted at ``at`` unless
+        the controller's own request since the last look already is. At the first look, a node that
+        has sent any started an election at an unknown time since it started: counted at ``at``,
+        as if it were recent (a controller that starts does not know when). Config epochs do not
+        tell: a replica's line shows its master's."""
         with self._lock:
             before = self._seen.get(me.node_id)
-            self._seen[me.node_id] = (me.is_replica, me.master_id, at)
-            if before is None or not before[0] or not me.is_master or not me.slots:
+            self._seen[me.node_id] = (me.is_replica, me.master_id, requests, at)
+            if before is None:
+                if requests > 0:
+                    self._add(Election(at, me.node_id, me.master_id if me.is_replica else ""))
                 return
-            if any(e.winner == me.node_id and e.at >= before[2] for e in self._elections):
+            if requests <= before[2]:
+                return  # nothing new, or the server restarted (its count, like its window, anew)
+            if any(e.winner == me.node_id and e.at >= before[3] for e in self._elections):
                 return
-            self._elections.append(Election(at, me.node_id, before[1]))
-            self._prune(at)
+            self._add(Election(at, me.node_id, before[1] if before[0] else me.master_id))
+
+    def _add(self, election: Election) -> None:
+        self._elections.append(election)
+        self._prune(election.at)
 
     def history(self) -> tuple[Election, ...]:
         with self._lock:
@@ -149,7 +159,7 @@ class ElectionLog:
     def _prune(self, now: float) -> None:
         self._elections = [e for e in self._elections if now - e.at < FORGET_AFTER]
         if len(self._seen) > 10000:
-            self._seen = {k: v for k, v in self._seen.items() if now - v[2] < FORGET_AFTER}
+            self._seen = {k: v for k, v in self._seen.items() if now - v[3] < FORGET_AFTER}
 
 
 ELECTIONS = ElectionLog()

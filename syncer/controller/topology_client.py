@@ -213,5 +213,5 @@ def observe(conns: Connections, node: RedisNode) -> NodeView:
         return NodeView(node, error=f"{node}: {err}")
     me = next((e for e in entries if e.is_myself), None)
     if me is not None:
-        ELECTIONS.observe(me, time.monotonic())  # the failover-auth windows (``elections``)
+        ELECTIONS.observe(me, info.auth_requests_sent, time.monotonic())  # failover-auth windows
     return NodeView(node, info=info, entries=entries)

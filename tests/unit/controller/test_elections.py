@@ -65,25 +65,35 @@ def me(node_id: str, flags: str, master: str, epoch: int, slots: str = "") -> Cl
     return parse_cluster_nodes(line.rstrip())[0]
 
 
-def test_a_replica_seen_next_as_a_master_serving_slots_won_an_election_from_its_former_master() -> None:
+def test_more_auth_requests_sent_since_the_last_look_is_an_election_for_the_master_followed_then() -> None:
     log = ElectionLog()
-    log.observe(me("r0", "slave", "m", 1), 10.0)
-    log.observe(me("r0", "master", "-", 7, "0-8191"), 11.0)  # promoted
-    log.observe(me("r0", "master", "-", 7, "0-8191"), 12.0)  # nothing new
+    log.observe(me("r0", "slave", "m", 1), 0, 10.0)
+    log.observe(me("r0", "master", "-", 7, "0-8191"), 5, 11.0)  # won
+    log.observe(me("r0", "master", "-", 7, "0-8191"), 5, 12.0)  # nothing new
     assert log.history() == (Election(11.0, "r0", "m"),)
+    # Promoted and demoted again between two looks, or an election lost: the count still tells.
+    log.observe(me("r1", "slave", "m", 2), 0, 10.0)
+    log.observe(me("r1", "slave", "m", 9), 4, 11.0)
+    assert log.history()[-1] == Election(11.0, "r1", "m")
 
 
-def test_epochs_a_reset_and_a_first_look_are_no_election_nor_one_the_controller_recorded() -> None:
+def test_a_node_that_sent_requests_before_the_first_look_counts_as_elected_at_that_look() -> None:
+    log = ElectionLog()
+    log.observe(me("r0", "slave", "m", 1), 5, 30.0)  # a controller that just started cannot know when
+    log.observe(me("r1", "slave", "m", 1), 0, 30.0)
+    assert log.history() == (Election(30.0, "r0", "m"),)
+
+
+def test_epochs_a_restart_and_the_controllers_own_request_are_not_counted_again() -> None:
     log = ElectionLog()
     # A replica's line shows its master's epoch: the master winning or taking a slot raises it.
-    log.observe(me("r1", "slave", "m", 2), 10.0)
-    log.observe(me("r1", "slave", "m", 9), 11.0)
-    log.observe(me("m", "master", "-", 3, "0-10"), 10.0)  # first look: no baseline
-    log.observe(me("m", "master", "-", 8, "0-10"), 11.0)
-    log.observe(me("r2", "slave", "m", 2), 10.0)
-    log.observe(me("r2", "master", "-", 0), 11.0)  # reset on its way out: a master with no slot
-    assert log.history() == ()
-    log.observe(me("r0", "slave", "m", 1), 20.0)
+    log.observe(me("r1", "slave", "m", 2), 3, 10.0)
+    log.observe(me("r1", "slave", "m", 9), 3, 11.0)
+    log.observe(me("r1", "slave", "m", 9), 0, 12.0)  # the server restarted: its count starts anew
+    log.observe(me("r1", "slave", "m", 9), 0, 13.0)
+    assert log.history() == (Election(10.0, "r1", "m"),)  # the first look only
+    log.observe(me("r0", "slave", "m", 1), 0, 20.0)
     log.asked("r0", "m", 20.5)
-    log.observe(me("r0", "master", "-", 9, "0-10"), 21.0)
-    assert log.history() == (Election(20.5, "r0", "m"),)
+    log.observe(me("r0", "master", "-", 9, "0-10"), 5, 21.0)
+    assert log.history()[-1] == Election(20.5, "r0", "m")
+    assert len(log.history()) == 2
