@@ -1,11 +1,11 @@
 """Redis-level health between reconciles: each watched cluster's servers asked at a short interval.
 
 Owns: probing every member of each watched RedisCluster (CLUSTER INFO and CLUSTER NODES with a short
-socket timeout), judging one round (``judge_round``: a member that says ``cluster_state:fail``, a
-master that serves slots and does not answer), the hysteresis that turns rounds into an outage
-(``Debounced``), waking its caller when the outage starts, changes reason or ends, and a
-reconcile's look at Redis with the watch on (``look``: which members are watched, and no converging
-pass while a master does not answer).
+socket timeout), judging one round (``judge_round``: a master that serves slots and does not answer,
+a member that says ``cluster_state:fail``, a replica -- or any other member -- that does not
+answer), the hysteresis that turns rounds into an outage (``Debounced``), waking its caller when the
+outage starts, changes reason or ends, and a reconcile's look at Redis with the watch on (``look``:
+which members are watched, and no converging pass while a master does not answer).
 
 Must not: change the Redis cluster, write to Kubernetes or decide the status; the reconciler reads
 ``HealthWatch.outage`` and writes the status itself.
@@ -30,6 +30,7 @@ log = logging.getLogger("syncer.controller")
 
 MASTER_UNREACHABLE = "MasterUnreachable"
 CLUSTER_STATE_FAIL = "ClusterStateFail"
+REPLICA_UNREACHABLE = "ReplicaUnreachable"
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,9 @@ def judge_round(views: Sequence[NodeView], timeout: float) -> TopologyVerdict | 
 
     A master serves slots in the freshest answering view (highest current epoch) and does not answer:
     ``MasterUnreachable`` (its slots take no writes). A member answers ``cluster_state`` other than ok:
-    ``ClusterStateFail``. Nobody answering at all counts as unreachable masters.
+    ``ClusterStateFail``. Any other member does not answer -- a replica, or a master that serves no
+    slot (one Redis failed over): ``ReplicaUnreachable`` naming it (its shard has one copy fewer and
+    no stand-in for a failover). Nobody answering at all counts as unreachable masters.
     """
     answering = [v for v in views if v.info is not None and not v.error]
     silent = {str(v.node): v for v in views if v.error}
@@ -86,7 +89,29 @@ def judge_round(views: Sequence[NodeView], timeout: float) -> TopologyVerdict | 
         names = ", ".join(str(v.node) for v in failing)
         state = failing[0].info.state if failing[0].info is not None else "?"
         return TopologyVerdict(False, f"cluster_state:{state} on {names}", CLUSTER_STATE_FAIL)
+    if silent:
+        return _replicas_down(reference, silent, timeout)
     return None
+
+
+def _replicas_down(reference: NodeView, silent: Mapping[str, NodeView], timeout: float) -> TopologyVerdict:
+    """``ReplicaUnreachable`` for the members in ``silent`` (none of them a master serving slots),
+    each named with its role as ``reference`` sees it."""
+    by_id = {e.node_id: e for e in reference.entries}
+    by_address = {e.address: e for e in reference.entries}
+    named = []
+    for address in sorted(silent):
+        entry = by_address.get(address)
+        if entry is not None and entry.is_replica:
+            master = by_id.get(entry.master_id)
+            named.append(f"replica {address} of {master.address if master else entry.master_id or '?'}")
+        elif entry is not None and entry.is_master:
+            named.append(f"master {address} serving no slot")
+        else:
+            named.append(f"member {address}")
+    first = silent[sorted(silent)[0]].error
+    message = f"{', '.join(named)} does not answer within {timeout:g}s ({first})"
+    return TopologyVerdict(False, message, REPLICA_UNREACHABLE)
 
 
 @dataclass(frozen=True)

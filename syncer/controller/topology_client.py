@@ -1,7 +1,8 @@
 """redis-py connections for topology management: one client per node, errors named by node.
 
 Owns: opening (with the options' password and socket timeouts, no retries), running one CLUSTER
-command and translating redis-py errors into ``TopologyError``; reading one node's view. Every command,
+command and translating redis-py errors into ``TopologyError``; reading one node's view (its own line
+feeds the record of elections, ``elections.ELECTIONS``). Every command,
 pipeline and new connection passes the options' fence: before a connection is made or made again,
 once its socket is open and before its handshake (AUTH, HELLO, CLIENT SETNAME) is sent, and right
 before the command is sent. A controller that lost its Lease sends nothing more (``FencedOut``), not
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -31,6 +33,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from syncer.controller.elections import ELECTIONS
 from syncer.controller.topology_model import NodeView, RedisNode, TopologyError, TopologyOptions
 from syncer.controller.topology_parse import parse_cluster_info, parse_cluster_nodes
 from syncer.errors import FencedOut
@@ -208,4 +211,7 @@ def observe(conns: Connections, node: RedisNode) -> NodeView:
         return NodeView(node, error=str(err), unreachable=err.unreachable)
     except ValueError as err:
         return NodeView(node, error=f"{node}: {err}")
+    me = next((e for e in entries if e.is_myself), None)
+    if me is not None:
+        ELECTIONS.observe(me, info.auth_requests_sent, time.monotonic())  # failover-auth windows
     return NodeView(node, info=info, entries=entries)

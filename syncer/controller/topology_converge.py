@@ -82,6 +82,7 @@ class _Pass:
 
     def finish(self, resharder: Resharder) -> None:
         self.problems.extend(resharder.errors)
+        self.events.extend(resharder.notes)
         self.keys_moved += resharder.keys_moved
 
 
@@ -311,7 +312,7 @@ def _hand_over(
         me = views[node].myself
         if me is None or not me.is_master or not me.slots or ids[node] not in kept_replicas:
             continue
-        heir = next((h for h in kept_replicas[ids[node]] if resharder.failover(h, node)), None)
+        heir = resharder.hand_over(kept_replicas[ids[node]], node)
         if heir is None:
             ok = False
             continue

@@ -195,6 +195,8 @@ class ClusterInfo:
     size: int = 0
     current_epoch: int = 0
     my_epoch: int = 0
+    # Failover auth requests this node sent since it started (one per node asked, each election).
+    auth_requests_sent: int = 0
 
 
 def parse_cluster_info(text: str) -> ClusterInfo:
@@ -223,6 +225,7 @@ def parse_cluster_info(text: str) -> ClusterInfo:
         size=number("cluster_size"),
         current_epoch=number("cluster_current_epoch"),
         my_epoch=number("cluster_my_epoch"),
+        auth_requests_sent=number("cluster_stats_messages_auth-req_sent"),
     )
 
 

@@ -20,6 +20,7 @@ import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
+from syncer.controller.elections import ELECTIONS, heir_order, heir_wait
 from syncer.controller.topology_client import Connections
 from syncer.controller.topology_model import RedisNode, TopologyError, TopologyOptions
 from syncer.controller.topology_parse import ClusterNodeEntry, parse_cluster_nodes, replication_state
@@ -28,9 +29,14 @@ from syncer.controller.topology_plan import Move, SlotFix
 # Redis drops a manual failover it could not complete in five seconds; ask again after this long.
 MANUAL_FAILOVER_WINDOW = 6.0
 
+FAILOVER_AUTH_WINDOW = "FailoverAuthWindow"
+"""The reason of the Event that tells a failover waited for, or went around, Redis' election window."""
+
 
 class Resharder:
-    """Commands that change a formed cluster; ``actions`` records each change, ``errors`` each failure.
+    """Commands that change a formed cluster; ``actions`` records each change, ``errors`` each failure,
+    ``notes`` (reason, message) what Kubernetes Events should tell (a failover waited or another heir
+    chosen).
 
     ``masters`` maps the id of every master that answers to its address.
     """
@@ -43,6 +49,7 @@ class Resharder:
         self.masters = dict(masters)
         self.actions: list[str] = []
         self.errors: list[str] = []
+        self.notes: list[tuple[str, str]] = []
         self.keys_moved = 0
 
     def _run(self, node: RedisNode, *args: str | int) -> None:
@@ -264,6 +271,26 @@ class Resharder:
 
     # -- nodes -----------------------------------------------------------------------------------
 
+    def hand_over(self, candidates: Sequence[RedisNode], master: RedisNode) -> RedisNode | None:
+        """Fail ``master`` over to one of ``candidates`` (its replicas, preferred first): the first
+        one Redis would elect now, else the one whose failover-auth window ends first, once it has
+        (``elections``: a CLUSTER FAILOVER inside the window pauses the master's writes for nothing).
+        The heir, or None when none took over; a wait or another choice is told in ``notes``."""
+        order, note = heir_order(self.conns, candidates, master, time.monotonic())
+        if note:
+            self.notes.append((FAILOVER_AUTH_WINDOW, note))
+        for heir in order:
+            now = heir_wait(self.conns, heir.node, master, time.monotonic())
+            if now.wait > 0:
+                told = f"waited {now.wait:.1f}s before asking {heir.node} to take over from {master}"
+                self.notes.append(
+                    (FAILOVER_AUTH_WINDOW, f"{told}: Redis would have refused its election ({now.why})")
+                )
+                time.sleep(now.wait)
+            if self.failover(heir.node, master):
+                return heir.node
+        return None
+
     def failover(self, replica: RedisNode, master: RedisNode) -> bool:
         """Make ``replica`` the master of its shard in place of ``master`` without losing a write.
 
@@ -272,7 +299,8 @@ class Resharder:
         ignores the request while the master does not yet list the replica as its own (right after a
         failover or a REPLICATE, gossip lags) and drops a manual failover it could not finish within
         five seconds, without a word. So the replica is asked only once both agree and its link is
-        up, and asked again after a silent time-out, until ``failover_timeout``.
+        up, and asked again after a silent time-out, until ``failover_timeout``. Each request is
+        recorded as an election (``elections.ELECTIONS``).
         """
         deadline = time.monotonic() + self.options.failover_timeout
         last = "no attempt"
@@ -282,11 +310,13 @@ class Resharder:
                 time.sleep(self.options.poll_interval)
                 continue
             try:
+                ids = [self.conns.run(node, "CLUSTER", "MYID").strip() for node in (replica, master)]
                 self._run(replica, "CLUSTER", "FAILOVER")
             except TopologyError as err:
                 last = str(err)
                 time.sleep(self.options.poll_interval)
                 continue
+            ELECTIONS.asked(ids[0], ids[1], time.monotonic())
             attempt_end = min(deadline, time.monotonic() + MANUAL_FAILOVER_WINDOW)
             while time.monotonic() < attempt_end:
                 if self._role(replica) == "master":

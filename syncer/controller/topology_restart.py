@@ -1,5 +1,6 @@
 """Before pods restart (an upgrade step), move mastership off them: a master about to be restarted
-hands over to an in-sync replica first, preferring one that already runs the new template.
+hands over to an in-sync replica first, preferring one that already runs the new template and, among
+those, one Redis would elect now (``Resharder.hand_over``).
 
 ``prepare_restarts`` returns, per shard, whether its restarts may go ahead now. A shard whose master
 would restart while no replica can take over yet is held back: the caller keeps that shard's
@@ -65,18 +66,20 @@ def prepare_restarts(shards: Sequence[ShardRestart], options: TopologyOptions) -
             upgraded = [n for n in in_sync if n in shard.updated]
             others_first = [n for n in shard.restarting if n != master]
             if upgraded:
-                heir = upgraded[0]
+                heirs = upgraded
             elif others_first:
                 held.add(index)
                 continue
             elif in_sync:
-                heir = in_sync[0]
+                heirs = in_sync
             else:
                 # No replica can take over (none configured, or none in sync): the master restarts
                 # as is; with persistence on it keeps its data.
                 continue
             resharder = Resharder(conns, options, {master_id: master})
-            if resharder.failover(heir, master):
+            heir = resharder.hand_over(heirs, master)
+            events.extend(resharder.notes)
+            if heir is not None:
                 events.append(("MasterFailedOver", f"{master} restarts next: its replica {heir} took over"))
             else:
                 held.add(index)

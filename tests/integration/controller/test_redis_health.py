@@ -1,5 +1,6 @@
 """Ready tells what Redis does while it happens: a frozen or killed master turns Ready False within
 2 s of the writer's outage, with a Redis-level reason, and Ready comes back once Redis recovered; a
+frozen replica turns Ready False within 2 s of its SIGSTOP, seen on a watch of the RedisCluster; a
 scale-in's migration shows as this generation's Reconciling=True with the slots moved so far.
 
 Real redis-servers run behind the pods of the loopback fleet; a client writes without pause and
@@ -19,7 +20,7 @@ import pytest
 from devfleet import fleet as devfleet
 from syncer.controller.model import API_VERSION, KIND, ControllerOptions
 from syncer.controller.topology import RedisNode
-from tests.integration.controller.kit import condition, controller_running
+from tests.integration.controller.kit import condition, controller_running, is_ready, recording
 from tests.integration.controller.rediskit import NAME, Scene, SceneStarter, check, controller_options
 from tests.support.waiting import eventually
 
@@ -117,6 +118,52 @@ def test_a_frozen_or_killed_master_turns_ready_false_within_2s(
             assert down["reason"] in REDIS_LEVEL, down
             assert seen - signalled <= WITHIN, f"{how}: Ready=False only after {seen - signalled:.2f}s"
             assert seen - outage[0] <= WITHIN, f"{how}: Ready=False {seen - outage[0]:.2f}s into the outage"
+
+
+FROZEN = 5.0  # seconds the replica stays frozen after Ready went False
+
+
+@pytest.mark.timeout(900)
+def test_a_frozen_replica_turns_ready_false_within_2s_on_a_watch(
+    redis_scene: SceneStarter, loopback_fleet: devfleet.Fleet
+) -> None:
+    with (
+        redis_scene(persistence=False, controller=False) as s,
+        _controller_with_default_timing(loopback_fleet, s),
+    ):
+        s.apply(shards=3, replicasPerShard=1)
+        s.wait_ready()
+        time.sleep(2.0)  # the health watch starts on the cluster once a reconcile found it healthy
+        replica = next(e for e in s.cluster_nodes() if e.is_replica)
+        victim = _node(replica.address)
+        with recording(s.kube, API_VERSION, KIND, s.namespace) as seen:
+            assert is_ready(seen.seen[-1]), condition(seen.seen[-1], "Ready")
+            signalled = time.monotonic()
+            with s.pods.hung(victim):
+
+                def reported() -> tuple[float, dict[str, Any]] | None:
+                    for when, obj in zip(seen.arrived, seen.seen, strict=False):
+                        ready = condition(obj, "Ready")
+                        if ready.get("status") == "False" and when >= signalled:
+                            return when, ready
+                    return None
+
+                when, down = eventually("Ready=False on the watch", reported, 30.0)
+                time.sleep(FROZEN)
+                resumed = time.monotonic()
+            eventually("Ready=True again", lambda: s.ready().get("status") == "True", BACK)
+            back = time.monotonic()
+        frozen = [
+            condition(o, "Ready")
+            for t, o in zip(seen.arrived, seen.seen, strict=False)
+            if when <= t <= resumed
+        ]
+        print(f"frozen replica {victim}: Ready=False after {when - signalled:.2f}s: {down['reason']}: ")
+        print(f"  {down['message'][:200]}; Ready back {back - resumed:.2f}s after SIGCONT", flush=True)
+        assert when - signalled <= WITHIN, f"Ready=False only {when - signalled:.2f}s after the SIGSTOP"
+        assert down["reason"] == "ReplicaUnreachable", down
+        assert f"replica {victim}" in down["message"], down
+        assert all(c.get("status") == "False" for c in frozen), f"Ready flapped while frozen: {frozen}"
 
 
 MOVED = re.compile(r"(\d+)/(\d+) moved")

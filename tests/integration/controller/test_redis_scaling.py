@@ -1,5 +1,7 @@
 """Shards and replicas change under a client that never stops writing and reading: every operation
-keeps every key, the longest write outage is printed, and Ready comes back only once Redis is healthy.
+keeps every key, the longest write outage is printed, and Ready comes back only once Redis is healthy;
+a replica hand-over waits out Redis' election window instead of pausing the master's writes for a
+failover Redis refuses.
 
 Real redis-servers run behind the pods of the loopback fleet (one per pod, on the pod's IP); the
 controller runs with its topology path on, as it would in a cluster."""
@@ -9,10 +11,12 @@ from __future__ import annotations
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from devfleet import fleet as devfleet
+from syncer.controller.topology import RedisNode, parse_cluster_nodes
 from tests.integration.controller.rediskit import NAME, SceneStarter, check, controller_process
 from tests.integration.topology.servers import client, cluster_command
 from tests.support.waiting import eventually
@@ -67,6 +71,66 @@ def test_replicas_1_to_2_to_1_never_removes_a_master(redis_scene: SceneStarter) 
         assert not any(e.is_ghost for e in entries)
         assert any(str(leaving) in m for m in s.events("MasterFailedOver"))
         assert s.events("NodesForgotten")
+
+
+def _info(node: RedisNode) -> dict[str, Any]:
+    with client(node) as conn:
+        return dict(conn.info("replication"))
+
+
+def _take_over(node: RedisNode) -> float:
+    """CLUSTER FAILOVER on ``node`` once its master lists it as its replica, in the cluster and with
+    its link up (Redis ignores the request before), until it is master; when it became one
+    (``time.monotonic``)."""
+
+    def listed() -> bool:
+        mine = _info(node)
+        if mine.get("master_link_status") != "up":
+            return False
+        master = RedisNode(str(mine["master_host"]), int(mine["master_port"]))
+        me = cluster_command(node, "MYID").strip()
+        entries = parse_cluster_nodes(cluster_command(master, "NODES"))
+        boss = next(e for e in entries if e.is_myself)
+        return any(e.node_id == me and e.is_replica and e.master_id == boss.node_id for e in entries)
+
+    eventually(f"{node} listed as a replica by its master", listed, 30, every=0.05)
+    cluster_command(node, "FAILOVER")
+    eventually(f"{node} master", lambda: _info(node)["role"] == "master", 30, every=0.02)
+    return time.monotonic()
+
+
+STALL = 1.0  # the longest write stall the hand-over may cause, seconds
+WINDOW = 8.0  # Redis' retry after a replica's election: 2 * max(2 * cluster-node-timeout (2 s here), 2 s)
+
+
+@pytest.mark.timeout(1200)
+def test_replicas_2_to_1_to_0_never_asks_for_an_election_redis_would_refuse(
+    redis_scene: SceneStarter,
+) -> None:
+    with redis_scene(persistence=False, shards=2, replicasPerShard=2) as s:
+        first, second = s.pods.node_of("cache-shard-0-0"), s.pods.node_of("cache-shard-0-1")
+        settled = _take_over(second) + WINDOW + 1.0  # shard 0's master: pod 1, its election long past
+        traffic = s.traffic(bulk=2000)
+        s.apply(replicasPerShard=1)
+        s.wait_ready()
+        time.sleep(max(0.0, settled - time.monotonic()))
+        # Pod 0 wins an election and hands back a second later, as after an earlier hand-over: for WINDOW
+        # seconds Redis refuses pod 0 another election, and 1 -> 0 needs pod 0 to take over from pod 1.
+        elected = _take_over(first)
+        time.sleep(1.0)
+        _take_over(second)
+        s.apply(replicasPerShard=0)
+        applied = time.monotonic()
+        s.wait_ready()
+        result = check(traffic.stop(s.nodes()), "replicas 2 -> 1 -> 0")
+        waits = s.events("FailoverAuthWindow")
+        print(f"failover waits: {waits}; stalls: {[round(b - a, 2) for a, b in traffic.gaps]}", flush=True)
+        print(f"  1 -> 0 applied {applied - elected:.1f}s after pod 0's election", flush=True)
+        assert applied - elected < WINDOW - 2.0, "1 -> 0 came too late to meet Redis' window"
+        assert _info(first)["role"] == "master"
+        assert result.longest_outage <= STALL, f"writes stalled {result.longest_outage:.2f}s"
+        assert result.failed_writes == 0, traffic.errors[:5]
+        assert any(f"before asking {first} to take over" in w for w in waits), waits
 
 
 @pytest.mark.timeout(1200)

@@ -6,60 +6,26 @@ records in ``status.rollout``. Nothing here measures how fast anything is, only 
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
 from syncer.controller.model import API_VERSION, KIND
 from syncer.controller.upgrade import parse_time
-from syncer.errors import KubeError
 from syncer.kube import ClusterClient, KubeObject
-from tests.integration.controller.kit import RunningController, condition, is_ready, redis_cluster
+from tests.integration.controller.kit import (
+    Recorder,
+    RunningController,
+    condition,
+    is_ready,
+    recording,
+    redis_cluster,
+)
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
 HOLD = "kwok.syncer.dev/hold-not-ready"
-
-
-@dataclass
-class Recorder:
-    """Every version of the objects of one kind in a namespace, as a watch delivered them."""
-
-    seen: list[KubeObject] = field(default_factory=list)
-    stop: threading.Event = field(default_factory=threading.Event)
-
-
-@contextmanager
-def recording(kube: ClusterClient, api_version: str, kind: str, namespace: str) -> Iterator[Recorder]:
-    recorder = Recorder()
-    listed = kube.list(api_version, kind, namespace=namespace)
-    recorder.seen.extend(listed.items)
-
-    def loop() -> None:
-        version = listed.resource_version
-        while not recorder.stop.is_set():
-            try:
-                for event in kube.watch(
-                    api_version, kind, namespace=namespace, resource_version=version, timeout_seconds=2
-                ):
-                    version = event.object["metadata"].get("resourceVersion", version)
-                    if event.type in ("ADDED", "MODIFIED"):
-                        recorder.seen.append(event.object)
-            except KubeError:
-                recorder.stop.wait(0.5)
-
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    try:
-        yield recorder
-    finally:
-        recorder.stop.set()
-        thread.join(10)
 
 
 def partitions(recorder: Recorder, name: str) -> list[int]:

@@ -13,10 +13,16 @@ A, B, C = RedisNode("10.0.0.1", 6379), RedisNode("10.0.0.2", 6379), RedisNode("1
 OPTIONS = ProbeOptions(interval=0.25, timeout=0.4, fail_rounds=2, recover_rounds=3)
 
 
-def nodes(myself: RedisNode, b_flags: str = "master", b_slots: str = "8192-16383", epoch: int = 2) -> str:
+def nodes(
+    myself: RedisNode,
+    b_flags: str = "master",
+    b_slots: str = "8192-16383",
+    epoch: int = 2,
+    b_master: str = "-",
+) -> str:
     lines = {
         A: "aaa 10.0.0.1:6379@16379 master - 0 0 1 connected 0-8191",
-        B: f"bbb 10.0.0.2:6379@16379 {b_flags} - 0 0 {epoch} connected {b_slots}".rstrip(),
+        B: f"bbb 10.0.0.2:6379@16379 {b_flags} {b_master} 0 0 {epoch} connected {b_slots}".rstrip(),
         C: "ccc 10.0.0.3:6379@16379 master - 0 0 3 connected",
     }
     text = []
@@ -48,11 +54,38 @@ def test_a_master_serving_slots_that_does_not_answer_is_an_outage_before_any_clu
     assert "10.0.0.2:6379 serving 8192 slot(s) does not answer within 0.4s" in found.message
 
 
-def test_a_silent_node_without_slots_is_no_outage_once_redis_failed_it_over() -> None:
-    # The freshest view (highest epoch) shows B failed and without slots: its shard is served again.
+def test_a_silent_node_redis_failed_over_is_a_member_down_not_a_master_outage() -> None:
+    # The freshest view (highest epoch) shows B failed and without slots: its shard is served again,
+    # but the node still does not answer: the shard has one copy fewer.
     stale = view(A, epoch=2)
     fresh = view(C, epoch=5, b_flags="master,fail", b_slots="")
-    assert judge_round([stale, silent(B), fresh], 0.4) is None
+    found = judge_round([stale, silent(B), fresh], 0.4)
+    assert found is not None
+    assert found.reason == "ReplicaUnreachable"
+    assert found.message.startswith("master 10.0.0.2:6379 serving no slot does not answer within 0.4s (")
+
+
+REPLICA = {"b_flags": "slave", "b_master": "aaa", "b_slots": ""}
+
+
+def test_a_replica_that_does_not_answer_is_an_outage_naming_it_and_its_master() -> None:
+    replica = [view(A, **REPLICA), silent(B), view(C, **REPLICA)]
+    found = judge_round(replica, 0.4)
+    assert found is not None
+    assert found.reason == "ReplicaUnreachable"
+    assert found.message == (
+        "replica 10.0.0.2:6379 of 10.0.0.1:6379 does not answer within 0.4s "
+        "(10.0.0.2:6379: unreachable: Timeout reading from socket)"
+    )
+
+
+def test_a_silent_master_comes_before_a_failing_cluster_state_which_comes_before_a_silent_replica() -> None:
+    master_down = judge_round([silent(A), silent(B), view(C, **REPLICA)], 0.4)
+    assert master_down is not None
+    assert master_down.reason == "MasterUnreachable"
+    failing = judge_round([view(A, **REPLICA), silent(B), view(C, state="fail", **REPLICA)], 0.4)
+    assert failing is not None
+    assert failing.reason == "ClusterStateFail"
 
 
 def test_a_member_saying_cluster_state_fail_is_an_outage() -> None:

@@ -222,3 +222,10 @@ def test_replication_state_from_role() -> None:
     assert replication_state(["master", 1400, []]) == "master"
     assert replication_state("OK") == "unknown"
     assert replication_state([]) == "unknown"
+
+
+def test_cluster_info_counts_the_failover_auth_requests_a_node_sent() -> None:
+    # Redis lists a message type only once one was sent: none yet reads as 0.
+    assert parse_cluster_info(PFAIL_INFO).auth_requests_sent == 0
+    sent = PFAIL_INFO.replace("auth-ack_sent:1", "auth-req_sent:5")
+    assert parse_cluster_info(sent).auth_requests_sent == 5
