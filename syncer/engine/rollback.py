@@ -66,6 +66,7 @@ def roll_back_wave(
             outcomes.append(f"{name}: not rolled back while {held.reason}")
             continue
         groups.setdefault(target.revision, (back, []))[1].append(name)
+    reasons = dict(reports[-1].failed)
     for revision, (back, names) in groups.items():
         rollout.listener(PassEvent(Step.ROLLING_BACK, wave.name, revision=revision))
         for name in names:
@@ -73,7 +74,11 @@ def roll_back_wave(
         verdict = rollout._gate(replace(wave, clusters=tuple(names)), back, rollback=False, analysed=False)
         for name in names:
             state = rollout.states[name]
-            rollout._save(name, replace(state, phase=phase_after_rollback(state, verdict)))
+            # The failure stays the cluster's last error after its rollback: the apply of the older
+            # revision cleared it, and `syncer status` would show a rolled-back cluster with none.
+            cause = reasons.get(name) or reports[-1].reason
+            why = f"{fleet.revision[:12]} failed: {cause}; rolled back to {revision[:12]}"
+            rollout._save(name, replace(state, phase=phase_after_rollback(state, verdict), last_error=why))
             back_from = f"back from {fleet.revision[:12]}: {verdict.reason}"
             rollout.listener(PassEvent(Step.ROLLED_BACK, wave.name, name, revision, reason=back_from))
         outcomes.append(f"{', '.join(names)} rolled back to {revision[:12]}: {verdict.reason}")

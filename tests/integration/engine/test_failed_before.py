@@ -189,6 +189,9 @@ def test_a_revision_whose_live_failure_was_resolved_is_a_rollback_target_once_it
     assert "canary rolled back to rev-2" in report.message, report.message
     canary = state(clients["canary"], prefix)
     assert (canary.revision, canary.phase) == ("rev-2", SyncPhase.ROLLED_BACK)
+    # What `syncer status` shows as its last error: the failure it was rolled back from.
+    assert canary.last_error.startswith("rev-3 failed: "), canary.last_error
+    assert canary.last_error.endswith("; rolled back to rev-2"), canary.last_error
     assert (
         team(clients["canary"], prefix) == ("git", ("syncer",)) or team(clients["canary"], prefix)[0] == "git"
     )
