@@ -1,6 +1,7 @@
 """``syncer diff``: what a revision would change, per wave, cluster and object, before it is synced.
 
-Exit codes as ``kubectl diff``: 0 nothing would change, 1 something would (or a cluster refuses the
+Exit codes as ``kubectl diff``: 0 nothing would change, 1 something would (also where the sync will
+wait first: a manual gate, a suspended or pinned cluster, a closed window; or a cluster refuses the
 revision because it failed there before: the sync halts and exits 1 too), 2 an error (bad repository
 or manifests, unreachable cluster, a dry-run the server refused); and 3 when the agent's guard policy
 (the config's ``guardPolicy``) would reject the revision.
@@ -181,8 +182,12 @@ def diff(
         if offline:
             plan = offline_plan(fleet, names, policy)
         else:
+            two_person = config.trust.two_person if config is not None else ()
             options = DiffOptions(
-                client=ClientOptions(qps=qps), rollout=policy, state_namespace=state_namespace
+                client=ClientOptions(qps=qps),
+                rollout=policy,
+                two_person=two_person,
+                state_namespace=state_namespace,
             )
             check_kubeconfig(kubeconfig)
             plan = diff_fleet(fleet, _targets(names, kubeconfig, access), options)

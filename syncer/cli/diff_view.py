@@ -106,13 +106,20 @@ def _object_lines(change: Change, field_manager: str, guards: GuardReport | None
     return [head, *checks, *(_field_line(f, field_manager) for f in change.fields)]
 
 
+def stop_line(plan: ClusterPlan) -> str:
+    """Why the sync writes nothing to the cluster now: held until a hold ends, or blocked."""
+    if plan.hold:
+        return f"HELD ({plan.hold}), nothing below is applied until it ends: {plan.blocked}"
+    return f"BLOCKED, nothing below is applied: {plan.blocked}"
+
+
 def _cluster_lines(plan: ClusterPlan, field_manager: str, guards: GuardReport | None = None) -> list[Text]:
     lines = [Text(f"  cluster {plan.cluster}", style="bold cyan")]
     if plan.error:
         lines.append(Text(f"    error: {plan.error}", style="bold red"))
         return lines
     if plan.blocked:
-        lines.append(Text(f"    BLOCKED, nothing below is applied: {plan.blocked}", style="bold red"))
+        lines.append(Text(f"    {stop_line(plan)}", style="bold yellow" if plan.hold else "bold red"))
     shown = [c for c in plan.changes if c.action in _SHOWN]
     for change in shown:
         lines.extend(_object_lines(change, field_manager, guards))
@@ -135,7 +142,15 @@ def _summary(plan: FleetPlan, width: int) -> Table:
         for cluster in wave.clusters:
             counts = cluster.counts()
             cells = ["-"] * len(shown) if cluster.error else [str(counts[a]) for a in shown]
-            mark = " (error)" if cluster.error else " (blocked)" if cluster.blocked else ""
+            mark = (
+                " (error)"
+                if cluster.error
+                else f" (held: {cluster.hold})"
+                if cluster.hold
+                else " (blocked)"
+                if cluster.blocked
+                else ""
+            )
             rows.append([wave.name, cluster.cluster + mark, *cells])
     return fit_table(columns, rows, width, title="summary", box=box.SIMPLE_HEAD, pad_edge=False).table
 
@@ -224,7 +239,7 @@ def render_unified(plan: FleetPlan, guards: tuple[GuardReport | None, str] = (No
                 yield f"# error: {cluster.error}"
                 continue
             if cluster.blocked:
-                yield f"# BLOCKED, nothing below is applied: {cluster.blocked}"
+                yield f"# {stop_line(cluster)}"
             for change in cluster.changes:
                 if change.action in _SHOWN:
                     for verdict in report.for_change(cluster.cluster, change.key.subject) if report else ():

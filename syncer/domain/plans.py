@@ -92,8 +92,10 @@ class ClusterPlan:
 
     ``blocked`` says why a sync would write nothing at all to this cluster (conflicts under the
     ``report`` policy, a dry-run the server refused, a revision it refuses because it failed there
-    before: ``refused``, or a wave before it that refuses); ``inventory`` where the inventory that
-    decided the prunes came from (``recorded``, ``rebuilt`` or ``missing``)."""
+    before: ``refused``, or a wave before it that refuses); ``hold`` what holds it now when the sync
+    would write to it later (``suspended``, ``pinned``, ``window``, ``awaiting-promotion``, or
+    ``wave``: its own wave or an earlier one is held; ``blocked`` says why); ``inventory`` where the
+    inventory that decided the prunes came from (``recorded``, ``rebuilt`` or ``missing``)."""
 
     cluster: str
     changes: tuple[Change, ...] = ()
@@ -102,6 +104,7 @@ class ClusterPlan:
     blocked: str = ""
     inventory: str = "recorded"
     refused: bool = False
+    hold: str = ""
 
     def count(self, action: Action) -> int:
         return sum(1 for c in self.changes if c.action == action)

@@ -6,12 +6,14 @@ server-side dry-run apply of every object the sync would write that is not prova
 (creates included). Clusters are read in parallel, and so are the kinds and the dry-runs of a cluster;
 each client bounds its own concurrency and rate. A cluster that refuses the revision because it failed
 there before (``syncer.engine.failures``, asked as the sync asks it) is blocked with that reason, and
-so are the rest of its wave and the later waves, where the sync halts.
+so are the rest of its wave and the later waves, where the sync halts; where the sync waits (a manual
+gate, a suspended or pinned cluster, a closed window) the clusters are held (``diff_holds``).
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -19,6 +21,7 @@ from typing import Any
 
 from syncer.config.rollout import RolloutPolicy
 from syncer.config.settings import AGENT_NAMESPACE
+from syncer.config.two_person import TwoPersonRule
 from syncer.crds import shipped_sensitive_fields
 from syncer.domain.applied import MANAGED_BY_SELECTOR, Inventory, InventorySource
 from syncer.domain.objects import ClusterManifests, DesiredFleet, ObjectKey, api_group
@@ -26,6 +29,7 @@ from syncer.domain.plans import Action, ClusterPlan, FleetPlan, LeavingCluster, 
 from syncer.domain.rules import SyncRules
 from syncer.domain.secrets import SensitiveFields
 from syncer.domain.sync_state import ClusterSyncState
+from syncer.engine.diff_holds import hold_waves
 from syncer.engine.failures import refusal_now
 from syncer.errors import Conflict, Invalid, KubeError, NotFound, SyncerError
 from syncer.kube import FIELD_MANAGER, ApplyOptions, ClientOptions, KubeApi, KubeObject
@@ -38,7 +42,6 @@ from syncer.plan import (
     dry_runs_needed,
     plan_cluster,
 )
-from syncer.rollout.pins import pinned_away
 from syncer.rollout.waves import plan_waves
 from syncer.status.state_store import StateStore
 
@@ -57,7 +60,8 @@ class DiffOptions:
     """``kinds`` are read live (every kind a fleet repository may hold, so removed kinds are pruned);
     ``workers`` bounds the dry-run applies in flight per cluster (the client bounds them too);
     ``rules`` are the sync's rules (a sync passes its own); ``rollout`` groups the clusters into the
-    waves a sync would roll out in; ``sensitive`` marks schema fields to mask (by default the fields
+    waves a sync would roll out in; ``two_person`` are the trust policy's two-person rules (how many
+    people a manual gate waits for); ``sensitive`` marks schema fields to mask (by default the fields
     the shipped CRDs mark ``format: password``)."""
 
     kinds: tuple[ResourceKind, ...] = LoadOptions().allowed_kinds
@@ -65,6 +69,7 @@ class DiffOptions:
     workers: int = 8
     rules: SyncRules = field(default_factory=lambda: SyncRules(field_manager=FIELD_MANAGER))
     rollout: RolloutPolicy = field(default_factory=RolloutPolicy.single_wave)
+    two_person: tuple[TwoPersonRule, ...] = ()
     state_namespace: str = AGENT_NAMESPACE
     sensitive: SensitiveFields = field(default_factory=shipped_sensitive_fields)
 
@@ -229,13 +234,14 @@ def plan_live_cluster(
 
 def _plan_target(
     desired: ClusterManifests, target: ClusterTarget, options: DiffOptions, revision: str
-) -> ClusterPlan:
+) -> tuple[ClusterPlan, ClusterSyncState | None]:
+    """The cluster's plan, and its sync state as a sync would read it (None: it could not be read)."""
     from syncer.kube.client import ClusterClient  # the Kubernetes client, only once a cluster is contacted
 
     try:
         client = ClusterClient.from_kubeconfig(target.kubeconfig, target.context, target.name, options.client)
     except SyncerError as err:
-        return ClusterPlan(target.name, error=str(err))
+        return ClusterPlan(target.name, error=str(err)), None
     try:
         # The sync state and the live lists are read at the same time: neither depends on the other.
         with ThreadPoolExecutor(max_workers=1) as pool:
@@ -245,12 +251,10 @@ def _plan_target(
             plan = plan_live_cluster(client, desired, options, state.applied_inventory(), live=live)
             refused = refusal_now(client, state, revision, desired.content_hash, options.field_manager)
             if refused is not None:
-                return replace(plan, blocked=refused.why, refused=True)
-            if pinned_away(state, revision):  # a person's pin: the sync gives it its pinned revision
-                return replace(plan, blocked=f"{state.pin.describe()} (until `syncer resume`)")
-            return plan
+                return replace(plan, blocked=refused.why, refused=True), state
+            return plan, state
     except KubeError as err:
-        return ClusterPlan(target.name, error=str(err))
+        return ClusterPlan(target.name, error=str(err)), None
     finally:
         client.close()
 
@@ -264,12 +268,19 @@ def stored_state(api: KubeApi, options: DiffOptions) -> ClusterSyncState:
 
 
 def _fleet_plan(
-    fleet: DesiredFleet, plans: Sequence[ClusterPlan], policy: RolloutPolicy, offline: bool = False
+    fleet: DesiredFleet,
+    plans: Sequence[ClusterPlan],
+    policy: RolloutPolicy,
+    offline: bool = False,
+    holds: tuple[Mapping[str, ClusterSyncState], Sequence[TwoPersonRule], float] | None = None,
 ) -> FleetPlan:
     """The cluster plans grouped into the rollout's waves (within a wave, by name: the order the
-    sync applies them in is not a promise), and every dry-run failure as an error."""
+    sync applies them in is not a promise), held where the sync stops (``holds``: the clusters'
+    states, the two-person rules and the time; none offline), and every dry-run failure as an
+    error."""
     by_name = {plan.cluster: plan for plan in plans}
     labels = {name: fleet.clusters[name].labels for name in by_name}
+    policy_waves = plan_waves(labels, policy)
     waves = blocked_after_refusal(
         tuple(
             WavePlan(
@@ -277,9 +288,12 @@ def _fleet_plan(
                 tuple(by_name[name] for name in sorted(wave.clusters)),
                 wave.gate.analysis.describe() if wave.gate.analysis.metrics else "",
             )
-            for wave in plan_waves(labels, policy)
+            for wave in policy_waves
         )
     )
+    if holds is not None:
+        states, two_person, now = holds
+        waves = hold_waves(waves, policy_waves, fleet, states, (policy, two_person, now))
     errors = tuple(
         f"{plan.cluster}: {change.key.subject}: {change.message}"
         for plan in plans
@@ -317,10 +331,12 @@ def diff_fleet(
     if not targets:
         return _fleet_plan(fleet, [], options.rollout)
     with ThreadPoolExecutor(max_workers=len(targets)) as pool:
-        plans = list(
+        planned = list(
             pool.map(lambda t: _plan_target(fleet.clusters[t.name], t, options, fleet.revision), targets)
         )
-    return _fleet_plan(fleet, plans, options.rollout)
+    states = {plan.cluster: state for plan, state in planned if state is not None}
+    holds = (states, options.two_person, time.time())
+    return _fleet_plan(fleet, [plan for plan, _ in planned], options.rollout, holds=holds)
 
 
 def leaving_clusters(

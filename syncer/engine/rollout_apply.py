@@ -20,7 +20,7 @@ from syncer.engine.rollout_state import RolloutStates
 from syncer.errors import FencedOut, KubeError
 from syncer.rollout import Held, Wave, is_done
 from syncer.rollout.failures import apply_failure
-from syncer.rollout.pins import pinned_away
+from syncer.rollout.held import HoldKind, person_hold
 from syncer.rollout.windows import WindowOverride, judge_cluster
 
 
@@ -84,7 +84,7 @@ class WaveApply(RolloutStates):
         name = desired.cluster
         api = self.clients[name]
         state = self.states[name]
-        if state.suspension.active or pinned_away(state, revision):
+        if person_hold(state, revision) is not None:
             return self._not_applied(wave, name, revision)
         self.listener(PassEvent(Step.APPLYING, wave.name, name, revision))
         before = state.degraded_before if state.revision == revision else health_before(api, state)
@@ -101,7 +101,7 @@ class WaveApply(RolloutStates):
             ),
         )
         now_held = self.states[name]
-        if now_held.suspension.active or pinned_away(now_held, revision):  # since the pass read it
+        if person_hold(now_held, revision) is not None:  # since the pass read it
             self._save(
                 name, replace(self.states[name], revision=state.revision, phase=state.phase, wave=state.wave)
             )
@@ -177,19 +177,18 @@ class WaveApply(RolloutStates):
         then one outside its maintenance window may not (``closed_windows``; not asked with
         ``windows`` False: a rollback undoes a change that started inside the window). ``pending_only``:
         only the clusters still to get ``fleet``."""
-        suspended, pinned = [], []
+        suspended: list[str] = []
+        pinned: list[str] = []
         for name in sorted(clusters):
             state = self.states.get(name)
             if state is None or (pending_only and is_done(state, fleet.revision)):
                 continue
-            if state.suspension.active:
-                why = state.suspension.describe()
-                self.listener(PassEvent(Step.CLUSTER_SUSPENDED, wave, name, fleet.revision, reason=why))
-                suspended.append(f"{name}: {why}")
-            elif pinned_away(state, fleet.revision):
-                why = state.pin.describe()
-                self.listener(PassEvent(Step.CLUSTER_PINNED, wave, name, fleet.revision, reason=why))
-                pinned.append(f"{name}: {why}")
+            hold = person_hold(state, fleet.revision)
+            if hold is None:
+                continue
+            step = Step.CLUSTER_SUSPENDED if hold.kind is HoldKind.SUSPENDED else Step.CLUSTER_PINNED
+            self.listener(PassEvent(step, wave, name, fleet.revision, reason=hold.why))
+            (suspended if hold.kind is HoldKind.SUSPENDED else pinned).append(f"{name}: {hold.why}")
         held = {line.split(": ", 1)[0] for line in (*suspended, *pinned)}
         open_ones = tuple(c for c in clusters if c not in held)
         closed = self.closed_windows(open_ones, fleet, wave, pending_only=pending_only) if windows else []
@@ -238,9 +237,13 @@ class WaveApply(RolloutStates):
     def _not_applied(self, wave: Wave, name: str, revision: str) -> ChangeSet:
         """A cluster a person suspended, or pinned to another revision: nothing is written to it, and
         the wave waits for it."""
-        state = self.states[name]
-        step = Step.CLUSTER_SUSPENDED if state.suspension.active else Step.CLUSTER_PINNED
-        why = state.suspension.describe() or state.pin.describe()
+        hold = person_hold(self.states[name], revision)
+        why = hold.why if hold is not None else ""
+        step = (
+            Step.CLUSTER_PINNED
+            if hold is not None and hold.kind is HoldKind.PINNED
+            else Step.CLUSTER_SUSPENDED
+        )
         self.listener(PassEvent(step, wave.name, name, revision, reason=why))
         self.unreachable[name] = why
         return ChangeSet(name, revision, error=why)

@@ -73,6 +73,7 @@ def cluster_document(plan: ClusterPlan, guards: GuardReport | None = None) -> di
         "error": plan.error,
         "blocked": bool(plan.blocked),
         "blockedReason": plan.blocked,
+        "hold": plan.hold,
         "inventory": "" if plan.error else plan.inventory,
         "dryRuns": plan.dry_runs,
         "summary": _summary((plan,)),

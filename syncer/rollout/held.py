@@ -1,11 +1,65 @@
 """Why clusters may not be changed now: a person's suspension or pin first, then maintenance windows.
-[pure]"""
+[pure]
+
+``hold_of`` is the one judgement of one cluster, asked by every writer (through the engine's
+``held_now``) and by ``syncer diff``, so that the diff says what the sync will hold.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
+from syncer.config.windows import MaintenanceWindow
 from syncer.domain.progress import Waiting
+from syncer.domain.sync_state import ClusterSyncState
+from syncer.rollout.pins import pinned_away
+from syncer.rollout.windows import WindowOverride, judge_cluster
+
+
+class HoldKind(StrEnum):
+    """What keeps a cluster from changing now."""
+
+    SUSPENDED = "suspended"
+    PINNED = "pinned"
+    WINDOW = "window"
+
+
+@dataclass(frozen=True)
+class Hold:
+    """One cluster held: by what (``kind``) and why, in words."""
+
+    cluster: str
+    kind: HoldKind
+    why: str
+
+
+def person_hold(state: ClusterSyncState, revision: str) -> Hold | None:
+    """A person's hold on ``state``'s cluster for ``revision``: a suspension (whatever the revision),
+    or a pin to another revision."""
+    if state.suspension.active:
+        return Hold(state.cluster, HoldKind.SUSPENDED, state.suspension.describe())
+    if pinned_away(state, revision):
+        return Hold(state.cluster, HoldKind.PINNED, state.pin.describe())
+    return None
+
+
+def hold_of(
+    state: ClusterSyncState,
+    revision: str,
+    labels: Mapping[str, str],
+    windows: Sequence[MaintenanceWindow],
+    now: float,
+) -> Hold | None:
+    """Whether ``state``'s cluster (with ``labels``) may not take ``revision`` at ``now``: a person's
+    hold first, then its maintenance windows (with the override its state records)."""
+    held = person_hold(state, revision)
+    if held is not None or not windows:
+        return held
+    override = WindowOverride(state.window_override, state.window_override_until)
+    verdict = judge_cluster(state.cluster, labels, windows, now, override)
+    return None if verdict.open else Hold(state.cluster, HoldKind.WINDOW, verdict.reason)
 
 
 @dataclass(frozen=True)

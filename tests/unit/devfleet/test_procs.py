@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,10 @@ def test_a_process_started_again_runs_the_same_command_in_the_same_place(tmp_pat
             first.cwd,
         )
         assert Path(f"/proc/{again.pid}/cwd").resolve() == tmp_path.resolve()
+        # Right after the fork the child may not have exec'd yet (its command line is empty then).
+        deadline = time.monotonic() + 10
+        while not Path(f"/proc/{again.pid}/cmdline").read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert Path(f"/proc/{again.pid}/cmdline").read_bytes().split(b"\0")[:2] == [b"sleep", b"300"]
     finally:
         procs.stop([again])
