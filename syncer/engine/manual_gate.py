@@ -69,12 +69,17 @@ def stop_at_gate(
     wave: Wave,
     fleet: DesiredFleet,
     fleets: FleetsOf,
-    reports: tuple[WaveReport, ...],
+    done: tuple[tuple[WaveReport, ...], GateVerdict | None],
 ) -> RolloutReport | None:
     """How the rollout ends before ``wave`` starts (None: it goes on): a person aborted the
-    revision (``abort_wave``), the wave waits at its manual gate (``hold_for_promotion``), or it
-    waits because clusters of it may not be changed now (``held_now``: a suspension, a window)."""
+    revision (``abort_wave``; also when only an earlier wave that had passed records the abort,
+    ``done``'s verdict: the revision goes no further), the wave waits at its manual gate
+    (``hold_for_promotion``), or it waits because clusters of it may not be changed now
+    (``held_now``: a suspension, a window). ``done`` holds the reports of the waves before."""
+    reports, earlier = done
     aborted = judge_abort(wave, rollout.states, fleet.revision)
+    if aborted is None and earlier is not None:
+        aborted = replace(earlier, decision=Decision.HALT, failed=(), reasons=())
     if aborted is not None:
         return abort_wave(rollout, wave, fleet, fleets, (reports, aborted))
     reason = hold_for_promotion(rollout, wave, fleet)

@@ -20,7 +20,7 @@ from syncer.engine.rollout_gate import RolloutGate
 from syncer.engine.rollout_model import RolloutOutcome, RolloutReport, WaveReport
 from syncer.rollout import Decision, Wave, phase_after_rollback
 from syncer.rollout.failures import Refusal, blame, not_blamed
-from syncer.rollout.rollback import rollback_targets
+from syncer.rollout.rollback import good_before, rollback_targets
 
 FleetsOf = Callable[[str], DesiredFleet | None]
 """The desired fleet of a revision (rebuilt from git), None when it cannot be had."""
@@ -41,9 +41,16 @@ def roll_back_wave(
     owned = tuple(n for n in wave.clusters if rollout.owns(n) and n not in spared)
     if decision is not Decision.ROLLBACK:
         return RolloutReport(fleet.revision, RolloutOutcome.HALTED, reports, reason)
-    goods = {s.last_good for n in owned if (s := rollout.states.get(n)) is not None and s.last_good}
-    backs = {revision: fleets(revision) for revision in sorted(goods - {fleet.revision})}
-    targets = rollback_targets(owned, rollout.states, fleet.revision, _refused_now(rollout, owned, backs))
+    histories = rollout.histories()
+    goods = {
+        name: good
+        for name in owned
+        if (state := rollout.states.get(name)) is not None
+        and (good := good_before(state, fleet.revision, histories.get(name, ())))
+    }
+    backs = {revision: fleets(revision) for revision in sorted(set(goods.values()))}
+    refused = _refused_now(rollout, goods, backs)
+    targets = rollback_targets(owned, rollout.states, fleet.revision, refused, histories)
     groups: dict[str, tuple[DesiredFleet, list[str]]] = {}
     outcomes = []
     for name, target in targets.items():
@@ -78,7 +85,11 @@ def roll_back_wave(
             # revision cleared it, and `syncer status` would show a rolled-back cluster with none.
             cause = reasons.get(name) or reports[-1].reason
             why = f"{fleet.revision[:12]} failed: {cause}; rolled back to {revision[:12]}"
-            rollout._save(name, replace(state, phase=phase_after_rollback(state, verdict), last_error=why))
+            phase = phase_after_rollback(state, verdict)
+            # Back on a revision it runs healthy: that is its last good one (never the one it left,
+            # which a passed wave whose revision a person aborted had recorded).
+            good = revision if phase is SyncPhase.ROLLED_BACK else state.last_good
+            rollout._save(name, replace(state, phase=phase, last_error=why, last_good=good))
             back_from = f"back from {fleet.revision[:12]}: {verdict.reason}"
             rollout.listener(PassEvent(Step.ROLLED_BACK, wave.name, name, revision, reason=back_from))
         outcomes.append(f"{', '.join(names)} rolled back to {revision[:12]}: {verdict.reason}")
@@ -118,18 +129,15 @@ def _watching(rollout: RolloutGate, cluster: str, failure: FailedRevision) -> Fa
 
 
 def _refused_now(
-    rollout: RolloutGate, clusters: tuple[str, ...], backs: dict[str, DesiredFleet | None]
+    rollout: RolloutGate, goods: dict[str, str], backs: dict[str, DesiredFleet | None]
 ) -> dict[str, Refusal | None]:
-    """Each cluster's refusal of its own last good revision now (whose desired fleet ``backs``
-    holds), judged as any refusal is (``engine.failures.refusal_now``: by cause, a live failure by
-    its objects' live state)."""
+    """Each cluster's refusal of the revision it would go back to (``goods``, whose desired fleets
+    ``backs`` holds), judged as any refusal is (``engine.failures.refusal_now``: by cause, a live
+    failure by its objects' live state)."""
     found: dict[str, Refusal | None] = {}
-    for name in clusters:
-        state = rollout.states.get(name)
-        if state is None or state.last_good not in backs:
-            continue
-        back = backs[state.last_good]
+    manager = rollout.options.apply.field_manager
+    for name, good in goods.items():
+        back = backs.get(good)
         content = back.clusters[name].content_hash if back is not None and name in back.clusters else ""
-        manager = rollout.options.apply.field_manager
-        found[name] = refusal_now(rollout.clients[name], state, state.last_good, content, manager)
+        found[name] = refusal_now(rollout.clients[name], rollout.states[name], good, content, manager)
     return found

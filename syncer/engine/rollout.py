@@ -23,11 +23,11 @@ from syncer.domain.changeset import ChangeSet
 from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import PassEvent, Step
 from syncer.engine.failures import refusals
-from syncer.engine.manual_gate import stop_at_gate
+from syncer.engine.manual_gate import abort_wave, stop_at_gate
 from syncer.engine.rollback import FleetsOf, roll_back_wave
 from syncer.engine.rollout_gate import RolloutGate, Superseded
 from syncer.engine.rollout_model import RolloutOutcome, RolloutReport, WaveReport
-from syncer.rollout import Decision, Wave, is_done, plan_waves
+from syncer.rollout import Decision, GateVerdict, Wave, is_done, judge_abort, plan_waves
 from syncer.rollout.pins import restricted
 from syncer.rollout.rollback import wave_passed
 from syncer.rollout.waves import waves_without
@@ -75,6 +75,7 @@ class FleetRollout(RolloutGate):
     def _roll_out(self, fleet: DesiredFleet, waves: tuple[Wave, ...], fleets: FleetsOf) -> RolloutReport:
         reports: list[WaveReport] = []
         touched = judged = False  # judged: the last wave went through its gate in this pass
+        aborted: GateVerdict | None = None  # a person's abort that sent a passed wave back
         for wave in waves:
             if self.stop.is_set():
                 return RolloutReport(
@@ -84,9 +85,8 @@ class FleetRollout(RolloutGate):
                 message = "a newer verified revision takes over at this wave boundary"
                 return RolloutReport(fleet.revision, RolloutOutcome.SUPERSEDED, tuple(reports), message)
             if wave_passed(wave.clusters, self.states, fleet.revision):
-                # The wave's rollout is over: later unhealthiness is degradation, never a failure.
-                reports.append(self._observe(wave, fleet))
-                touched = touched or any(cs.writes for cs in reports[-1].change_sets)
+                wrote, aborted = self._pass_over(wave, fleet, fleets, reports, aborted)
+                touched = touched or wrote
                 judged = False
                 continue
             reachable = tuple(c for c in wave.clusters if c not in self.unreachable)
@@ -95,7 +95,7 @@ class FleetRollout(RolloutGate):
                 reason = "; ".join(r.reason for r in refused)
                 reports.append(WaveReport(wave.name, wave.clusters, Decision.HALT, reason))
                 return RolloutReport(fleet.revision, RolloutOutcome.HALTED, tuple(reports), reason)
-            stopped = stop_at_gate(self, wave, fleet, fleets, tuple(reports))
+            stopped = stop_at_gate(self, wave, fleet, fleets, (tuple(reports), aborted))
             if stopped is not None:  # an abort, a manual gate, a suspension or a closed window
                 return stopped
             if len(reachable) < len(wave.clusters) and wave_passed(reachable, self.states, fleet.revision):
@@ -128,6 +128,27 @@ class FleetRollout(RolloutGate):
         self._tell_finished(fleet, len(waves), judged)
         outcome = RolloutOutcome.APPLIED if touched else RolloutOutcome.UNCHANGED
         return RolloutReport(fleet.revision, outcome, tuple(reports))
+
+    def _pass_over(
+        self,
+        wave: Wave,
+        fleet: DesiredFleet,
+        fleets: FleetsOf,
+        reports: list[WaveReport],
+        aborted: GateVerdict | None,
+    ) -> tuple[bool, GateVerdict | None]:
+        """A wave that passed on ``fleet``'s revision, its report added to ``reports``: whether it
+        wrote (drift repaired), and the abort seen so far. When a person aborted the revision it goes
+        back too, each cluster to the revision it ran healthy before (``abort_wave``), and no later
+        wave takes the revision (``stop_at_gate``); otherwise its clusters are looked at: later
+        unhealthiness is degradation, never a failure."""
+        found = judge_abort(wave, self.states, fleet.revision)
+        if found is not None:
+            back = abort_wave(self, wave, fleet, fleets, (tuple(reports), found))
+            reports.extend(back.waves[len(reports) :])
+            return False, found
+        reports.append(self._observe(wave, fleet))
+        return any(cs.writes for cs in reports[-1].change_sets), aborted
 
     def _tell_started(self, wave: str, fleet: DesiredFleet) -> None:
         """``rollout-started`` before a wave applies, when no cluster records the revision yet."""

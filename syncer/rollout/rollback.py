@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from syncer.domain.history import HistoryEntry, Outcome
 from syncer.domain.sync_state import ClusterSyncState, SyncPhase
 from syncer.rollout.failures import Refusal
 
@@ -28,21 +29,40 @@ class RollbackTarget:
     reason: str
 
 
-def rollback_target(state: ClusterSyncState, failing: str, refused: Refusal | None = None) -> RollbackTarget:
-    """The revision ``state``'s cluster last ran healthy, unless that is ``failing`` or the cluster
-    refuses it now (``refused``: its refusal of its last good revision, as the engine judged it with
-    the live objects a live failure watches)."""
-    good = state.last_good
+# Outcomes of a history entry that say the cluster ran the revision healthy.
+_RAN_HEALTHY = frozenset({Outcome.HEALTHY, Outcome.ROLLED_BACK})
+
+
+def good_before(state: ClusterSyncState, failing: str, history: tuple[HistoryEntry, ...] = ()) -> str:
+    """The last revision ``state``'s cluster ran healthy other than ``failing``: its last good one,
+    else (its last good one is ``failing`` itself: a passed wave whose revision a person aborted)
+    the newest its history holds as healthy there; "" when there is none."""
+    if state.last_good and state.last_good != failing:
+        return state.last_good
+    for entry in reversed(history):
+        if entry.revision != failing and entry.outcome in _RAN_HEALTHY:
+            return entry.revision
+    return ""
+
+
+def rollback_target(
+    state: ClusterSyncState,
+    failing: str,
+    refused: Refusal | None = None,
+    history: tuple[HistoryEntry, ...] = (),
+) -> RollbackTarget:
+    """The revision ``state``'s cluster last ran healthy before ``failing`` (``good_before``), unless
+    the cluster refuses it now (``refused``: its refusal of that revision, as the engine judged it
+    with the live objects a live failure watches)."""
+    good = good_before(state, failing, history)
     if not good:
+        if state.last_good == failing:
+            why = f"the last revision it ran healthy is {failing[:12]} itself"
+            return RollbackTarget(state.cluster, "", why)
         return RollbackTarget(state.cluster, "", "it never ran a revision healthy")
-    if good == failing:
-        return RollbackTarget(state.cluster, "", f"the last revision it ran healthy is {failing[:12]} itself")
     if refused is not None and refused.failure.revision == good:
-        return RollbackTarget(
-            state.cluster,
-            "",
-            f"{good[:12]}, the last revision it ran healthy, failed there since: {refused.why}",
-        )
+        why = f"{good[:12]}, the last revision it ran healthy, failed there since: {refused.why}"
+        return RollbackTarget(state.cluster, "", why)
     return RollbackTarget(state.cluster, good, f"last healthy on {good[:12]}")
 
 
@@ -51,11 +71,18 @@ def rollback_targets(
     states: Mapping[str, ClusterSyncState],
     failing: str,
     refused: Mapping[str, Refusal | None] | None = None,
+    histories: Mapping[str, tuple[HistoryEntry, ...]] | None = None,
 ) -> dict[str, RollbackTarget]:
     """``rollback_target`` of each of ``clusters`` (a cluster without a state has no target);
-    ``refused`` holds each one's refusal of its last good revision now."""
+    ``refused`` holds each one's refusal of the revision it would go back to, ``histories`` each
+    one's history of revisions."""
     return {
-        name: rollback_target(states.get(name) or ClusterSyncState(name), failing, (refused or {}).get(name))
+        name: rollback_target(
+            states.get(name) or ClusterSyncState(name),
+            failing,
+            (refused or {}).get(name),
+            (histories or {}).get(name, ()),
+        )
         for name in clusters
     }
 

@@ -116,10 +116,12 @@ def test_an_abort_at_a_manual_gate_halts_the_revision_until_a_retry() -> None:
     assert result.report.outcome is RolloutOutcome.HALTED, result.report
     assert result.report.message.startswith("aborted by ops at ")
     assert rig.applies() == {"canary": 1, "eu-1": 0, "us-1": 0}
-    assert [e.wave for e in rig.events if e.step is Step.ROLLOUT_ABORTED] == ["rest"]
+    # The canary's wave had passed: it is aborted too (it goes back to the revision it ran healthy
+    # before, none here), then the waiting wave.
+    assert [e.wave for e in rig.events if e.step is Step.ROLLOUT_ABORTED] == ["canary", "rest"]
     assert not rig.state("eu-1").awaiting.active  # status no longer shows it waiting
 
-    for name in ("eu-1", "us-1"):  # a retry made after the abort lets the revision go on
+    for name in ("canary", "eu-1", "us-1"):  # a retry made after the abort lets the revision go on
         rig.act(name, RETRY_KEY, asdict(RetryRequest("rev-1", "ops", "fixed", 1.9e9)))
     rig.promote("rev-1", "alice")  # (in memory a state write replaces the whole ConfigMap)
     result = rig.run()

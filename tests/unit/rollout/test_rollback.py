@@ -6,13 +6,15 @@ recorded; a passed wave is not a rollout any more."""
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import pytest
 
 from syncer.domain.changeset import FailureCause
+from syncer.domain.history import HistoryEntry, Outcome
 from syncer.domain.sync_state import ClusterSyncState, FailedRevision, RetryRequest, SyncPhase
 from syncer.rollout.failures import refusal
-from syncer.rollout.rollback import rollback_target, rollback_targets, wave_passed
+from syncer.rollout.rollback import good_before, rollback_target, rollback_targets, wave_passed
 
 REVISIONS = ("", "a" * 40, "b" * 40, "c" * 40)
 REAL = REVISIONS[1:]
@@ -134,3 +136,20 @@ def test_a_wave_has_passed_only_when_every_cluster_recorded_the_revision_healthy
         assert wave_passed(["a", "b"], states, revision) is expected
     assert not wave_passed([], {}, revision)
     assert not wave_passed(["a"], {}, revision)
+
+
+def test_a_cluster_whose_last_good_is_the_failing_revision_goes_back_to_the_one_before_in_its_history() -> (
+    None
+):
+    """A passed wave whose revision a person aborted: its last good revision is the aborted one."""
+    history = (
+        HistoryEntry(REAL[0], outcome=Outcome.HEALTHY),
+        HistoryEntry(REAL[1], outcome=Outcome.FAILED),
+        HistoryEntry(REAL[2], outcome=Outcome.HEALTHY),
+    )
+    state = ClusterSyncState("eu-1", REAL[2], SyncPhase.HEALTHY, last_good=REAL[2])
+    assert good_before(state, REAL[2], history) == REAL[0]
+    assert rollback_target(state, REAL[2], None, history).revision == REAL[0]
+    assert rollback_target(state, REAL[2]).reason.startswith("the last revision it ran healthy is")
+    assert good_before(replace(state, last_good=REAL[0]), REAL[2], ()) == REAL[0]
+    assert good_before(state, REAL[2], history[1:]) == ""

@@ -1,0 +1,121 @@
+"""``syncer abort`` on the real 3-cluster fleet: the canary wave had passed on the revision and the
+rest waits at its manual gate. The abort puts the canary back on the revision it ran healthy before,
+the aborted revision never becomes a last good revision (also across a restart: a new rollout reading
+the clusters), and no wave takes it until a retry. Namespaces only: healthy once they exist."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import yaml
+
+from syncer.config.rollout import RolloutPolicy, WaveGate, WavePolicy
+from syncer.domain.objects import DesiredFleet
+from syncer.domain.selectors import LabelSelector
+from syncer.domain.sync_state import ClusterSyncState, SyncPhase
+from syncer.engine.rollout import FleetRollout
+from syncer.engine.rollout_model import RolloutOptions, RolloutOutcome, RolloutReport
+from syncer.kube import ClusterClient
+from syncer.status import StateStore
+from tests.integration.conftest import FleetHandle
+from tests.support.fleet_repo import FleetRepo
+from tests.support.namespaces import delete_namespaces
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def clients(fleet: FleetHandle) -> Iterator[dict[str, ClusterClient]]:
+    made = {n: ClusterClient.from_kubeconfig(str(fleet.kubeconfig), n) for n in fleet.names}
+    yield made
+    for client in made.values():
+        client.close()
+
+
+@pytest.fixture
+def prefix(namespace: str, clients: dict[str, ClusterClient]) -> Iterator[str]:
+    name = f"{namespace}-a"
+    yield name
+    delete_namespaces(clients.values(), name, f"{name}-state")
+
+
+def gated() -> RolloutPolicy:
+    gate = WaveGate(max_concurrent=2, health_timeout=30, bake=0)
+    canary = WavePolicy("canary", 1, LabelSelector.from_dict({"matchLabels": {"tier": "canary"}}), gate)
+    return RolloutPolicy((canary, WavePolicy("rest", 100, None, replace(gate, manual=True))), rollback=True)
+
+
+def sync(
+    clients: dict[str, ClusterClient], prefix: str, fleet: DesiredFleet, last_good: DesiredFleet
+) -> RolloutReport:
+    """One pass of a new rollout (as a restarted agent would run it: it reads the clusters first)."""
+    options = RolloutOptions(rollout=gated(), state_namespace=f"{prefix}-state", health_poll=0.5)
+    return FleetRollout(clients, options).sync(fleet, last_good=last_good)
+
+
+def states(clients: dict[str, ClusterClient], prefix: str) -> dict[str, ClusterSyncState]:
+    return {n: StateStore(c, f"{prefix}-state").load().state for n, c in clients.items()}
+
+
+def labels(clients: dict[str, ClusterClient], prefix: str) -> dict[str, str]:
+    return {n: c.get("v1", "Namespace", prefix)["metadata"]["labels"]["rev"] for n, c in clients.items()}
+
+
+def person(fleet: FleetHandle, tmp_path: Path, prefix: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``syncer <args>`` as a person runs it, against the fleet's clusters."""
+    (tmp_path / "trust.yaml").write_text("mode: head\nopenpgpKeys: []\nsigners: []\n")
+    clusters = {n: {"context": n, "kubeconfig": str(fleet.kubeconfig)} for n in fleet.names}
+    config = {
+        "source": {"url": "https://git.example/fleet.git"},
+        "trustPolicy": "trust.yaml",
+        "clusters": clusters,
+    }
+    (tmp_path / "agent.yaml").write_text(yaml.safe_dump(config))
+    command = [sys.executable, "-m", "syncer", *args, "--config", str(tmp_path / "agent.yaml")]
+    command += ["--state-namespace", f"{prefix}-state", "--by", "ops"]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_an_abort_puts_a_passed_canary_back_and_the_aborted_revision_is_never_last_good(
+    fleet: FleetHandle, clients: dict[str, ClusterClient], prefix: str, tmp_path: Path
+) -> None:
+    repo = FleetRepo(tmp_path / "repo", prefix)
+    first = repo.write_documents("r1", [repo.namespace({"rev": "r1"})])
+    sync(clients, prefix, first, first)
+    assert person(fleet, tmp_path, prefix, "promote", "--wave", "rest", "--revision", "r1").returncode == 0
+    assert sync(clients, prefix, first, first).outcome is RolloutOutcome.APPLIED
+    assert labels(clients, prefix) == dict.fromkeys(clients, "r1")
+
+    second = repo.write_documents("r2", [repo.namespace({"rev": "r2"})])
+    waiting = sync(clients, prefix, second, first)
+    assert waiting.outcome is RolloutOutcome.WAITING, waiting
+    now = states(clients, prefix)
+    assert (now["canary"].revision, now["canary"].last_good) == ("r2", "r2"), "the canary wave passed"
+    assert now["eu-1"].awaiting.revision == "r2"
+
+    aborted = person(fleet, tmp_path, prefix, "abort", "--reason", "latency")
+    assert aborted.returncode == 0, aborted.stderr
+    report = sync(clients, prefix, second, first)
+    assert report.outcome is RolloutOutcome.HALTED, report
+    assert [(w.name, w.decision.value) for w in report.waves] == [("canary", "rollback"), ("rest", "halt")]
+    assert labels(clients, prefix) == dict.fromkeys(clients, "r1")
+    now = states(clients, prefix)
+    assert (now["canary"].revision, now["canary"].phase, now["canary"].last_good) == (
+        "r1",
+        SyncPhase.ROLLED_BACK,
+        "r1",
+    )
+    assert "r2" in now["canary"].bad_revisions
+
+    # A restart: new rollouts read the clusters again, pass after pass. Nothing takes r2, and no
+    # cluster records it as last good.
+    for _ in range(2):
+        again = sync(clients, prefix, second, first)
+        assert again.outcome is RolloutOutcome.HALTED, again
+        assert labels(clients, prefix) == dict.fromkeys(clients, "r1")
+        assert {n: s.last_good for n, s in states(clients, prefix).items()} == dict.fromkeys(clients, "r1")
