@@ -25,6 +25,7 @@ from syncer.errors import (
     HistoryRewritten,
     ManifestError,
     RefusedObjects,
+    SourceError,
     SyncerError,
     UnexpectedFailure,
     VerificationError,
@@ -274,13 +275,14 @@ class RevisionGate:
         return fault
 
     def _cache_written(self, write: Callable[[], None]) -> Rejection | None:
-        """One write to the cache after the poll (a revision synced, an old checkout removed): a
-        ``CacheUnusable`` is a failed poll like one met by the poll itself, the same rejection object
-        while the same part of the cache fails for the same reason (told once, counted every poll),
-        never an exception out of the pass."""
+        """One write to the cache after the poll (a revision synced, an old checkout removed): its
+        failure (the cache unusable, git unable to write a ref) is a failed poll like one met by the
+        poll itself, never an exception out of the pass; a ``CacheUnusable`` is the same rejection
+        object while the same part of the cache fails for the same reason (told once, counted
+        every poll)."""
         try:
             write()
-        except CacheUnusable as err:
+        except SourceError as err:
             return self._reject("", err).rejection
         return None
 
