@@ -2,7 +2,9 @@
 leadership, tried with two real agent processes on the real fleet and judged by what the apiservers
 audited: while one agent leads, only its controllers write; an agent frozen (SIGSTOP) past its Lease
 and resumed (SIGCONT) has its controllers write nothing more once the other agent took over, and
-they act again when it leads again."""
+they act again when it leads again. Replicas of a shard group write each cluster through the
+controller of the replica that owns it, and the survivor's controllers take a dead replica's
+clusters over with them."""
 
 from __future__ import annotations
 
@@ -13,6 +15,9 @@ from datetime import UTC, datetime
 import pytest
 
 from devfleet import audit
+from syncer.errors import NotFound
+from syncer.leader.election import LEASE_API
+from syncer.leader.shards import OWNER_LEASE
 from tests.integration.agent.drills import lease_flags, no_traceback
 from tests.integration.agent.procs import AgentProc, Agents
 from tests.integration.agent.test_agent_process import ROLLOUT_TIMEOUT, Rig, agents, rig
@@ -99,3 +104,65 @@ def test_a_frozen_agents_controllers_write_nothing_once_the_other_agent_took_ove
         eventually("every cluster on the fourth revision", lambda: rig.all_healthy(fourth), ROLLOUT_TIMEOUT)
         assert f"{CONTROLLER}{a_id}" in {w.user_agent for w in _controller_writes(rig, resumed)}
         no_traceback(a, b)
+
+
+def _owners(rig: Rig) -> dict[str, str]:
+    """Each cluster's owner Lease holder ("" when none)."""
+    found = {}
+    for name, client in rig.clients.items():
+        try:
+            lease = client.get(LEASE_API, "Lease", OWNER_LEASE, rig.state_namespace)
+        except NotFound:
+            found[name] = ""
+            continue
+        found[name] = str((lease.get("spec") or {}).get("holderIdentity") or "")
+    return found
+
+
+def _writers(rig: Rig, since: datetime) -> dict[str, set[str]]:
+    """The agents whose controllers wrote to each cluster since ``since``."""
+    return {
+        name: {
+            w.user_agent.removeprefix(CONTROLLER)
+            for w in audit.writes(rig.fleet.state, name)
+            if w.user_agent.startswith(CONTROLLER) and w.at >= since and not w.dry_run
+        }
+        for name in rig.clients
+    }
+
+
+@pytest.mark.slow
+def test_the_controllers_of_sharded_replicas_write_only_the_clusters_their_replica_owns(
+    rig: Rig, agents: Agents
+) -> None:
+    group = f"g-{rig.namespace[-6:]}"
+    args = [*lease_flags(rig, "canary"), "--controller-every-cluster", "--watch-namespace", rig.namespace]
+    args += ["--shard-group", group]
+    with agents.shown_on_failure():
+        replicas = {
+            name: agents.start(name, rig.args("two-waves.yaml", *args, "--shard-identity", name))
+            for name in ("a", "b")
+        }
+
+        def shared() -> dict[str, str] | None:
+            owners = _owners(rig)
+            return owners if set(owners.values()) == set(replicas) else None
+
+        owners = eventually("each replica to own a share of the clusters", shared, 60)
+        started = datetime.now(UTC)
+        first = rig.commit("sessions cache", "7.2.4")
+        eventually("every cluster healthy", lambda: rig.all_healthy(first), ROLLOUT_TIMEOUT)
+        assert _owners(rig) == owners
+        # Each cluster's RedisCluster was made Ready by its owner's controller alone.
+        assert _writers(rig, started) == {name: {owner} for name, owner in owners.items()}
+
+        # The owner of the canary dies: the survivor takes its clusters, and its controllers with them.
+        victim = owners["canary"]
+        survivor = next(name for name in replicas if name != victim)
+        replicas[victim].kill()
+        killed = datetime.now(UTC)
+        eventually("the survivor to own every cluster", lambda: set(_owners(rig).values()) == {survivor}, 60)
+        second = rig.commit("newer redis", "7.2.5")
+        eventually("every cluster healthy again", lambda: rig.all_healthy(second), ROLLOUT_TIMEOUT)
+        assert _writers(rig, killed) == {name: {survivor} for name in rig.clients}
+        no_traceback(replicas[survivor])
