@@ -13,6 +13,7 @@ import time
 from datetime import UTC, datetime
 
 import pytest
+import yaml
 
 from devfleet import audit
 from syncer.errors import NotFound
@@ -48,6 +49,16 @@ def _role(proc: AgentProc) -> str:
     return proc.get("/readyz")[1].split(";")[0]
 
 
+def _own_cache(rig: Rig, args: list[str], name: str) -> list[str]:
+    """``args`` with a config of its own whose source cache is ``cache-<name>``: an agent frozen
+    mid-poll holds its cache folder, as each replica's pod has its own."""
+    config = yaml.safe_load((rig.root / "agent.yaml").read_text())
+    config["source"]["cacheDir"] = str(rig.root / f"cache-{name}")
+    path = rig.root / f"agent-{name}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return [str(path) if arg == str(rig.root / "agent.yaml") else arg for arg in args]
+
+
 @pytest.mark.slow
 def test_a_frozen_agents_controllers_write_nothing_once_the_other_agent_took_over(
     rig: Rig, agents: Agents
@@ -56,9 +67,9 @@ def test_a_frozen_agents_controllers_write_nothing_once_the_other_agent_took_ove
     args = [*lease_flags(rig, "canary"), "--controller-every-cluster", "--watch-namespace", rig.namespace]
     with agents.shown_on_failure():
         first = rig.commit("sessions cache", "7.2.4")
-        a = agents.start("a", rig.args("two-waves.yaml", *args))
+        a = agents.start("a", _own_cache(rig, rig.args("two-waves.yaml", *args), "a"))
         eventually("a to lead", lambda: _role(a) == "leader", 30)
-        b = agents.start("b", rig.args("two-waves.yaml", *args))
+        b = agents.start("b", _own_cache(rig, rig.args("two-waves.yaml", *args), "b"))
         eventually("b to stand by", lambda: _role(b) == "standby", 30)
         eventually("every cluster healthy", lambda: rig.all_healthy(first), ROLLOUT_TIMEOUT)
 
