@@ -32,6 +32,7 @@ from syncer.controller.runner import run_controller
 from syncer.errors import ConfigError, Conflict, KubeError, NotFound
 from syncer.kube import ClusterClient
 from syncer.leader.election import LeaderElector
+from syncer.leader.fence import UNFENCED, Fence
 
 log = logging.getLogger("syncer.agent")
 
@@ -41,21 +42,24 @@ HOOK_STANDBY = HookAnswer(False, "this replica does not lead; the leader polls o
 
 def start_controllers(agent: Agent, settings: AgentSettings, stop: threading.Event) -> list[threading.Thread]:
     """Start the embedded controllers the settings ask for, each in a thread that ends with ``stop``:
-    one for the home cluster (leader-elected), or one per cluster of the config (local fleets)."""
+    one for the home cluster (leader-elected on a Lease of its own), or one per cluster of the config
+    (local fleets), each acting only while the agent's fence of its cluster is open (the agent leads,
+    or, for a sharded replica, owns the cluster) and passing it before every write."""
     chosen = settings.controller
     if not chosen.enabled:
         return []
+    follows: list[Fence | None]
     if chosen.every_cluster:
         accesses = {name: agent.access(name) for name in agent.config.clusters}
         targets = [(agent.connections.kubeconfig_of(a), a.context, name) for name, a in accesses.items()]
-        elect = False
+        follows = [agent.fences.settled_of(name) for name in accesses]
     else:
         targets = [(settings.home.kubeconfig or settings.kubeconfig, settings.home.context, "")]
-        elect = True
+        follows = [None]
     threads = []
     # One metrics registry holds one controller's collectors; on a local fleet only the first reports.
     registries = [agent.metrics.registry] + [None] * (len(targets) - 1)
-    for (kubeconfig, context, cluster), registry in zip(targets, registries, strict=True):
+    for (kubeconfig, context, cluster), registry, fence in zip(targets, registries, follows, strict=True):
         options = ControllerOptions(
             kubeconfig=kubeconfig,
             context=context,
@@ -63,14 +67,16 @@ def start_controllers(agent: Agent, settings: AgentSettings, stop: threading.Eve
             watch_namespace=chosen.watch_namespace,
             workers=chosen.workers,
             topology=chosen.topology,
-            leader_elect=elect,
+            leader_elect=fence is None,
             lease=replace(settings.lease, name=CONTROLLER_LEASE.name),
+            # Its requests name the agent it runs in (the apiservers' audit logs tell agents apart).
+            identity=agent.identity,
             # Local fleets: short watches so the process stops promptly when asked.
             watch_timeout_seconds=10 if chosen.every_cluster else 60,
         )
         thread = threading.Thread(
             target=run_controller,
-            args=(options, stop, registry),
+            args=(options, stop, registry, fence),
             daemon=True,
             name=f"controller-{cluster or context or 'home'}",
         )
@@ -240,6 +246,7 @@ class AgentProcess:
                     self._lead(self.stop)
                 return
             if not self.settings.leader_elect:
+                self.agent.fences.use_for_all(UNFENCED)  # one agent by the operator's word: nothing fenced
                 self._lead(self.stop)
                 return
             home = self.settings.home

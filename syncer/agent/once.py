@@ -28,6 +28,7 @@ from syncer.config.settings import AgentSettings
 from syncer.errors import ConfigError, FencedOut, KubeError, SyncerError
 from syncer.kube import ClusterClient, KubeApi
 from syncer.leader.election import LEASE_API, LeaderElector, LeaseRecord
+from syncer.leader.fence import UNFENCED
 from syncer.leader.shards import OWNER_LEASE
 
 log = logging.getLogger("syncer.agent")
@@ -45,6 +46,7 @@ def one_pass(agent: Agent, settings: AgentSettings) -> PassResult:
     # The apiservers' audit logs name this pass's requests apart from a running agent's.
     agent.connections.options = replace(agent.connections.options, user_agent=user_agent(identity))
     if not settings.leader_elect:
+        agent.fences.use_for_all(UNFENCED)
         return agent.sync_once()
     home = settings.home
     try:

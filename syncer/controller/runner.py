@@ -9,6 +9,12 @@ write through the ``KubeApi`` seam passes the Lease's fence (``syncer.leader.fen
 does every command to a Redis server (``TopologyOptions.fence``). The fence measures the Lease on this
 process's monotonic clock, so a leader frozen (SIGSTOP) past its Lease finds it lost the moment it runs
 again. The first ``FencedOut`` stops every worker and watch: the replica writes nothing more.
+
+An agent's embedded controllers do not elect a leader of their own: each follows a fence the agent
+keeps for its cluster (``run_controller``'s ``follow``: the agent's leader Lease, or the cluster's
+owner Lease of a sharded replica), through the same ``FencedKube`` and ``TopologyOptions.fence``. It
+runs only while that fence is open (``syncer.leader.follow``), and a new one is started each time the
+agent leads (or owns the cluster) again.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from syncer.errors import FencedOut, KubeError
 from syncer.kube import ClientOptions, ClusterClient, KubeApi
 from syncer.leader import LeaderElector
 from syncer.leader.fence import UNFENCED, Fence, FencedKube
+from syncer.leader.follow import follow as follow_fence
 
 if TYPE_CHECKING:
     from syncer.controller.health_probe import HealthWatch
@@ -129,6 +136,10 @@ class Controller:
             fields = {"namespace": namespace, "rediscluster": name}
             try:
                 self.reconciler.tell_outage(namespace, name, outage, ContextLogger(log, fields))
+            except FencedOut as err:
+                self.fenced_out.set()
+                self._log.warning("stopping: %s", err)
+                return
             except KubeError as err:
                 self._log.warning("could not write the outage of %s: %s", key, err)
         self.queue.add(key)
@@ -266,19 +277,46 @@ class Controller:
         adapter.debug("reconciled: %s %s", outcome.phase, outcome.result)
 
 
+def _following(
+    kube: KubeApi,
+    options: ControllerOptions,
+    stop: threading.Event,
+    registry: CollectorRegistry | None,
+    fence: Fence,
+) -> None:
+    """A controller (a new one each time) while ``fence`` is open, until ``stop``."""
+    fenced = FencedKube(kube, fence)
+    metrics = Metrics(registry) if registry is not None else None
+
+    def lead(halt: threading.Event) -> None:
+        controller = Controller(fenced, options, None, fence=fence)
+        controller.metrics = metrics
+        controller.run(halt)
+
+    cluster = options.cluster or options.context or kube.cluster
+    follow_fence(fence, stop, lead, options.lease.retry_period, f"the controller of {cluster}")
+
+
 def run_controller(
-    options: ControllerOptions, stop: threading.Event, registry: CollectorRegistry | None = None
+    options: ControllerOptions,
+    stop: threading.Event,
+    registry: CollectorRegistry | None = None,
+    follow: Fence | None = None,
 ) -> None:
     """Run the controller against ``options.context`` of ``options.kubeconfig`` until ``stop`` is set.
 
-    With ``leader_elect`` it first waits for the Lease, and returns when it loses it. Safe to start in
-    a thread; it builds and closes its own client.
+    With ``follow`` it acts only while that fence (kept by someone else: its agent) is open, and every
+    write passes it; else with ``leader_elect`` it first waits for the Lease, and returns when it
+    loses it. Safe to start in a thread; it builds and closes its own client.
     """
     identity = options.identity or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
     options = replace(options, identity=identity)
     client = ClientOptions(user_agent=f"{FIELD_MANAGER}/{identity}")
     kube = ClusterClient.from_kubeconfig(options.kubeconfig, options.context, options=client)
     try:
+        if follow is not None:
+            _following(kube, options, stop, registry, follow)
+            return
         if not options.leader_elect:
             Controller(kube, options, registry).run(stop)
             return

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Protocol
 
@@ -62,7 +62,9 @@ class Revisions(Protocol):
 
     def rebuild(self, revision: str) -> DesiredFleet: ...
 
-    def mark_synced(self, revision: str) -> None: ...
+    def mark_synced(self, revision: str) -> Rejection | None:
+        """Remember ``revision`` as synced; the source failure when the cache cannot record it."""
+        ...
 
     def admits(self, revision: str, recorded: str) -> bool:
         """Whether ``revision`` may go to a cluster that records ``recorded`` (it descends from it,
@@ -267,6 +269,17 @@ class FleetPass:
             self.listener(rejection_event(rejection))
         return advance, new_rejection
 
+    def _source_fault(self, advance: Advance, new: bool, fault: Rejection) -> tuple[Advance, bool]:
+        """A cache fault met after the poll: the pass's source failure (a failed poll), told when not
+        told yet; a tip's own rejection stays the pass's rejection."""
+        told = fault.same_as(self._seen_rejection)
+        if not told:
+            self._seen_rejection = fault
+            self.listener(rejection_event(fault))
+        if advance.rejection is not None and advance.rejection.stage is not Stage.SOURCE:
+            return advance, new
+        return replace(advance, rejection=fault), new or not told
+
     def _run_pass(self, stop: threading.Event) -> PassResult:
         advance, new_rejection = self._advance()
         current = advance.current
@@ -297,7 +310,9 @@ class FleetPass:
             return PassResult(advance, self._fenced_out(current.revision, err), new_rejection)
         self._pending = {n: rollout.states[n] for n, _ in report.unsaved if n in rollout.states}
         if report.outcome in {RolloutOutcome.APPLIED, RolloutOutcome.UNCHANGED}:
-            self.revisions.mark_synced(current.revision)
+            fault = self.revisions.mark_synced(current.revision)
+            if fault is not None:  # the cache could not record it: this poll failed, told once
+                advance, new_rejection = self._source_fault(advance, new_rejection, fault)
         states = MappingProxyType(dict(rollout.states))
         unreachable = MappingProxyType(dict(rollout.unreachable))
         histories = MappingProxyType(rollout.histories())

@@ -25,6 +25,7 @@ from syncer.errors import (
     HistoryRewritten,
     ManifestError,
     RefusedObjects,
+    SourceError,
     SyncerError,
     UnexpectedFailure,
     VerificationError,
@@ -163,6 +164,8 @@ class RevisionGate:
         self.recorded = recorded
         self.current: PreparedRevision | None = None
         self.last_rejection: Rejection | None = None
+        # The cache failure told last: the same one again is not told again until the cache works.
+        self._cache_fault: Rejection | None = None
         # The last check of a tip that passed source, verify and manifests (the guard policy): it
         # raises GuardRejected to reject the tip; it gets the tip's fleet and the one in force.
         self.judge: Callable[[DesiredFleet, DesiredFleet | None], object] | None = None
@@ -203,10 +206,12 @@ class RevisionGate:
         except Exception as err:  # a defect met on this tip's content: refused, never raised every poll
             return replace(self._reject(tip, UnexpectedFailure(err)), ignored_bases=ignored)
         previous, self.current, self.last_rejection = self.current, prepared, None
+        self._cache_fault = None  # it was just written to
         self.bases.trust(prepared.revision)
+        fault = None
         if previous is not None and previous.revision != prepared.revision:
-            self.source.remove_checkout(previous.revision)
-        return Advance(PollOutcome.ACCEPTED, prepared, ignored_bases=ignored)
+            fault = self._cache_written(lambda: self.source.remove_checkout(previous.revision))
+        return Advance(PollOutcome.ACCEPTED, prepared, fault, ignored_bases=ignored)
 
     def _resume(self, recorded: Mapping[str, str]) -> bool:
         """With no revision in force and git out of reach (a start during a git outage): take the
@@ -261,25 +266,47 @@ class RevisionGate:
             self.judge(prepared.fleet, self.current.fleet if self.current else None)
         return prepared
 
-    def mark_synced(self, revision: str) -> None:
-        """Remember ``revision`` as rolled out: the base of the next strict-mode check."""
-        self.source.mark_synced(revision)
+    def mark_synced(self, revision: str) -> Rejection | None:
+        """Remember ``revision`` as rolled out: the base of the next strict-mode check. A cache that
+        cannot record it is this pass's source failure, returned (see ``_cache_written``)."""
+        fault = self._cache_written(lambda: self.source.mark_synced(revision))
+        if fault is None:
+            self._cache_fault = None  # the cache works again
+        return fault
+
+    def _cache_written(self, write: Callable[[], None]) -> Rejection | None:
+        """One write to the cache after the poll (a revision synced, an old checkout removed): its
+        failure (the cache unusable, git unable to write a ref) is a failed poll like one met by the
+        poll itself, never an exception out of the pass; a ``CacheUnusable`` is the same rejection
+        object while the same part of the cache fails for the same reason (told once, counted
+        every poll)."""
+        try:
+            write()
+        except SourceError as err:
+            return self._reject("", err).rejection
+        return None
 
     def _reject(self, revision: str, error: SyncerError) -> Advance:
         rejection = Rejection(revision, _stage_of(error), error)
-        last = self.last_rejection
-        if last is not None and _same_rejection(last, rejection):
-            return Advance(PollOutcome.REJECTED, self.current, last)
+        told = self._told(rejection)
+        if told is not None:
+            self.last_rejection = told
+            return Advance(PollOutcome.REJECTED, self.current, told)
         self.last_rejection = rejection
+        if isinstance(error, CacheUnusable):
+            self._cache_fault = rejection
         return Advance(PollOutcome.REJECTED, self.current, rejection)
 
-
-def _same_rejection(last: Rejection, new: Rejection) -> bool:
-    """Whether ``new`` is the rejection already told: the same tip refused for the same reason
-    (``Rejection.same_as``), or the same part of the cache unusable for the same reason (told once
-    until it changes or the cache works again; each poll still counts as a failed poll)."""
-    error = new.error
-    if isinstance(error, CacheUnusable):
-        told = last.error
-        return isinstance(told, CacheUnusable) and (told.path, told.reason) == (error.path, error.reason)
-    return new.same_as(last)
+    def _told(self, new: Rejection) -> Rejection | None:
+        """The rejection already told that ``new`` is again: the same tip refused for the same
+        reason (``Rejection.same_as``), or the same part of the cache unusable for the same reason
+        (told once until it changes or the cache works again; each poll still counts as a failed
+        poll)."""
+        error = new.error
+        if isinstance(error, CacheUnusable):
+            told = self._cache_fault
+            if told is None or not isinstance(told.error, CacheUnusable):
+                return None
+            return told if (told.error.path, told.error.reason) == (error.path, error.reason) else None
+        last = self.last_rejection
+        return last if last is not None and new.same_as(last) else None
