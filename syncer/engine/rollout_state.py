@@ -90,6 +90,11 @@ class RolloutStates:
             self.unsaved.pop(name, None)
             if loaded.problem:
                 self.listener(PassEvent(Step.STATE_REBUILT, cluster=name, reason=loaded.problem))
+            refused = self.stores[name].refusal(loaded) if self.owns(name) else ""
+            if refused:
+                # A writer its state refuses writes nothing there this pass, not even drift repair.
+                self.unreachable[name] = refused
+                self.listener(PassEvent(Step.CLUSTER_UNREACHABLE, cluster=name, error=refused))
         return dict(self.states)
 
     def histories(self) -> dict[str, tuple[HistoryEntry, ...]]:

@@ -386,6 +386,20 @@ class StateStore:
             self._seen = {}
         return self._seen
 
+    def refusal(self, loaded: LoadedState) -> str:
+        """Why this writer may write nothing at all to the cluster ``loaded`` was read from (empty:
+        it may): the state records a fencing token this writer's would be refused against (it holds
+        no Lease, or a newer holder of its Lease wrote it). Asked before any write of a pass, drift
+        repair included, so that no object is written ahead of a state write that would be refused."""
+        configmap = loaded.configmap or {}
+        try:
+            self._refuse_stale(
+                stored_token(configmap), stored_lease(configmap), self.fence.token, self.fence.lease
+            )
+        except FencedOut as err:
+            return str(err)
+        return ""
+
     def _refuse_stale(self, recorded: int, recorded_lease: str, token: int, lease: str) -> None:
         """FencedOut when a write with ``token`` of ``lease`` must not replace what the state records:
         a writer holding no Lease may never replace (nor drop) a recorded token, and a holder of the

@@ -23,7 +23,7 @@ import pytest
 
 from devfleet import audit
 from syncer.errors import NotFound
-from syncer.kube import ClusterClient
+from syncer.kube import ApplyOptions, ClusterClient
 from syncer.status.state_store import FENCING_LEASE, FENCING_TOKEN, STATE_CONFIGMAP
 from tests.integration.agent.drills import lease_flags, live_version, no_traceback, write_policy
 from tests.integration.agent.procs import Agents
@@ -188,11 +188,23 @@ def test_sync_once_beside_a_running_leader_holds_the_lease_or_writes_nothing(
         eventually("the leader's rollout of the new commit", lambda: rig.all_healthy(second), ROLLOUT_TIMEOUT)
         assert _fence(rig) == recorded
 
-        # Without leader election it is refused by every cluster that records a token: no object
-        # changes and the token stays.
+        # Without leader election it is refused by every cluster that records a token, before any
+        # write: a cluster already on the revision whose RedisCluster drifted is not repaired either.
+        leader.kill()
+        since = datetime.now(UTC)
+        drifted = {"apiVersion": RC_API, "kind": "RedisCluster"}
+        drifted["metadata"] = {"name": "sessions", "namespace": rig.namespace}
+        drifted["spec"] = {"rolloutStrategy": {"stepTimeout": "30s"}}  # git says 20s
+        rig.clients["eu-1"].apply(drifted, ApplyOptions(field_manager="by-hand", force=True))
+        repaired = _sync_once(rig, "--no-leader-elect")
+        assert "holds no Lease" in " ".join(repaired.stderr.split()), repaired.stderr
+        assert "Traceback" not in repaired.stderr
+        objects = [w for w in _writes_of(rig, "replica/sync-once", since) if w.resource != "events"]
+        assert objects == [], objects
+        assert _fence(rig) == recorded
+
         since = datetime.now(UTC)
         third = rig.commit("sessions cache 7.2.6", "7.2.6")
-        leader.kill()
         unfenced = _sync_once(rig, "--no-leader-elect")
         assert unfenced.returncode == 1, unfenced.stderr
         assert "holds no Lease" in " ".join(unfenced.stderr.split()), unfenced.stderr
