@@ -60,11 +60,15 @@ class WavePolicy:
 @dataclass(frozen=True)
 class RolloutPolicy:
     """The waves in order, whether a failed wave is put back on the last good revision, and the
-    maintenance windows that say when clusters may change (none: always)."""
+    maintenance windows that say when clusters may change (none: always). ``rollback_checks``
+    (``rollbackChecks``): whether a rollback, automatic or a person's ``syncer rollback``, is baked
+    and analysed like a new revision; by default it waits only for health, so that going back is as
+    fast as the clusters become healthy."""
 
     waves: tuple[WavePolicy, ...]
     rollback: bool = True
     windows: tuple[MaintenanceWindow, ...] = ()
+    rollback_checks: bool = False
 
     @staticmethod
     def single_wave() -> RolloutPolicy:
@@ -113,7 +117,7 @@ def parse_rollout_policy(data: dict[str, Any], origin: str, base: Path | None = 
 
 
 def _rollout_policy(top: Fields, base: Path | None) -> RolloutPolicy:
-    top.reject_unknown({"waves", "defaults", "rollback", "windows", "prometheus"})
+    top.reject_unknown({"waves", "defaults", "rollback", "rollbackChecks", "windows", "prometheus"})
     defaults_fields = top.child("defaults")
     defaults_fields.reject_unknown({"maxConcurrent", "healthTimeout", "bake", "approval", "analysis"})
     defaults = _gate(defaults_fields, WaveGate(analysis=parse_prometheus(top, base)))
@@ -141,7 +145,12 @@ def _rollout_policy(top: Fields, base: Path | None) -> RolloutPolicy:
     windows = tuple(parse_window(top.child("windows", i), i) for i in range(len(top.items("windows"))))
     if len({w.name for w in windows}) != len(windows):
         raise top.error("windows", "window names must be unique")
-    return RolloutPolicy(tuple(waves), rollback=top.boolean("rollback", True), windows=windows)
+    return RolloutPolicy(
+        tuple(waves),
+        rollback=top.boolean("rollback", True),
+        windows=windows,
+        rollback_checks=top.boolean("rollbackChecks", False),
+    )
 
 
 def load_rollout_policy(path: Path) -> RolloutPolicy:

@@ -49,7 +49,9 @@ def _pinned_fleet(
 
 def roll_pins(rollout: FleetRollout, pins: Mapping[str, str], fleet_of: FleetOf) -> None:
     """Roll each pinned revision out to the clusters pinned to it, wave by wave like any revision,
-    held by suspensions and windows (``held_now``), from the states ``rollout`` read."""
+    held by suspensions and windows (``held_now``), from the states ``rollout`` read; as a rollback,
+    each wave waits for health alone unless the policy asks for its bake and analysis
+    (``rollbackChecks``)."""
     for revision, names in by_revision(pins).items():
         if rollout.stop.is_set():
             return
@@ -58,7 +60,7 @@ def roll_pins(rollout: FleetRollout, pins: Mapping[str, str], fleet_of: FleetOf)
             rollout.listener(PassEvent(Step.CLUSTER_PINNED, cluster=name, revision=revision, reason=why))
         pinned = _pinned_fleet(rollout, revision, names, fleet_of)
         if pinned is not None:
-            rollout.roll_out(pinned, fleet_of)
+            rollout.roll_out(pinned, fleet_of, going_back=True)
 
 
 def heal_pins(rollout: FleetRollout, pins: Mapping[str, str], fleet_of: FleetOf) -> tuple[ChangeSet, ...]:

@@ -21,6 +21,7 @@ from syncer.engine.rollout_model import RolloutOutcome, RolloutReport, WaveRepor
 from syncer.rollout import Decision, Wave, phase_after_rollback
 from syncer.rollout.failures import Refusal, blame, not_blamed
 from syncer.rollout.rollback import good_before, rollback_targets
+from syncer.rollout.waves import for_going_back
 
 FleetsOf = Callable[[str], DesiredFleet | None]
 """The desired fleet of a revision (rebuilt from git), None when it cannot be had."""
@@ -74,11 +75,14 @@ def roll_back_wave(
             continue
         groups.setdefault(target.revision, (back, []))[1].append(name)
     reasons = dict(reports[-1].failed)
+    checks = rollout.options.rollout.rollback_checks
+    how = "baked and analysed (rollbackChecks)" if checks else "health only: no bake, no analysis"
     for revision, (back, names) in groups.items():
-        rollout.listener(PassEvent(Step.ROLLING_BACK, wave.name, revision=revision))
+        rollout.listener(PassEvent(Step.ROLLING_BACK, wave.name, revision=revision, reason=how))
         for name in names:
             rollout._apply_cluster(wave, back.clusters[name], revision)
-        verdict = rollout._gate(replace(wave, clusters=tuple(names)), back, rollback=False, analysed=False)
+        going_back = for_going_back(replace(wave, clusters=tuple(names)), checks)
+        verdict = rollout._gate(going_back, back, rollback=False, analysed=checks)
         for name in names:
             state = rollout.states[name]
             # The failure stays the cluster's last error after its rollback: the apply of the older

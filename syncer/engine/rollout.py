@@ -30,7 +30,7 @@ from syncer.engine.rollout_model import RolloutOutcome, RolloutReport, WaveRepor
 from syncer.rollout import Decision, GateVerdict, Wave, is_done, judge_abort, plan_waves
 from syncer.rollout.pins import restricted
 from syncer.rollout.rollback import wave_passed
-from syncer.rollout.waves import waves_without
+from syncer.rollout.waves import for_going_back, waves_without
 
 __all__ = ["FleetRollout"]
 
@@ -51,15 +51,23 @@ class FleetRollout(RolloutGate):
         return self.roll_out(fleet, fleets)
 
     def roll_out(
-        self, fleet: DesiredFleet, fleets: FleetsOf | None = None, left_out: Collection[str] = ()
+        self,
+        fleet: DesiredFleet,
+        fleets: FleetsOf | None = None,
+        left_out: Collection[str] = (),
+        going_back: bool = False,
     ) -> RolloutReport:
         """Roll ``fleet`` out wave by wave from the states read last; a failed wave halts, or rolls
         each of its clusters back to the revision it last ran healthy (``fleets`` gives the desired
         fleet of a revision, None when it cannot). The clusters ``left_out`` (a person pinned them
         to another revision) get nothing, but the waves are planned over the whole of ``fleet``, so
-        that leaving a cluster out never moves another one to an earlier wave (``waves_without``)."""
+        that leaving a cluster out never moves another one to an earlier wave (``waves_without``).
+        ``going_back``: a person's rollback (``syncer rollback``): its waves wait for health alone
+        unless the policy asks for checks (``for_going_back``)."""
         labels = {name: c.labels for name, c in fleet.clusters.items()}
         waves = waves_without(plan_waves(labels, self.options.rollout), left_out)
+        if going_back:
+            waves = tuple(for_going_back(w, self.options.rollout.rollback_checks) for w in waves)
         fleet = restricted(fleet, set(fleet.clusters) - set(left_out))
         missing = sorted(set(fleet.clusters) - set(self.clients) - set(self.unreachable))
         if missing:

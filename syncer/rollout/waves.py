@@ -77,3 +77,11 @@ def waves_without(waves: tuple[Wave, ...], left_out: Collection[str]) -> tuple[W
     cluster keeps the wave it has in the whole fleet, whatever is left out."""
     kept = (replace(w, clusters=tuple(c for c in w.clusters if c not in left_out)) for w in waves)
     return tuple(w for w in kept if w.clusters)
+
+
+def for_going_back(wave: Wave, checks: bool) -> Wave:
+    """``wave`` as a rollback goes through it: health alone (no bake, no analysis) unless the policy
+    asks for ``checks`` (``rollbackChecks``): going back is as fast as the clusters become healthy."""
+    if checks:
+        return wave
+    return replace(wave, gate=replace(wave.gate, bake=0.0, analysis=replace(wave.gate.analysis, metrics=())))

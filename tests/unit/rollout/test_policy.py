@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,23 @@ def test_a_wave_may_wait_for_a_person_and_a_wrong_approval_names_file_and_line(t
     message = str(caught.value)
     assert message.startswith(f"{path}:4:"), message
     assert "waves[0].approval: must be one of auto, manual, not 'by-hand'" in message
+
+
+def test_a_rollback_waits_for_health_alone_unless_the_policy_asks_for_its_checks() -> None:
+    from syncer.analysis.model import MetricSpec
+    from syncer.rollout.waves import for_going_back, plan_waves
+
+    data: dict[str, object] = {"waves": [{"name": "all", "percent": 100, "bake": "5m"}]}
+    policy = parse_rollout_policy(data, "rollout.yaml")
+    assert policy.rollback_checks is False
+    assert parse_rollout_policy({**data, "rollbackChecks": True}, "rollout.yaml").rollback_checks is True
+    [wave] = plan_waves({"eu-1": {}}, policy)
+    metric = MetricSpec("errors", "1")
+    wave = replace(wave, gate=replace(wave.gate, analysis=replace(wave.gate.analysis, metrics=(metric,))))
+    fast = for_going_back(wave, checks=False)
+    assert (fast.gate.bake, fast.gate.analysis.metrics, fast.gate.health_timeout) == (
+        0.0,
+        (),
+        wave.gate.health_timeout,
+    )
+    assert for_going_back(wave, checks=True) == wave
