@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from syncer.controller import children, upgrade
 from syncer.controller.events import ClusterEvents, scrub
 from syncer.controller.finalizer import finalize
+from syncer.controller.formation import FormationMarks, worth_telling
 from syncer.controller.model import (
     ANNOTATION_PAUSED,
     API_VERSION,
@@ -51,6 +53,8 @@ if TYPE_CHECKING:
     from syncer.controller.topology_link import TopologyPass
     from syncer.controller.topology_model import TopologyOptions
 from syncer.kube import KubeApi, KubeObject
+
+CHILD_WRITERS = 8  # children applied at once
 
 
 @dataclass(frozen=True)
@@ -120,7 +124,9 @@ class Reconciler:
         self._pending_events = []
         found = self._live_statefulsets(spec)
         redis = None
+        marks = FormationMarks()
         if access is not None:
+            access = replace(access, told=marks.tell)
             redis = self._topology(spec, found, access, self._progress(obj, spec, found, log).tell)
         if redis is not None and redis.problem is None:
             before = [shard_state(i, found.get(i)) for i in range(spec.shards)]
@@ -144,7 +150,8 @@ class Reconciler:
                 log.info("topology: %s", message, extra={"event_reason": reason})
         # Against the status last written: a migration may have written progress since ``previous``.
         status = compute(observed, obj.get("status") or {}, self._clock())
-        self._status.write(obj, status, log)
+        self._status.write(obj, status, log, marks.tell)
+        _tell_formation(marks, log)
         if decision.event is not None:
             warning = decision.event[0] in ("RolloutFailed", "RolloutReverted")
             self._events.emit(obj, warning, *decision.event)
@@ -248,17 +255,18 @@ class Reconciler:
                         floor = partition(sts) if running else spec.pods_per_shard
                         partitions[shard] = max(partitions[shard], floor)
         # The members are labelled before the client Service selects by the label (an upgrade).
-        for body in children.shared_children(spec, self._members_only(spec, redis)):
-            self._kube.apply(body, APPLY)
-        applied: dict[int, KubeObject] = {}
+        bodies = children.shared_children(spec, self._members_only(spec, redis))
         for shard in range(spec.shards):
             template = self._template(decision.template, templates[shard], live.get(shard))
             replicas = spec.pods_per_shard
             if redis is not None and not redis.departed and shard in live:
                 # Pods leave only once Redis has forgotten them (failover first if one is master).
                 replicas = max(replicas, int((live[shard].get("spec") or {}).get("replicas") or 0))
-            body = children.stateful_set(spec, shard, template, partitions[shard], replicas)
-            applied[shard] = self._kube.apply(body, APPLY)
+            bodies.append(children.stateful_set(spec, shard, template, partitions[shard], replicas))
+        # Each child is its own write: all at once (the status, and a new cluster's Ready, wait for them).
+        with ThreadPoolExecutor(max_workers=CHILD_WRITERS) as pool:
+            stored = list(pool.map(lambda body: self._kube.apply(body, APPLY), bodies))
+        applied = dict(enumerate(stored[len(bodies) - spec.shards :]))
         prune(self._kube, spec, live, keep_departing=redis is not None and not redis.departed)
         return decision, applied
 
@@ -376,6 +384,13 @@ class Reconciler:
         if done:
             self._apply_meta(obj, [])
         return ReconcileOutcome("finalize", "success", requeue_after=requeue)
+
+
+def _tell_formation(marks: FormationMarks, log: Log) -> None:
+    """Log the formation steps of this reconcile worth telling, each as a record of its own."""
+    for mark in worth_telling(marks.marks):
+        extra = {"formation_step": mark.step.value, "at": round(mark.at, 4)}
+        log.info("formation: %s", mark.step.value, extra=extra)
 
 
 def _written(obj: KubeObject, applied: Mapping[str, Any]) -> KubeObject:
