@@ -12,6 +12,7 @@ Must not: talk to Redis or Kubernetes.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -60,6 +61,13 @@ class FormationMarks:
 
     def tell(self, step: FormationStep) -> None:
         self.marks.append(FormationMark(step, self._clock()))
+
+    def log(self, log: logging.LoggerAdapter[logging.Logger]) -> None:
+        """Log the marks worth telling (``worth_telling``), each as a record of its own with the
+        fields ``formation_step`` and ``at``."""
+        for mark in worth_telling(self.marks):
+            extra = {"formation_step": mark.step.value, "at": round(mark.at, 4)}
+            log.info("formation: %s", mark.step.value, extra=extra)
 
 
 def worth_telling(marks: Sequence[FormationMark]) -> list[FormationMark]:

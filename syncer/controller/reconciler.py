@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from syncer.controller import children, upgrade
 from syncer.controller.events import ClusterEvents, scrub
 from syncer.controller.finalizer import finalize
-from syncer.controller.formation import FormationMarks, worth_telling
+from syncer.controller.formation import FormationMarks
 from syncer.controller.model import (
     ANNOTATION_PAUSED,
     API_VERSION,
@@ -53,8 +52,6 @@ if TYPE_CHECKING:
     from syncer.controller.topology_link import TopologyPass
     from syncer.controller.topology_model import TopologyOptions
 from syncer.kube import KubeApi, KubeObject
-
-CHILD_WRITERS = 8  # children applied at once
 
 
 @dataclass(frozen=True)
@@ -151,7 +148,7 @@ class Reconciler:
         # Against the status last written: a migration may have written progress since ``previous``.
         status = compute(observed, obj.get("status") or {}, self._clock())
         self._status.write(obj, status, log, marks.tell)
-        _tell_formation(marks, log)
+        marks.log(log)
         if decision.event is not None:
             warning = decision.event[0] in ("RolloutFailed", "RolloutReverted")
             self._events.emit(obj, warning, *decision.event)
@@ -255,7 +252,13 @@ class Reconciler:
                         floor = partition(sts) if running else spec.pods_per_shard
                         partitions[shard] = max(partitions[shard], floor)
         # The members are labelled before the client Service selects by the label (an upgrade).
-        bodies = children.shared_children(spec, self._members_only(spec, redis))
+        shared = children.shared_children(spec, self._members_only(spec, redis))
+        # The ConfigMap the pods mount exists before any pod does: a kubelet retries a missing
+        # volume with a backoff, which would hold the pod's start.
+        for body in shared:
+            if body["kind"] == "ConfigMap":
+                self._kube.apply(body, APPLY)
+        bodies: list[dict[str, Any]] = []
         for shard in range(spec.shards):
             template = self._template(decision.template, templates[shard], live.get(shard))
             replicas = spec.pods_per_shard
@@ -263,10 +266,11 @@ class Reconciler:
                 # Pods leave only once Redis has forgotten them (failover first if one is master).
                 replicas = max(replicas, int((live[shard].get("spec") or {}).get("replicas") or 0))
             bodies.append(children.stateful_set(spec, shard, template, partitions[shard], replicas))
-        # Each child is its own write: all at once (the status, and a new cluster's Ready, wait for them).
-        with ThreadPoolExecutor(max_workers=CHILD_WRITERS) as pool:
-            stored = list(pool.map(lambda body: self._kube.apply(body, APPLY), bodies))
-        applied = dict(enumerate(stored[len(bodies) - spec.shards :]))
+        # The StatefulSets next: the pods, and everything after them, wait for them. (Applied one at
+        # a time: on a busy machine writes at once only slow each other down.)
+        bodies += [body for body in shared if body["kind"] != "ConfigMap"]
+        stored = [self._kube.apply(body, APPLY) for body in bodies]
+        applied = dict(enumerate(stored[: spec.shards]))
         prune(self._kube, spec, live, keep_departing=redis is not None and not redis.departed)
         return decision, applied
 
@@ -384,13 +388,6 @@ class Reconciler:
         if done:
             self._apply_meta(obj, [])
         return ReconcileOutcome("finalize", "success", requeue_after=requeue)
-
-
-def _tell_formation(marks: FormationMarks, log: Log) -> None:
-    """Log the formation steps of this reconcile worth telling, each as a record of its own."""
-    for mark in worth_telling(marks.marks):
-        extra = {"formation_step": mark.step.value, "at": round(mark.at, 4)}
-        log.info("formation: %s", mark.step.value, extra=extra)
 
 
 def _written(obj: KubeObject, applied: Mapping[str, Any]) -> KubeObject:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
 from syncer.controller.formation import (
     FormationMark,
     FormationMarks,
@@ -10,6 +14,7 @@ from syncer.controller.formation import (
     breakdown,
     worth_telling,
 )
+from syncer.controller.logs import ContextLogger
 
 S = FormationStep
 
@@ -65,3 +70,17 @@ def test_breakdown_orders_first_marks_by_time_and_times_each_from_the_one_before
     assert (spans[1].since_start, spans[1].took) == (1.5, 0.5)
     assert (spans[2].since_start, spans[2].took) == (3.0, 1.5)
     assert breakdown(100.0, []) == []
+
+
+def test_the_marks_worth_telling_are_logged_as_records_with_their_step_and_moment(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ticks = iter([5.0, 5.25, 6.0])
+    marks = FormationMarks(clock=lambda: next(ticks))
+    for step in (S.PODS_READY, S.MET, S.READY_WRITTEN):
+        marks.tell(step)
+    log = ContextLogger(logging.getLogger("syncer.controller.test"), {"reconcile_id": "r1"})
+    with caplog.at_level(logging.INFO, logger="syncer.controller.test"):
+        marks.log(log)
+    found = [(r.__dict__["formation_step"], r.__dict__["at"]) for r in caplog.records]
+    assert found == [("pods-ready", 5.0), ("met", 5.25), ("ready-written", 6.0)]
