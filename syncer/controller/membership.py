@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from syncer.controller.children import client_service
@@ -26,6 +27,7 @@ from syncer.kube import ApplyOptions, KubeApi
 
 log = logging.getLogger(__name__)
 APPLY = ApplyOptions(field_manager=FIELD_MANAGER)
+LABEL_WRITERS = 8  # pods labelled at once
 
 
 @dataclass(frozen=True)
@@ -95,8 +97,12 @@ def settle(kube: KubeApi, spec: ClusterSpec, found: TopologyPass) -> tuple[bool,
     the Event saying which pods joined or left it (None when none did)."""
     added: list[str] = []
     removed: list[str] = []
-    for change in changes(spec, found.pods, found.membership):
-        if write(kube, spec, change):
+    wanted = changes(spec, found.pods, found.membership)
+    # Each pod's label is its own write: all at once, as a new cluster's Ready waits for them.
+    with ThreadPoolExecutor(max_workers=max(1, min(len(wanted), LABEL_WRITERS))) as pool:
+        written = list(pool.map(lambda change: write(kube, spec, change), wanted))
+    for change, done in zip(wanted, written, strict=True):
+        if done:
             (added if change.member else removed).append(change.pod.name)
     kept = [p for p in found.pods if not departing(spec, p)]
     labelled = any(p.name in added or (p.member and p.name not in removed) for p in kept)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from syncer.controller import children, upgrade
 from syncer.controller.events import ClusterEvents, scrub
 from syncer.controller.finalizer import finalize
+from syncer.controller.formation import FormationMarks
 from syncer.controller.model import (
     ANNOTATION_PAUSED,
     API_VERSION,
@@ -120,7 +121,9 @@ class Reconciler:
         self._pending_events = []
         found = self._live_statefulsets(spec)
         redis = None
+        marks = FormationMarks()
         if access is not None:
+            access = replace(access, told=marks.tell)
             redis = self._topology(spec, found, access, self._progress(obj, spec, found, log).tell)
         if redis is not None and redis.problem is None:
             before = [shard_state(i, found.get(i)) for i in range(spec.shards)]
@@ -144,7 +147,8 @@ class Reconciler:
                 log.info("topology: %s", message, extra={"event_reason": reason})
         # Against the status last written: a migration may have written progress since ``previous``.
         status = compute(observed, obj.get("status") or {}, self._clock())
-        self._status.write(obj, status, log)
+        self._status.write(obj, status, log, marks.tell)
+        marks.log(log)
         if decision.event is not None:
             warning = decision.event[0] in ("RolloutFailed", "RolloutReverted")
             self._events.emit(obj, warning, *decision.event)
@@ -248,17 +252,25 @@ class Reconciler:
                         floor = partition(sts) if running else spec.pods_per_shard
                         partitions[shard] = max(partitions[shard], floor)
         # The members are labelled before the client Service selects by the label (an upgrade).
-        for body in children.shared_children(spec, self._members_only(spec, redis)):
-            self._kube.apply(body, APPLY)
-        applied: dict[int, KubeObject] = {}
+        shared = children.shared_children(spec, self._members_only(spec, redis))
+        # The ConfigMap the pods mount exists before any pod does: a kubelet retries a missing
+        # volume with a backoff, which would hold the pod's start.
+        for body in shared:
+            if body["kind"] == "ConfigMap":
+                self._kube.apply(body, APPLY)
+        bodies: list[dict[str, Any]] = []
         for shard in range(spec.shards):
             template = self._template(decision.template, templates[shard], live.get(shard))
             replicas = spec.pods_per_shard
             if redis is not None and not redis.departed and shard in live:
                 # Pods leave only once Redis has forgotten them (failover first if one is master).
                 replicas = max(replicas, int((live[shard].get("spec") or {}).get("replicas") or 0))
-            body = children.stateful_set(spec, shard, template, partitions[shard], replicas)
-            applied[shard] = self._kube.apply(body, APPLY)
+            bodies.append(children.stateful_set(spec, shard, template, partitions[shard], replicas))
+        # The StatefulSets next: the pods, and everything after them, wait for them. (Applied one at
+        # a time: on a busy machine writes at once only slow each other down.)
+        bodies += [body for body in shared if body["kind"] != "ConfigMap"]
+        stored = [self._kube.apply(body, APPLY) for body in bodies]
+        applied = dict(enumerate(stored[: spec.shards]))
         prune(self._kube, spec, live, keep_departing=redis is not None and not redis.departed)
         return decision, applied
 

@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from syncer.controller.events import ClusterEvents
+from syncer.controller.formation import FormationListener, FormationStep, untold
 from syncer.controller.model import API_VERSION, FIELD_MANAGER, KIND
 from syncer.controller.status import is_warning, transitions
 from syncer.kube import ApplyOptions, KubeApi, KubeObject
@@ -26,13 +27,16 @@ class StatusWriter:
         self._kube = kube
         self._events = events
 
-    def write(self, obj: KubeObject, status: dict[str, Any], log: Log) -> None:
+    def write(
+        self, obj: KubeObject, status: dict[str, Any], log: Log, told: FormationListener = untold
+    ) -> None:
         """Write ``status``, computed from ``obj`` as the reconcile read (or last wrote) it: the
         resourceVersion is a precondition, so a status computed before another writer (a newer
         leader, the health watch's outage, a changed spec) wrote the object is refused (Conflict)
         and computed again. Each condition that changed is told; ``obj`` then carries the status
         and the new resourceVersion, so a later write in the same reconcile (a migration's
-        progress) is tied to this one and tells only what changed since."""
+        progress) is tied to this one and tells only what changed since. ``told`` hears
+        ``READY_WRITTEN`` as soon as a status that turns Ready True is stored."""
         meta = obj["metadata"]
         written = {"name": meta["name"], "namespace": meta["namespace"]}
         if meta.get("resourceVersion"):
@@ -43,7 +47,10 @@ class StatusWriter:
         if version:
             meta["resourceVersion"] = version
         before, obj["status"] = obj.get("status") or {}, status
-        for condition in transitions(before, status):
+        changed = transitions(before, status)
+        if any(c["type"] == "Ready" and c["status"] == "True" for c in changed):
+            told(FormationStep.READY_WRITTEN)
+        for condition in changed:
             warning = is_warning(condition)
             reason = f"{condition['type']}{condition['status']}"
             self._events.emit(

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import replace
 
+from syncer.controller.formation import FormationStep
 from syncer.controller.topology_client import Connections, observe
 from syncer.controller.topology_model import (
     NodeView,
@@ -87,7 +88,9 @@ def bootstrap(
     with closing(Connections(options)) as conns:
         run = Formation(conns, options)
         ids = run.node_ids(nodes)
-        if ids is not None and run.meet(nodes, ids):
+        if ids is not None:
+            run.claim_fresh(layout)
+        if ids is not None and not run.errors and run.meet(nodes, ids):
             views = {v.node: v for v in run.observe(nodes)}
             run.errors.extend(v.error for v in views.values() if v.error)
             if not run.errors:
@@ -191,6 +194,7 @@ class Formation:
         if self.errors:
             return False
         known = {v.node: {e.node_id for e in v.entries if e.is_known} for v in views}
+        sent = len(self.actions)
         for index, node in enumerate(nodes):
             for other in nodes[index + 1 :]:
                 if ids[other] in known[node] and ids[node] in known[other]:
@@ -210,7 +214,20 @@ class Formation:
                 f"nodes did not learn of each other within {self.options.meet_timeout}s: {missing[0]}"
                 + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
             )
+        elif len(self.actions) > sent:
+            self.options.told(FormationStep.MET)
         return not missing
+
+    def claim_fresh(self, layout: Layout) -> None:
+        """On fresh nodes (each knows only itself, nobody serves a slot), give each shard's first
+        node its slots before any MEET, as ``redis-cli --cluster create`` does: the handshakes then
+        carry every master's slots to every node at once, instead of the slower regular pings
+        spreading them after the meeting (``cluster_state`` turns ok only once every node knows
+        every slot's master)."""
+        views = {v.node: v for v in self.observe([node for shard in layout for node in shard])}
+        if any(v.error or len(v.entries) != 1 or v.entries[0].slots for v in views.values()):
+            return
+        self.assign_slots(layout, tuple(shard[0] for shard in layout), views)
 
     def _reintroduce(self, nodes: Sequence[RedisNode], ids: dict[RedisNode, str]) -> None:
         """Two members that each flag the other ``noaddr`` (a pod came back on an address another
@@ -255,11 +272,14 @@ class Formation:
             )
             return
         batch = self.options.slot_batch
+        done = True
         for master, wanted in zip(masters, split_slots(len(layout)), strict=True):
             missing = ranges_of(s for s in range(wanted.start, wanted.end + 1) if s not in served)
             for first in range(0, len(missing), batch):
                 bounds = [b for r in missing[first : first + batch] for b in (r.start, r.end)]
-                self.change(master, "CLUSTER", "ADDSLOTSRANGE", *bounds)
+                done = self.change(master, "CLUSTER", "ADDSLOTSRANGE", *bounds) and done
+        if done:
+            self.options.told(FormationStep.SLOTS_ASSIGNED)
 
     def _keys(self, node: RedisNode) -> int:
         try:
@@ -281,6 +301,7 @@ class Formation:
         The master is first told how many replicas are about to ask for a full sync
         (``repl-diskless-sync-max-replicas``): it starts the transfer once they all wait instead of
         waiting out ``repl-diskless-sync-delay`` (5 s by default) for more to come."""
+        sent = len(self.actions)
         for shard, master in zip(layout, masters, strict=True):
             told = [
                 node
@@ -294,6 +315,8 @@ class Formation:
                 self._expect_replicas(master, len(told))
             for node in told:
                 self.change(node, "CLUSTER", "REPLICATE", ids[master])
+        if len(self.actions) > sent:
+            self.options.told(FormationStep.REPLICAS_TOLD)
 
     def _expect_replicas(self, master: RedisNode, count: int) -> None:
         """A tuning, not a topology change: a Redis without the setting (before 7.0) or refusing it
@@ -317,6 +340,7 @@ class Formation:
             last[:] = [report]
             if not report.healthy:
                 return [report.summary()]
+            self.options.told(FormationStep.CLUSTER_OK)
             return misplaced(views, layout, masters, ids) or self._unsynced(layout, masters)
 
         left = self._wait(timeout, pending)

@@ -22,11 +22,12 @@ once the pass is over (``topology_members``), from a last look at every node.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 
 from syncer.controller import topology
+from syncer.controller.formation import FormationStep
 from syncer.controller.topology_client import Connections, observe
 from syncer.controller.topology_members import Membership, membership
 from syncer.controller.topology_model import NodeView, RedisNode, TopologyOptions, TopologyReport
@@ -99,12 +100,15 @@ def converge(
     with closing(Connections(options)) as conns:
         run = _Pass(conns, options, progress=progress)
         views = run.views(everyone)
+        if any(v.error for v in views.values()) and starting(views.values()):
+            views = _wait_started(run, everyone)
         if any(v.error for v in views.values()):
             # Nothing changes while a node does not answer: the verdict says which, and only the
             # nodes that answered are judged members or not.
             down = tuple(v.error for v in views.values() if v.error)
             report = topology.judge(list(views.values()), len(layout))
             return ConvergeReport(report, False, problems=down, membership=membership(views))
+        options.told(FormationStep.SERVERS_ANSWER)
         result = _converge(run, views, layout, departing)
         return replace(result, membership=membership(run.views(everyone)))
 
@@ -156,6 +160,32 @@ def _converge(
     return ConvergeReport(report, departed, tuple(run.events), tuple(run.problems), run.keys_moved)
 
 
+def starting(views: Iterable[NodeView]) -> bool:
+    """A cluster being formed whose servers are still starting: every node that does not answer
+    refuses the connection or times out (not an error of a server that answers), and every node
+    that answers is fresh (it knows no other node and serves no slot). Pure."""
+    found = list(views)
+    silent = [v for v in found if v.error]
+    answering = [v for v in found if not v.error]
+    return (
+        bool(silent)
+        and all(v.unreachable for v in silent)
+        and all(len(v.entries) <= 1 and not any(e.slots for e in v.entries) for v in answering)
+    )
+
+
+def _wait_started(run: _Pass, nodes: Sequence[RedisNode]) -> dict[RedisNode, NodeView]:
+    """Look again every ``poll_interval`` until every node answers or ``start_timeout`` passed: the
+    pods of a new cluster are up before their servers accept connections, and no Kubernetes event
+    says when they do. The last look is returned."""
+    deadline = time.monotonic() + run.options.start_timeout
+    while True:
+        views = run.views(nodes)
+        if not any(v.error for v in views.values()) or time.monotonic() >= deadline:
+            return views
+        time.sleep(run.options.poll_interval)
+
+
 def _wait_for(run: _Pass, problem: Callable[[], str]) -> bool:
     """Call ``problem`` until it returns "" (True) or ``ready_timeout`` runs out (False, with the last
     problem recorded): what gossip has not spread yet is waited for, not acted on."""
@@ -179,7 +209,10 @@ def _settled(run: _Pass, nodes: Sequence[RedisNode]) -> bool:
         late = [str(n) for n, v in views.items() if v.info is None or v.info.state != "ok"]
         return f"waiting for {late[0]} to say cluster_state ok before moving slots" if late else ""
 
-    return _wait_for(run, waiting)
+    if not _wait_for(run, waiting):
+        return False
+    run.options.told(FormationStep.CLUSTER_OK)
+    return True
 
 
 def _judge_returning(run: _Pass, views: dict[RedisNode, NodeView], kept: Sequence[RedisNode]) -> Returned:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from syncer.controller import topology
+from syncer.controller.formation import FormationStep
 from syncer.controller.model import (
     ANNOTATION_TEMPLATE_HASH,
     LABEL_INSTANCE,
@@ -184,6 +185,7 @@ def observe_and_converge(
     if any(not shard for shard in layout):
         verdict = TopologyVerdict(False, "a shard has no pod yet", "PodsNotReady")
         return TopologyPass(verdict, pods=tuple(pods))
+    settings.told(FormationStep.PODS_READY)
     try:
         result = converge(layout, departing, settings, progress)
     except FencedOut:
@@ -192,6 +194,8 @@ def observe_and_converge(
         verdict = TopologyVerdict(False, f"Redis topology: {err}", "TopologyError")
         return TopologyPass(verdict, pods=tuple(pods))
     kept = [p for p in pods if p.shard < spec.shards and p.ordinal < spec.pods_per_shard]
+    if result.report.healthy:
+        settings.told(FormationStep.HEALTHY)
     return held_out(judged(result, pods, bool(departing)), kept)
 
 

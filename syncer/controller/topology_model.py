@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from syncer.controller.formation import FormationListener, untold
 from syncer.controller.topology_parse import SLOT_COUNT, ClusterInfo, ClusterNodeEntry, SlotRange
 from syncer.errors import SyncerError
 from syncer.leader.fence import UNFENCED, Fence
@@ -46,7 +47,10 @@ class TopologyOptions:
 
     ``timeout`` bounds every single network call (connect and read, seconds). ``meet_timeout`` bounds
     the wait for gossip to spread after CLUSTER MEET; ``ready_timeout`` bounds the wait for
-    ``cluster_state:ok`` at the end of ``bootstrap`` (0 looks once and does not wait).
+    ``cluster_state:ok`` at the end of ``bootstrap`` (0 looks once and does not wait);
+    ``start_timeout`` the wait, in a converging pass over a cluster being formed, for servers whose
+    pods are up but that do not accept connections yet; ``poll_interval`` is how often every wait
+    looks again.
     ``slot_batch`` is the most slot ranges sent in one CLUSTER ADDSLOTSRANGE. ``migrate_batch`` is
     the most keys one MIGRATE moves (the source blocks while it serialises them), ``migrate_depth``
     the most MIGRATE commands sent in one round trip (the source serves no other client while it
@@ -56,7 +60,8 @@ class TopologyOptions:
     ``tls_ca``, ``tls_cert`` and ``tls_key`` are files: with ``tls_ca`` set every connection uses TLS
     (the server certificate is checked against the CA, not against the pod IP).
     ``fence`` is passed before every command to a server (``FencedOut`` when this controller may no
-    longer act: it lost the Lease, or was frozen past it).
+    longer act: it lost the Lease, or was frozen past it). ``told`` is told each formation step as
+    it is done (``formation``).
     """
 
     timeout: float = 5.0
@@ -64,7 +69,8 @@ class TopologyOptions:
     username: str | None = None
     meet_timeout: float = 20.0
     ready_timeout: float = 30.0
-    poll_interval: float = 0.1
+    poll_interval: float = 0.05
+    start_timeout: float = 5.0
     slot_batch: int = 256
     migrate_batch: int = 500
     migrate_depth: int = 1
@@ -75,6 +81,7 @@ class TopologyOptions:
     tls_cert: str | None = None
     tls_key: str | None = None
     fence: Fence = field(default=UNFENCED, compare=False)
+    told: FormationListener = field(default=untold, compare=False)
 
     def tls_arguments(self) -> dict[str, Any]:
         """redis-py connection arguments for TLS, empty without ``tls_ca``."""
@@ -91,8 +98,8 @@ class TopologyOptions:
     def __post_init__(self) -> None:
         if self.timeout <= 0:
             raise ValueError("timeout must be positive")
-        if self.meet_timeout < 0 or self.ready_timeout < 0:
-            raise ValueError("meet_timeout and ready_timeout must not be negative")
+        if min(self.meet_timeout, self.ready_timeout, self.start_timeout) < 0:
+            raise ValueError("meet_timeout, ready_timeout and start_timeout must not be negative")
         if self.poll_interval <= 0:
             raise ValueError("poll_interval must be positive")
         if min(self.slot_batch, self.migrate_batch, self.slot_group) < 1:

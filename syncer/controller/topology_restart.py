@@ -46,6 +46,8 @@ def prepare_restarts(shards: Sequence[ShardRestart], options: TopologyOptions) -
     problems: list[str] = []
     with closing(Connections(options)) as conns:
         for index, shard in enumerate(shards):
+            if not shard.restarting:
+                continue  # nothing to move off: its servers are not asked
             views = {node: observe(conns, node) for node in shard.members}
             master = next(
                 (n for n, v in views.items() if (me := v.myself) is not None and me.is_master), None

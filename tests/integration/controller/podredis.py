@@ -17,11 +17,16 @@ per live pod (by uid), bound to, connecting from and announcing the pod's loopba
   container with ``terminationMessagePolicy: FallbackToLogsOnError`` (the last lines it printed as
   ``lastState.terminated.message``, the pod not Ready, the container waiting in CrashLoopBackOff);
 - with ``exporter`` a real redis_exporter serves the metrics of every server (``exporter.py``), as
-  the chart's sidecar does beside each Redis container; it is stopped with the servers.
+  the chart's sidecar does beside each Redis container; it is stopped with the servers;
+- with ``start_delay`` (low, high) a pod's server starts a random while in that range after the pod
+  was first seen with an IP, as a container whose image is pulled and started takes a while (the
+  pod is Ready under kwok before its server answers); ``started`` records when each pod's first
+  server started (wall clock).
 """
 
 from __future__ import annotations
 
+import random
 import shutil
 import signal
 import subprocess
@@ -70,6 +75,8 @@ class PodRedis:
     restart_delay: float = 1.0
     pod_config: bool = False
     exporter: RedisExporter | None = None
+    start_delay: tuple[float, float] = (0.0, 0.0)
+    started: dict[str, float] = field(default_factory=dict)  # by pod name: first server's start
     restarts: dict[str, int] = field(default_factory=dict)  # by pod uid
     servers: dict[str, _Server] = field(default_factory=dict)  # by pod uid
     ip_history: dict[str, list[str]] = field(default_factory=dict)
@@ -77,6 +84,7 @@ class PodRedis:
     _stop: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _thread: threading.Thread | None = None
+    _due: dict[str, float] = field(default_factory=dict)  # by pod uid: when its server may start
 
     def start(self, *, exporter: bool = False) -> PodRedis:
         if exporter:
@@ -91,7 +99,10 @@ class PodRedis:
                 self.sync()
             except Exception as err:  # the loop must survive apiserver hiccups
                 self.errors.append(f"{type(err).__name__}: {err}"[:300])
-            self._stop.wait(0.2)
+            with self._lock:
+                pending = [due for uid, due in self._due.items() if uid not in self.servers]
+            soonest = min(pending, default=time.monotonic() + 0.2) - time.monotonic()
+            self._stop.wait(min(max(soonest, 0.01), 0.2))
 
     def _pods(self) -> list[dict[str, Any]]:
         return list(self.kube.list("v1", "Pod", namespace=self.namespace).items)
@@ -110,12 +121,19 @@ class PodRedis:
                 return
             for uid in [u for u in self.servers if u not in live]:
                 self._terminate(self.servers.pop(uid))
+            for uid in [u for u in self._due if u not in live]:
+                del self._due[uid]
             for uid, (name, ip) in live.items():
                 server = self.servers.get(uid)
                 if server is None:
                     if any(s.ip == ip for s in self.servers.values()):
                         continue  # the old pod on this IP is still being stopped
+                    low, high = self.start_delay
+                    due = self._due.setdefault(uid, time.monotonic() + random.uniform(low, high))
+                    if time.monotonic() < due:
+                        continue  # its container is still starting
                     self.servers[uid] = self._spawn(name, uid, ip)
+                    self.started.setdefault(name, time.time())
                     history = self.ip_history.setdefault(ip, [])
                     if not history or history[-1] != name:
                         history.append(name)
