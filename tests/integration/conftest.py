@@ -20,6 +20,7 @@ from devfleet import fleet as devfleet
 from syncer.kube import ClusterClient
 from tests.integration.controller.kit import install_crd
 from tests.integration.verify.kit import Keys, SshKey
+from tests.support.namespaces import delete_namespaces
 
 
 class FleetHandle:
@@ -92,6 +93,26 @@ def crd_installed(fleet: FleetHandle) -> None:
             install_crd(api)
         finally:
             api.close()
+
+
+@pytest.fixture
+def clients(fleet: FleetHandle, crd_installed: None) -> Iterator[dict[str, ClusterClient]]:
+    """A client of each cluster of the session fleet (the RedisCluster CRD served), as the fleet's
+    admin, closed afterwards."""
+    made = {n: ClusterClient.from_kubeconfig(str(fleet.kubeconfig), n) for n in fleet.names}
+    yield made
+    for each in made.values():
+        each.close()
+
+
+@pytest.fixture
+def prefix(namespace: str, clients: dict[str, ClusterClient]) -> Iterator[str]:
+    """The name of the test's namespace in every cluster (and, with ``-state``, of its sync states),
+    for tests that roll a fleet repository out with it as the default namespace; both deleted
+    afterwards."""
+    name = f"{namespace}-p"
+    yield name
+    delete_namespaces(clients.values(), name, f"{name}-state")
 
 
 @pytest.fixture

@@ -33,7 +33,6 @@ from syncer.status.acts import PersonActs
 from tests.integration.analysis.kit import ERRORS_LABEL, live_exporter
 from tests.integration.conftest import FleetHandle
 from tests.support.fleet_repo import FleetRepo
-from tests.support.namespaces import delete_namespaces
 
 pytestmark = pytest.mark.integration
 
@@ -43,21 +42,6 @@ class Repo(FleetRepo):
 
     def write(self, revision: str, errors: str) -> DesiredFleet:
         return self.write_documents(revision, [self.namespace({ERRORS_LABEL: errors})])
-
-
-@pytest.fixture
-def clients(fleet: FleetHandle, crd_installed: None) -> Iterator[dict[str, ClusterClient]]:
-    made = {n: ClusterClient.from_kubeconfig(str(fleet.kubeconfig), n) for n in fleet.names}
-    yield made
-    for client in made.values():
-        client.close()
-
-
-@pytest.fixture
-def prefix(namespace: str, clients: dict[str, ClusterClient]) -> Iterator[str]:
-    name = f"{namespace}-a"
-    yield name
-    delete_namespaces(clients.values(), name, f"{name}-state")
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ the diff showed no hold. Namespaces only: healthy once they exist, no controller
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,24 +25,8 @@ from syncer.status import StateStore
 from syncer.status.acts import PersonActs
 from tests.integration.conftest import FleetHandle
 from tests.support.fleet_repo import FleetRepo
-from tests.support.namespaces import delete_namespaces
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def clients(fleet: FleetHandle) -> Iterator[dict[str, ClusterClient]]:
-    made = {n: ClusterClient.from_kubeconfig(str(fleet.kubeconfig), n) for n in fleet.names}
-    yield made
-    for client in made.values():
-        client.close()
-
-
-@pytest.fixture
-def prefix(namespace: str, clients: dict[str, ClusterClient]) -> Iterator[str]:
-    name = f"{namespace}-h"
-    yield name
-    delete_namespaces(clients.values(), name, f"{name}-state")
 
 
 def policy(*, manual: bool = False) -> RolloutPolicy:

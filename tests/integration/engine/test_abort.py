@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-import yaml
 
 from syncer.config.rollout import RolloutPolicy, WaveGate, WavePolicy
 from syncer.domain.objects import DesiredFleet
@@ -23,25 +21,10 @@ from syncer.engine.rollout_model import RolloutOptions, RolloutOutcome, RolloutR
 from syncer.kube import ClusterClient
 from syncer.status import StateStore
 from tests.integration.conftest import FleetHandle
+from tests.support.agent_config import acts_config
 from tests.support.fleet_repo import FleetRepo
-from tests.support.namespaces import delete_namespaces
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def clients(fleet: FleetHandle) -> Iterator[dict[str, ClusterClient]]:
-    made = {n: ClusterClient.from_kubeconfig(str(fleet.kubeconfig), n) for n in fleet.names}
-    yield made
-    for client in made.values():
-        client.close()
-
-
-@pytest.fixture
-def prefix(namespace: str, clients: dict[str, ClusterClient]) -> Iterator[str]:
-    name = f"{namespace}-a"
-    yield name
-    delete_namespaces(clients.values(), name, f"{name}-state")
 
 
 def gated() -> RolloutPolicy:
@@ -68,15 +51,8 @@ def labels(clients: dict[str, ClusterClient], prefix: str) -> dict[str, str]:
 
 def person(fleet: FleetHandle, tmp_path: Path, prefix: str, *args: str) -> subprocess.CompletedProcess[str]:
     """``syncer <args>`` as a person runs it, against the fleet's clusters."""
-    (tmp_path / "trust.yaml").write_text("mode: head\nopenpgpKeys: []\nsigners: []\n")
-    clusters = {n: {"context": n, "kubeconfig": str(fleet.kubeconfig)} for n in fleet.names}
-    config = {
-        "source": {"url": "https://git.example/fleet.git"},
-        "trustPolicy": "trust.yaml",
-        "clusters": clusters,
-    }
-    (tmp_path / "agent.yaml").write_text(yaml.safe_dump(config))
-    command = [sys.executable, "-m", "syncer", *args, "--config", str(tmp_path / "agent.yaml")]
+    config = acts_config(tmp_path, fleet.kubeconfig, fleet.names)
+    command = [sys.executable, "-m", "syncer", *args, "--config", str(config)]
     command += ["--state-namespace", f"{prefix}-state", "--by", "ops"]
     return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
 

@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from syncer.config.rollout import RolloutPolicy, WaveGate
 from syncer.domain.changeset import FailureCause
@@ -32,6 +31,7 @@ from syncer.kube import ApplyOptions, ClusterClient
 from syncer.status import StateStore
 from syncer.status.state_store import STATE_CONFIGMAP, STATE_KEY
 from tests.integration.conftest import FleetHandle
+from tests.support.agent_config import acts_config
 from tests.support.fleet_repo import FleetRepo, canary_then_rest
 from tests.support.namespaces import delete_namespaces
 from tests.support.waiting import eventually
@@ -309,15 +309,7 @@ def test_a_rebuilt_state_keeps_the_failures(
 
 def agent_config(root: Path, fleet: FleetHandle) -> Path:
     """An agent config naming the fleet's clusters (its source is not contacted by ``syncer retry``)."""
-    (root / "trust.yaml").write_text("mode: head\nopenpgpKeys: []\nsigners: []\n")
-    clusters = {n: {"context": n, "kubeconfig": str(fleet.kubeconfig)} for n in fleet.names}
-    config = {
-        "source": {"url": "https://git.example/fleet.git"},
-        "trustPolicy": "trust.yaml",
-        "clusters": clusters,
-    }
-    (root / "agent.yaml").write_text(yaml.safe_dump(config))
-    return root / "agent.yaml"
+    return acts_config(root, fleet.kubeconfig, fleet.names)
 
 
 def test_a_persons_retry_tries_a_content_failure_again_once_and_is_kept_beside_the_state(

@@ -7,7 +7,6 @@ must catch.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,9 +23,7 @@ from syncer.errors import NotFound
 from syncer.kube import ClusterClient
 from syncer.rollout import Decision
 from syncer.status import StateStore
-from tests.integration.conftest import FleetHandle
 from tests.support.fleet_repo import FleetRepo, canary_then_rest
-from tests.support.namespaces import delete_namespaces
 
 pytestmark = pytest.mark.integration
 
@@ -40,21 +37,6 @@ class Repo(FleetRepo):
 
     def write(self, revision: str, *, redis: bool) -> DesiredFleet:
         return self.write_documents(revision, [self.namespace(), *([self.redis_cluster()] if redis else [])])
-
-
-@pytest.fixture
-def clients(fleet: FleetHandle, crd_installed: None) -> Iterator[dict[str, ClusterClient]]:
-    made = {n: ClusterClient.from_kubeconfig(str(fleet.kubeconfig), n) for n in fleet.names}
-    yield made
-    for client in made.values():
-        client.close()
-
-
-@pytest.fixture
-def prefix(namespace: str, clients: dict[str, ClusterClient]) -> Iterator[str]:
-    name = f"{namespace}-r"
-    yield name
-    delete_namespaces(clients.values(), name, f"{name}-state")
 
 
 def rollout(
