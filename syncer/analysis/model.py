@@ -8,6 +8,17 @@ from enum import StrEnum
 from syncer.guards.language import Program
 
 
+class FirstRollout(StrEnum):
+    """How a metric with ``baseline: previous`` is judged when no cluster of the fleet runs another
+    revision to compare with (the fleet's first rollout): ``pass`` counts the measurement as a
+    success and says why (the default: nothing ran before, so nothing can be worse than it);
+    ``inconclusive`` halts the wave for a person, who moves it by changing the policy (a retry
+    measures again, and finds no previous revision again)."""
+
+    PASS = "pass"
+    INCONCLUSIVE = "inconclusive"
+
+
 class Baseline(StrEnum):
     """What ``baseline`` is in a metric's conditions.
 
@@ -57,6 +68,7 @@ class MetricSpec:
     inconclusive_limit: int = 0
     consecutive_error_limit: int = 4
     dry_run: bool = False
+    first_rollout: FirstRollout = FirstRollout.PASS
 
     @property
     def threshold(self) -> str:

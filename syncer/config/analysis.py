@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from syncer.analysis import AnalysisPolicy, Baseline, MetricSpec, PrometheusSource, check_query
+from syncer.analysis.model import FirstRollout
 from syncer.config.loading import Fields
 from syncer.domain.durations import parse_duration
 from syncer.errors import ConfigError
@@ -20,6 +21,7 @@ _NAME = re.compile(r"^[a-z0-9]([-a-z0-9_]{0,61}[a-z0-9])?$")
 _METRIC_KEYS = {
     "name", "query", "successCondition", "failureCondition", "baseline", "interval", "count",
     "duration", "initialDelay", "failureLimit", "inconclusiveLimit", "consecutiveErrorLimit", "dryRun",
+    "firstRollout",
 }  # fmt: skip
 
 
@@ -106,7 +108,15 @@ def _metric(fields: Fields) -> MetricSpec:
         inconclusive_limit=_whole(fields, "inconclusiveLimit", MetricSpec.inconclusive_limit),
         consecutive_error_limit=_whole(fields, "consecutiveErrorLimit", MetricSpec.consecutive_error_limit),
         dry_run=fields.boolean("dryRun", MetricSpec.dry_run),
+        first_rollout=_first_rollout(fields),
     )
+
+
+def _first_rollout(fields: Fields) -> FirstRollout:
+    raw = fields.string("firstRollout", str(MetricSpec.first_rollout))
+    if raw not in {str(f) for f in FirstRollout}:
+        raise fields.error("firstRollout", f"must be one of {', '.join(FirstRollout)}, not {raw!r}")
+    return FirstRollout(raw)
 
 
 def _file(fields: Fields, key: str, base: Path | None) -> str:

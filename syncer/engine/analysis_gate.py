@@ -27,6 +27,7 @@ from syncer.analysis import (
     render_query,
     verdict_of,
 )
+from syncer.analysis.model import FirstRollout
 from syncer.analysis.query import uses_objects
 from syncer.analysis.wave import MetricStanding, WaveAnalysisVerdict, judge_analysis
 from syncer.domain.analysis import AnalysisRecord, Measurement, Verdict
@@ -141,6 +142,15 @@ class AnalysisGate:
             args = [replace(args[0], namespace=k.namespace, name=k.name) for k in keys]
         if not args:
             return Judged(Outcome.INCONCLUSIVE, None, "no RedisCluster on the cluster to measure")
+        first = metric.baseline is Baseline.PREVIOUS and not any(
+            s.revision and s.revision != fleet.revision for other, s in states.items() if other != cluster
+        )
+        if first:
+            # The fleet's first rollout: no cluster runs a revision the measurement could be
+            # compared with, and none will until this one passes. Judged as the metric says.
+            why = f"first rollout: no cluster runs a previous revision (firstRollout: {metric.first_rollout})"
+            passes = metric.first_rollout is FirstRollout.PASS
+            return Judged(Outcome.SUCCESS if passes else Outcome.INCONCLUSIVE, None, why)
         judged = []
         for arg in args:
             answer = self.query(source, render_query(metric.query, arg), None)
@@ -167,8 +177,8 @@ class AnalysisGate:
         values = []
         for other, state in sorted(states.items()):
             source = policy.source_for(other)
-            if other == args.cluster or state.revision == args.revision or source is None:
-                continue
+            if other == args.cluster or state.revision in ("", args.revision) or source is None:
+                continue  # itself, a cluster on the revision, or one that runs nothing yet
             answer = self.query(source, render_query(metric.query, replace(args, cluster=other)), None)
             if answer.value is not None:
                 values.append(answer.value)

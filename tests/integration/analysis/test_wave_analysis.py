@@ -238,6 +238,33 @@ def test_a_baseline_of_the_clusters_not_yet_changed_passes_a_like_canary_and_fai
     assert [state(clients, prefix, n).revision for n in ("canary", "eu-1", "us-1")] == ["rev-2"] * 3
 
 
+def test_a_first_rollout_with_a_previous_baseline_passes_as_stated_or_halts_when_asked(
+    clients: dict[str, ClusterClient], prefix: str, scraped: LocalPrometheus, tmp_path: Path
+) -> None:
+    """No cluster runs a revision yet: there is nothing to compare with. By default the measurement
+    passes and says why; ``firstRollout: inconclusive`` halts for a person instead."""
+    first = Repo(tmp_path / "repo", prefix).write("rev-1", errors="0.01")
+    compared = {"count": 1, "baseline": "previous", "failureCondition": None}
+    compared["successCondition"] = "result <= baseline * 1.2 + 0.001"
+    log: list[PassEvent] = []
+    halting = policy(scraped, prefix, **compared, firstRollout="inconclusive")
+    report = rollout(clients, prefix, halting, log).sync(first)
+    assert report.outcome is RolloutOutcome.HALTED, report
+    assert [m.detail for e in log if (m := e.measurement) is not None] == [
+        "first rollout: no cluster runs a previous revision (firstRollout: inconclusive)"
+    ]
+    # The person changes the policy and tries the revision again.
+    retry = RetryRequest("rev-1", "ops", "first rollout: judged without a baseline", time.time())
+    PersonActs(clients["canary"], f"{prefix}-state").record_retry(retry)
+    log.clear()
+    report = rollout(clients, prefix, policy(scraped, prefix, **compared), log).sync(first)
+    assert report.outcome is RolloutOutcome.APPLIED, report
+    told = [e.measurement for e in log if e.measurement is not None]
+    assert [(m.outcome, m.detail) for m in told] == [
+        (Outcome.SUCCESS, "first rollout: no cluster runs a previous revision (firstRollout: pass)")
+    ]
+
+
 def test_a_failing_dry_run_metric_lets_the_wave_proceed_and_says_so(
     clients: dict[str, ClusterClient], prefix: str, scraped: LocalPrometheus, tmp_path: Path
 ) -> None:
