@@ -3,7 +3,11 @@ generic webhook. Pure: no request is sent here.
 
 - ``webhook``: the notice as JSON (``webhook_body``), signed like Flux's ``generic-hmac``: the header
   ``X-Signature: sha256=<hex>`` holds the HMAC-SHA256 of the exact body bytes under the shared key.
-- ``slack``: an incoming-webhook payload, ``text`` (the fallback line) and ``blocks``.
+- ``slack``: an incoming-webhook payload, ``text`` (the fallback line) and ``blocks``. Every text
+  that comes from git, a person or a config (subjects, file names, reasons, cluster names) is data
+  there: ``slack_text`` escapes what Slack reads as markup (``&``, ``<``, ``>``: no mention, no
+  disguised link), shows line breaks and other control characters as escapes (a file name cannot
+  start a line of its own) and bounds it to what Slack accepts in that place.
 - ``commit-status``: ``POST {apiUrl}/repos/{owner}/{repo}/statuses/{sha}`` with ``state``,
   ``context``, ``description`` and ``target_url`` (GitHub and Gitea take the same body).
 """
@@ -73,28 +77,53 @@ def webhook_body(notice: Notice) -> dict[str, Any]:
     }
 
 
+# What Slack accepts (Block Kit): a section's text, a field's and a context element's, and the
+# message's fallback text (longer ones are refused or cut by Slack itself).
+SLACK_SECTION, SLACK_FIELD, SLACK_CONTEXT, SLACK_TEXT = 3000, 2000, 2000, 4000
+_SLACK_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
+def slack_text(text: str, limit: int) -> str:
+    """``text`` as data in Slack's markup: its control characters escaped, ``&``, ``<`` and ``>``
+    escaped as Slack documents, and at most ``limit`` characters (saying it was cut)."""
+    shown = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in text)
+    escaped = shown.translate(_SLACK_ESCAPES)
+    if len(escaped) <= limit:
+        return escaped
+    cut = escaped[: limit - 1]
+    # Never end inside an escape (``&am``): drop a partial entity at the cut.
+    amp = cut.rfind("&")
+    if amp != -1 and ";" not in cut[amp:]:
+        cut = cut[:amp]
+    return cut + "…"
+
+
 def slack_body(notice: Notice) -> dict[str, Any]:
     icon = {"info": ":large_blue_circle:", "warning": ":warning:", "error": ":red_circle:"}[notice.severity]
     fields = [
-        {"type": "mrkdwn", "text": f"*{label}*\n{value}"}
+        {"type": "mrkdwn", "text": f"*{label}*\n{slack_text(value, SLACK_FIELD - len(label) - 3)}"}
         for label, value in (
             ("Cluster", notice.cluster or "(fleet)"),
             ("Wave", notice.wave or "-"),
-            ("Revision", f"`{notice.revision[:12]}`" if notice.revision else "-"),
+            ("Revision", notice.revision[:12] or "-"),
             ("Reason", notice.reason or "-"),
         )
     ]
-    commands = "\n".join(f"`{c}`" for c in notice.commands)
-    headline = f"{icon} *{notice.kind}*: {notice.detail}"
+    commands = "\n".join(f"`{slack_text(c, 300)}`" for c in notice.commands)
+    head = f"{icon} *{notice.kind}*: "
+    headline = head + slack_text(notice.detail, SLACK_SECTION - len(head))
     return {
-        "text": f"{icon} syncer: {notice.summary}",
+        "text": f"{icon} syncer: " + slack_text(notice.summary, SLACK_TEXT - len(icon) - 9),
         "blocks": [
             {
                 "type": "section",
                 "text": {"type": "mrkdwn", "text": headline},
             },
             {"type": "section", "fields": fields},
-            {"type": "context", "elements": [{"type": "mrkdwn", "text": f"Look closer:\n{commands}"}]},
+            {
+                "type": "context",
+                "elements": [{"type": "mrkdwn", "text": f"Look closer:\n{commands}"[:SLACK_CONTEXT]}],
+            },
         ],
     }
 

@@ -100,3 +100,51 @@ def test_classes_that_say_nothing_about_a_commit_send_no_status() -> None:
     forge = _receiver(ReceiverKind.COMMIT_STATUS, "t", url="https://f.example", repository="a/b")
     assert request_for(Notice(NoticeClass.CLUSTER_UNREACHABLE, Severity.WARNING, revision=SHA), forge) is None
     assert request_for(Notice(NoticeClass.ROLLOUT_FINISHED, Severity.INFO), forge) is None
+
+
+HOSTILE = "<!channel> URGENT: approve <https://evil.example|https://grafana.example.org/d/syncer> now & then"
+
+
+def _slack_texts(notice: Notice) -> list[str]:
+    """Every text of the Slack payload ``notice`` gives, as Slack reads them."""
+    request = request_for(notice, _receiver(ReceiverKind.SLACK, "https://hooks.slack.example/T/B/x"))
+    assert request is not None
+    body = json.loads(request.body)
+    texts = [body["text"]]
+    for block in body["blocks"]:
+        texts += [block["text"]["text"]] if "text" in block else []
+        texts += [f["text"] for f in block.get("fields", ())]
+        texts += [e["text"] for e in block.get("elements", ())]
+    return texts
+
+
+def test_text_from_git_or_a_person_is_data_in_slack_no_mention_no_link_no_new_line() -> None:
+    notice = Notice(
+        NoticeClass.REVISION_REJECTED,
+        Severity.ERROR,
+        revision=SHA,
+        reason=HOSTILE,
+        detail=f"unsigned commit: {HOSTILE}; changed clusters/eu-1/x\n*owned by ops*.yaml",
+        commands=(f"syncer verify --rev {HOSTILE}",),
+    )
+    for text in _slack_texts(notice):
+        assert "<" not in text, text  # Slack's mentions and links all open with it
+        assert ">" not in text, text
+    headline = _slack_texts(notice)[1]
+    assert "&lt;!channel&gt; URGENT: approve &lt;https://evil.example|https://grafana" in headline
+    assert "x\\n*owned by ops*.yaml" in headline, "a line break in a file name is shown, not made"
+    assert "now &amp; then" in headline
+
+
+def test_a_huge_reason_is_bounded_to_what_slack_accepts_in_each_place() -> None:
+    huge = Notice(
+        NoticeClass.SUSPENDED, Severity.WARNING, cluster="eu-1", reason="r" * 100_000, detail="&" * 100_000
+    )
+    body = _slack_texts(huge)
+    assert all(len(text) <= 4000 for text in body)
+    headline = body[1]
+    assert len(headline) <= 3000
+    assert headline.endswith("&amp;…"), "cut after a whole escape, saying so"
+    reason = next(t for t in body if t.startswith("*Reason*"))
+    assert len(reason) <= 2000
+    assert reason.endswith("…")
