@@ -18,6 +18,7 @@ from syncer.agent.loop import AgentProcess, start_controllers
 from syncer.agent.once import once_identity, one_pass
 from syncer.agent.service import Agent
 from syncer.cli.controller import admission_options, serve_admission, stop_admission
+from syncer.cli.tables import markup_safe
 from syncer.config import AgentConfig, load_agent_config
 from syncer.config.loading import check_kubeconfig
 from syncer.config.rollout import load_rollout_policy
@@ -337,8 +338,10 @@ def _printer(console: Console) -> Callable[[PassEvent], None]:
         if event.step is Step.GATE_WAIT and last.get(event.wave) == kind:
             return
         last[event.wave] = kind
-        where = f"[bold]{event.wave}[/bold]" + (f" / {event.cluster}" if event.cluster else "")
-        detail = f": {event.detail}" if event.detail else ""
+        where = f"[bold]{markup_safe(event.wave)}[/bold]" + (
+            f" / {markup_safe(event.cluster)}" if event.cluster else ""
+        )
+        detail = f": {markup_safe(event.detail)}" if event.detail else ""
         console.print(f"{mark} {where} {event.step}{detail}", highlight=False)
 
     return show
@@ -390,7 +393,7 @@ def sync(**opts: Any) -> None:
     try:
         result = one_pass(agent, settings)
     except SyncerError as err:
-        console.print(f"[red]error:[/red] {err}", highlight=False)
+        console.print(f"[red]error:[/red] {markup_safe(err)}", highlight=False)
         sys.exit(EXIT_ERROR)
     finally:
         stop.set()
@@ -399,7 +402,7 @@ def sync(**opts: Any) -> None:
         agent.close()
     advance = result.advance
     if advance.rejection is not None:
-        console.print(f"[red]rejected:[/red] {advance.rejection.message}", highlight=False)
+        console.print(f"[red]rejected:[/red] {markup_safe(advance.rejection.message)}", highlight=False)
         if advance.outcome is PollOutcome.REJECTED and advance.current is None:
             sys.exit(EXIT_NOT_SYNCED)
     report = result.report
@@ -407,14 +410,15 @@ def sync(**opts: Any) -> None:
         sys.exit(EXIT_NOT_SYNCED)
     for cluster, error in report.unsaved:
         console.print(
-            f"[red]sync state not written[/red] on {cluster}: {error} (the next pass cannot resume there)",
+            f"[red]sync state not written[/red] on {markup_safe(cluster)}: {markup_safe(error)} "
+            "(the next pass cannot resume there)",
             highlight=False,
         )
     good = report.outcome in {RolloutOutcome.APPLIED, RolloutOutcome.UNCHANGED} and not report.unsaved
     colour = "green" if good else "red"
     console.print(
         f"[{colour}]{report.outcome}[/{colour}] {report.revision[:12]}"
-        + (f": {report.message}" if report.message else ""),
+        + (f": {markup_safe(report.message)}" if report.message else ""),
         highlight=False,
     )
     sys.exit(EXIT_OK if good and advance.rejection is None else EXIT_NOT_SYNCED)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from syncer.cli.person_text import person_text
 from syncer.config.settings import AGENT_NAMESPACE
 
 if TYPE_CHECKING:
@@ -64,7 +65,9 @@ def _common(func: click.decorators.FC) -> click.decorators.FC:
             required=True,
             type=click.Path(path_type=Path, dir_okay=False, exists=True),
         ),
-        click.option("--by", default="", help="Who [default: the user running the command]."),
+        click.option(
+            "--by", default="", callback=person_text, help="Who [default: the user running the command]."
+        ),
         click.option("--kubeconfig", default="", envvar="KUBECONFIG"),
         click.option("--state-namespace", default=AGENT_NAMESPACE, show_default=True),
     ]
@@ -84,7 +87,7 @@ def _fail(err: Exception) -> None:
 @_common
 @click.option("--wave", required=True, help="The wave waiting at its manual gate.")
 @click.option("--revision", required=True, help="The revision it waits for (an id or a prefix of 7 or more).")
-@click.option("--reason", default="", help="Why (recorded, shown by `syncer status`).")
+@click.option("--reason", default="", callback=person_text, help="Why (recorded, shown by `syncer status`).")
 def promote(
     *,
     config_path: Path,
@@ -123,7 +126,9 @@ def promote(
 @click.command("abort")
 @_common
 @click.option("--revision", default="", help="The revision in flight [default: the only one in flight].")
-@click.option("--reason", default="", help="Why (required; recorded, shown by `syncer status`).")
+@click.option(
+    "--reason", default="", callback=person_text, help="Why (required; recorded, shown by `syncer status`)."
+)
 def abort(
     *, config_path: Path, by: str, kubeconfig: str, state_namespace: str, revision: str, reason: str
 ) -> None:

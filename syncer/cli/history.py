@@ -14,7 +14,9 @@ from typing import Any
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from syncer.cli.tables import terminal_text
 from syncer.config.settings import AGENT_NAMESPACE
 from syncer.domain.history import HistoryEntry
 
@@ -76,7 +78,7 @@ def _table(rows: list[dict[str, Any]]) -> Table:
     table.add_column("reason", overflow="fold", ratio=1)
     for row in rows:
         for entry in row.get("entries", []):
-            table.add_row(
+            cells = (
                 row["cluster"],
                 entry["revision"][:12],
                 entry["signer"],
@@ -87,6 +89,7 @@ def _table(rows: list[dict[str, Any]]) -> Table:
                 entry["by"],
                 entry["reason"],
             )
+            table.add_row(*(Text(terminal_text(str(cell))) for cell in cells))  # data, never markup
     return table
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from syncer.cli.person_text import person_text
 from syncer.config.settings import AGENT_NAMESPACE
 
 
@@ -26,8 +27,13 @@ from syncer.config.settings import AGENT_NAMESPACE
     default="",
     help="Only this revision's failure (its id or 7+ characters of it) [default: every failure].",
 )
-@click.option("--reason", default="", help="Why (recorded, shown by `syncer status`).")
-@click.option("--by", default="", help="Who asks [default: the user running the command].")
+@click.option("--reason", default="", callback=person_text, help="Why (recorded, shown by `syncer status`).")
+@click.option(
+    "--by",
+    default="",
+    callback=person_text,
+    help="Who asks [default: the user running the command].",
+)
 @click.option("--kubeconfig", default="", envvar="KUBECONFIG")
 @click.option("--state-namespace", default=AGENT_NAMESPACE, show_default=True)
 def retry(

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from syncer.cli.person_text import person_text
 from syncer.cli.suspend import _common, on_clusters
 from syncer.domain.sync_state import Pin
 from syncer.kube import KubeApi
@@ -43,8 +44,15 @@ def _targets(
 @click.command("rollback")
 @_common
 @click.option("--to", "wanted", required=True, help="The revision (its id, or 7+ characters of it).")
-@click.option("--reason", default="", help="Why (required; recorded, shown by `syncer status`).")
-@click.option("--by", default="", help="Who [default: the user running the command].")
+@click.option(
+    "--reason", default="", callback=person_text, help="Why (required; recorded, shown by `syncer status`)."
+)
+@click.option(
+    "--by",
+    default="",
+    callback=person_text,
+    help="Who [default: the user running the command].",
+)
 def rollback(
     *,
     config_path: Path,

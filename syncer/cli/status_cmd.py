@@ -14,7 +14,7 @@ import click
 from rich.console import Console
 
 from syncer.cli.agent_cmds import _load
-from syncer.cli.tables import Column, console_for, fit_table
+from syncer.cli.tables import Column, console_for, fit_table, markup_safe
 from syncer.config.settings import AGENT_NAMESPACE
 from syncer.domain.gates import Abort, AwaitingPromotion
 from syncer.domain.sync_state import Pin, Suspension
@@ -181,7 +181,10 @@ def render_status(rows: list[dict[str, Any]], console: Console) -> None:
     for gate in sorted(
         {(r["awaiting"]["wave"], r["awaiting"]["revision"]) for r in rows if r.get("awaiting")}
     ):
-        console.print(f"waiting for promote of {gate[1][:12]} at wave {gate[0]}", highlight=False)
+        console.print(
+            f"waiting for promote of {markup_safe(gate[1][:12])} at wave {markup_safe(gate[0])}",
+            highlight=False,
+        )
 
 
 def _active(record: Suspension | AwaitingPromotion | Abort | Pin) -> dict[str, Any] | None:

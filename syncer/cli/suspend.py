@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from syncer.cli.person_text import person_text
 from syncer.config.settings import AGENT_NAMESPACE
 from syncer.domain.sync_state import Pin, Suspension
 
@@ -102,8 +103,15 @@ def _common(func: click.decorators.FC) -> click.decorators.FC:
 
 @click.command("suspend")
 @_common
-@click.option("--reason", default="", help="Why (required; recorded, shown by `syncer status`).")
-@click.option("--by", default="", help="Who [default: the user running the command].")
+@click.option(
+    "--reason", default="", callback=person_text, help="Why (required; recorded, shown by `syncer status`)."
+)
+@click.option(
+    "--by",
+    default="",
+    callback=person_text,
+    help="Who [default: the user running the command].",
+)
 def suspend(
     *,
     config_path: Path,

@@ -4,6 +4,10 @@ rich shrinks a table wider than the console by cutting every column, down to zer
 leaves a row of empty cells (``┳┳┓``). A table here instead keeps the columns that fit whole, drops
 the rest lowest priority first (or any column no row has a value for), and says in its caption which
 columns it left out and how to see them. Pure layout: it neither reads the clusters nor prints.
+
+Every cell is data (``terminal_text``): rich reads no markup in it (a reason holding ``[/]`` or a
+``[link=...]`` is shown as typed, never styled, linked or refused with a traceback), a control
+character is shown as its escape (no forged line, no terminal escape sequence) and a cell is bounded.
 """
 
 from __future__ import annotations
@@ -14,7 +18,26 @@ from dataclasses import dataclass
 
 from rich import box as boxes
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
+
+MAX_CELL = 1000
+"""The most characters a cell shows (a longer value is cut, saying so; ``-o json`` has it whole)."""
+
+
+def terminal_text(value: str, limit: int = MAX_CELL) -> str:
+    """``value`` for a terminal: each character that is not printable as its escape (``\\n``,
+    ``\\x1b``), at most ``limit`` characters (cut with ``…``)."""
+    shown = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in value)
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
+
+
+def markup_safe(value: object, limit: int = MAX_CELL) -> str:
+    """``value`` (text from git, a person or a cluster's record, an error naming them) for a string
+    rich reads markup in: ``terminal_text``, then its ``[`` escaped (no style, link or traceback)."""
+    return escape(terminal_text(str(value), limit))
+
 
 # A column that may wrap needs only this much (or its header's width) to be readable; the rest of a
 # longer value folds onto further lines, and the column takes whatever width is left over.
@@ -83,6 +106,7 @@ def fit_table(
     Columns no row fills are left out (the first, the rows' key, always stays); then, while the
     table is too wide, the droppable column of the highest ``priority`` number (the rightmost of
     equals) goes. Columns of priority 0 always stay; when even they do not fit, every column folds."""
+    rows = [[terminal_text(cell) for cell in row] for row in rows]
     keep = [i for i in range(len(columns)) if i == 0 or any(row[i] for row in rows)]
     too_wide: list[str] = []
     while True:
@@ -107,7 +131,7 @@ def fit_table(
             min_width=min(needed, len(column.header)) if not fits else needed if column.fold else None,
         )
     for row in rows:
-        table.add_row(*(row[i] for i in keep))
+        table.add_row(*(Text(row[i]) for i in keep))
     if too_wide:
         ordered = [c.header for c in columns if c.header in too_wide]
         table.caption = (

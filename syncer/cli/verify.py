@@ -9,8 +9,9 @@ from pathlib import Path
 
 import click
 from rich.table import Table
+from rich.text import Text
 
-from syncer.cli.tables import console_for
+from syncer.cli.tables import console_for, markup_safe, terminal_text
 from syncer.config import VerifyMode, load_trust_policy
 from syncer.config.settings import GIT_TIMEOUT
 from syncer.engine.verification import verify_repository
@@ -59,18 +60,18 @@ def verify(*, repo: str, rev: str, since: str, policy: Path, mode: str | None, b
         trust = load_trust_policy(policy)
         verified = verify_repository(repo, branch, trust, options)
     except (ConfigError, SourceError) as exc:
-        err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        err.print(f"[red]error:[/red] {markup_safe(exc)}", markup=True, highlight=False)
         raise SystemExit(EXIT_ERROR) from None
     except VerificationError as exc:
-        err.print(f"[red]not trusted:[/red] {exc}", markup=True, highlight=False)
+        err.print(f"[red]not trusted:[/red] {markup_safe(exc)}", markup=True, highlight=False)
         raise SystemExit(EXIT_UNTRUSTED) from None
     result = verified.result
-    out.print(f"branch {verified.branch!r}, revision {result.revision}", highlight=False)
+    out.print(f"branch {markup_safe(repr(verified.branch))}, revision {result.revision}", highlight=False)
     out.print(_table(result))
     if result.trusted:
         out.print(f"[green]trusted[/green]: {result.revision} ({result.mode} mode)", highlight=False)
         return
-    out.print(f"[red]not trusted[/red]: {result.failure}", highlight=False)
+    out.print(f"[red]not trusted[/red]: {markup_safe(result.failure)}", highlight=False)
     raise SystemExit(EXIT_UNTRUSTED)
 
 
@@ -81,7 +82,10 @@ def _table(result: VerificationResult) -> Table:
     for c in result.commits:
         key = f"{c.key_kind} {c.fingerprint}".strip()
         style = _STYLE.get(c.verdict, "red")
+        cells = (c.short, c.subject, c.signer or "-", key or "-")
         table.add_row(
-            c.short, c.subject, c.signer or "-", key or "-", f"[{style}]{c.verdict}[/{style}]", c.reason
+            *(Text(terminal_text(cell)) for cell in cells),
+            Text(str(c.verdict), style=style),
+            Text(terminal_text(c.reason)),
         )
     return table
