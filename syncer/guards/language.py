@@ -9,6 +9,7 @@ it never raises for a problem of the expression or its inputs.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -147,9 +148,36 @@ def _runtime_message(text: str) -> str:
     return message
 
 
+# A CEL string literal (any quoting, raw or bytes; escapes skipped), or a number literal.
+_LITERAL = re.compile(
+    r"(?P<string>[rRbB]{0,2}(?:'''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\"))"
+    r"|(?P<number>(?<![\w.])(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)",
+    re.DOTALL,
+)
+
+
+def _unbounded_numbers(source: str) -> tuple[CelProblem, ...]:
+    """A problem for each number literal of ``source`` that is no finite double (``1e999``, a
+    5000-digit number): CEL would take it as infinity, and a condition holding it could not fail."""
+    found = []
+    for match in _LITERAL.finditer(source):
+        number = match.group("number")
+        if number is None or math.isfinite(float(number)):
+            continue
+        line = source.count("\n", 0, match.start()) + 1
+        column = match.start() - (source.rfind("\n", 0, match.start()) + 1) + 1
+        shown = number if len(number) <= 24 else f"{number[:12]}…({len(number)} characters)"
+        found.append(CelProblem(line, column, f"the number {shown} is beyond a double: write a finite one"))
+    return tuple(found)
+
+
 def compile_expression(source: str, *, analysis: bool = False) -> Program | tuple[CelProblem, ...]:
     """A program for ``source``, or every problem the parser and the type checker found in it: a
-    guard rule's, or (``analysis``) an analysis condition's over ``result`` and ``baseline``."""
+    guard rule's, or (``analysis``) an analysis condition's over ``result`` and ``baseline``. A
+    number literal beyond a double is a problem too (it would read as infinity)."""
+    unbounded = _unbounded_numbers(source)
+    if unbounded:
+        return unbounded
     try:
         compiled = (_ANALYSIS_ENV if analysis else _ENV).compile(source)
     except RuntimeError as err:

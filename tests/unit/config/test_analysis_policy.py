@@ -84,6 +84,17 @@ def test_a_condition_that_does_not_type_check_names_line_and_column(tmp_path: Pa
     )
 
 
+def test_a_threshold_beyond_a_double_is_refused_it_would_read_as_infinity(tmp_path: Path) -> None:
+    text = HEAD + "        successCondition: result <= 1e999\nwaves:\n  - {percent: 100}\n"
+    assert load_error(tmp_path, text) == (
+        "rollout.yaml:12:37: metric error-rate: successCondition:"
+        " the number 1e999 is beyond a double: write a finite one"
+    )
+    digits = "9" * 5000
+    text = HEAD + f"        failureCondition: result > {digits}.0\nwaves:\n  - {{percent: 100}}\n"
+    assert "(5002 characters) is beyond a double" in load_error(tmp_path, text)
+
+
 def test_an_unknown_variable_in_a_condition(tmp_path: Path) -> None:
     text = HEAD + "        failureCondition: reslt > 0.1\nwaves:\n  - {percent: 100}\n"
     assert load_error(tmp_path, text) == (
