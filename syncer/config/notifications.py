@@ -11,6 +11,7 @@ values, which never print. A route sends the notices of its ``events`` (all when
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -88,12 +89,31 @@ class NotificationConfig:
         return tuple(self.receivers[n] for n in names)
 
 
-def _http_url(entry: Fields, key: str, value: str) -> str:
+def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The IP address ``host`` is written as (an IPv4 address an IPv6 one maps), None for a name."""
+    try:
+        found = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
+    if isinstance(found, ipaddress.IPv6Address) and found.ipv4_mapped is not None:
+        return found.ipv4_mapped
+    return found
+
+
+def _http_url(entry: Fields, key: str, value: str, *, tls: bool = False) -> str:
+    """``value`` as a receiver's URL: http or https without credentials, never to a link-local,
+    unspecified or multicast address (a cloud's metadata service answers on 169.254.169.254, also
+    written ``[::ffff:169.254.169.254]``); with ``tls``, https unless it is a loopback address."""
     parts = urlsplit(value)
     if parts.scheme not in {"http", "https"} or not parts.netloc:
         raise entry.error(key, "must be an http:// or https:// URL")
     if parts.password or parts.username:
         raise entry.error(key, "must not hold credentials; put them in a file the receiver names")
+    address = _address(parts.hostname or "")
+    if address is not None and (address.is_link_local or address.is_unspecified or address.is_multicast):
+        raise entry.error(key, f"must not point at {address}: a link-local, unspecified or multicast address")
+    if tls and parts.scheme != "https" and not (address is not None and address.is_loopback):
+        raise entry.error(key, "must be an https:// URL (plain http only to a loopback address)")
     return value.rstrip("/")
 
 
@@ -124,7 +144,7 @@ def _receiver(entry: Fields, base: Path) -> Receiver:
     if kind is ReceiverKind.SLACK:
         entry.reject_unknown({"name", "type", "urlFile"})
         secret = _secret(entry, "urlFile", base)
-        _http_url(entry, "urlFile", secret.reveal())
+        _http_url(entry, "urlFile", secret.reveal(), tls=True)
         return Receiver(name, kind, secret)
     entry.reject_unknown({"name", "type", "apiUrl", "repository", "tokenFile", "context", "targetUrl"})
     repository = entry.string("repository")

@@ -16,10 +16,14 @@ from syncer.domain.notices import NoticeClass, Severity
 from syncer.errors import ConfigError
 
 
-def _load(tmp_path: Path, notifications: dict[str, Any]) -> Any:
+def _load(
+    tmp_path: Path,
+    notifications: dict[str, Any],
+    slack_url: str = "https://hooks.slack.example/services/T/B/x",
+) -> Any:
     (tmp_path / "trust.yaml").write_text("mode: strict\n")
     (tmp_path / "hmac.key").write_text("k3y\n")
-    (tmp_path / "slack.url").write_text("https://hooks.slack.example/services/T/B/x\n")
+    (tmp_path / "slack.url").write_text(slack_url + "\n")
     (tmp_path / "token").write_text("t0ken\n")
     config = {
         "source": {"url": "https://git.example.org/fleet.git"},
@@ -118,6 +122,18 @@ def test_no_section_means_no_receivers(tmp_path: Path) -> None:
             {"receivers": [{**RECEIVERS[2], "repository": "fleet"}], "routes": [{"receivers": ["forge"]}]},
             "'fleet' is not owner/name",
         ),
+        *(
+            (
+                {"receivers": [{**RECEIVERS[0], "url": url}], "routes": [{"receivers": ["ops"]}]},
+                f"must not point at {shown}: a link-local, unspecified or multicast address",
+            )
+            for url, shown in (
+                ("http://169.254.169.254/latest/meta-data", "169.254.169.254"),
+                ("http://[::ffff:169.254.169.254]/", "169.254.169.254"),
+                ("http://[fe80::1]:8080/hook", "fe80::1"),
+                ("http://0.0.0.0/hook", "0.0.0.0"),
+            )
+        ),
         ({"receivers": [RECEIVERS[0], RECEIVERS[0]], "routes": []}, "'ops' is defined twice"),
         ({"receivers": [{**RECEIVERS[0], "colour": "red"}]}, "unknown key(s) colour"),
         ({"foldSeconds": -1}, "must be a positive number"),
@@ -132,3 +148,23 @@ def test_a_bad_section_is_refused_with_file_and_line(
     assert problem in said
     assert f"{tmp_path / 'agent.yaml'}:" in said
     assert said.split(f"{tmp_path / 'agent.yaml'}:")[1].split(":", maxsplit=1)[0].isdigit(), said
+
+
+@pytest.mark.parametrize(
+    ("url", "loads"),
+    [
+        ("http://hooks.slack.example/services/T/B/x", False),
+        ("http://10.0.0.7/services/T/B/x", False),
+        ("http://127.0.0.1:8099/relay", True),
+        ("https://hooks.slack.example/services/T/B/x", True),
+    ],
+)
+def test_a_slack_url_is_https_unless_it_is_a_loopback_relay(tmp_path: Path, url: str, loads: bool) -> None:
+    section = {"receivers": [RECEIVERS[1]], "routes": [{"receivers": ["chat"]}]}
+    if loads:
+        _load(tmp_path, section, slack_url=url)
+        return
+    with pytest.raises(ConfigError) as refused:
+        _load(tmp_path, section, slack_url=url)
+    assert "must be an https:// URL (plain http only to a loopback address)" in str(refused.value)
+    assert "T/B/x" not in str(refused.value), "the Slack URL is a secret"
