@@ -252,9 +252,14 @@ def test_a_failing_wave_shows_failed_with_its_reason_after_its_rollback_and_an_u
             ),
             3 * ROLLOUT_TIMEOUT,
         )
-        canary = browser.find_element(By.CSS_SELECTOR, '.wave[data-wave="canary"]')
-        assert canary.get_attribute("data-state") == "failed"
-        assert canary.find_element(By.CSS_SELECTOR, ".wave-state").text.split()[1] == "failed"
+        # Read in one script: the page redraws a wave on every update (an element found before may
+        # be gone when it is read).
+        shown_state = browser.execute_script(
+            "const w = document.querySelector('.wave[data-wave=\"canary\"]');"
+            "return [w.dataset.state, w.querySelector('.wave-state').textContent];"
+        )
+        assert shown_state[0] == "failed", shown_state
+        assert shown_state[1].split()[1] == "failed", shown_state
         states = wave_states(browser)
         assert ("canary", "passed") not in states[first(states, "canary", "failed") :], states
         samples = proc.metrics()
@@ -271,7 +276,10 @@ def test_a_failing_wave_shows_failed_with_its_reason_after_its_rollback_and_an_u
             lambda: "unreachable" in text_of(browser, gone),
             ROLLOUT_TIMEOUT,
         )
-        assert browser.find_element(By.CSS_SELECTOR, gone).get_attribute("data-reachable") == "false"
+        reachable = browser.execute_script(
+            "return document.querySelector(arguments[0]).dataset.reachable;", gone
+        )
+        assert reachable == "false"
         assert text_of(browser, "#rolling .subject") == HOSTILE
         nothing_ran(browser)
         screenshots(browser, tmp_path, "failed")
