@@ -76,7 +76,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "abort": (
         "syncer.cli.gates:abort",
-        "Stop the revision in flight: its wave is rolled back, and it is refused until `syncer retry`.",
+        "Stop the revision in flight: its clusters go back, and it is refused until `syncer retry`.",
     ),
 }
 """Each command: where it lives, and the one-line help ``syncer --help`` lists without importing it

@@ -132,10 +132,11 @@ def promote(
 def abort(
     *, config_path: Path, by: str, kubeconfig: str, state_namespace: str, revision: str, reason: str
 ) -> None:
-    """Stop the revision in flight: its wave is rolled back, and it is refused until `syncer retry`.
+    """Stop the revision in flight: its clusters go back, and it is refused until `syncer retry`.
 
-    The clusters of the wave in flight go back to the revision each last ran healthy; a wave held at
-    its manual gate does not start. Exit 0 recorded, 1 refused, 2 error.
+    Every cluster on the revision (waves that passed included) goes back to the revision it ran
+    healthy before it; no later wave takes it, and a wave held at its manual gate does not start.
+    Exit 0 recorded, 1 refused, 2 error.
     """
     from syncer.domain.gates import Abort
     from syncer.errors import SyncerError
