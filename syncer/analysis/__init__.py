@@ -14,7 +14,7 @@ from __future__ import annotations
 from syncer.analysis.measure import Judged, advance, judge_value, next_due, verdict_of
 from syncer.analysis.model import AnalysisPolicy, Baseline, MetricSpec, PrometheusSource
 from syncer.analysis.query import ARGUMENTS, QueryArgs, check_query, render_query
-from syncer.analysis.response import QueryAnswer, read_answer
+from syncer.analysis.response import QueryAnswer, Series, read_answer
 from syncer.domain.analysis import MetricCounts, Outcome, Verdict
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "PrometheusSource",
     "QueryAnswer",
     "QueryArgs",
+    "Series",
     "Verdict",
     "advance",
     "check_query",

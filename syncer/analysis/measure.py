@@ -25,31 +25,66 @@ class Judged:
     baseline: float | None = None
 
 
-def _holds(program: Program, result: float, baseline: float | None) -> bool | str:
+# How many series a measurement's detail shows.
+SHOWN_SERIES = 5
+
+
+def _holds(program: Program, answer: QueryAnswer, baseline: float | None) -> bool | str:
     """Whether ``program`` holds, or why it could not be evaluated."""
+    result: object = [s.as_cel() for s in answer.series] if program.reads_list else answer.value
     evaluation = program.evaluate({"result": result, "baseline": baseline})
     if evaluation.value is None:
         return f"{program.source}: {evaluation.error}"
     return evaluation.value
 
 
+def _misfit(metric: MetricSpec, answer: QueryAnswer) -> str:
+    """Why a condition of ``metric`` cannot read ``answer`` (empty: each can): one over a number
+    given several series, or one over the list of series given a scalar."""
+    for program in (metric.failure, metric.success):
+        if program is None:
+            continue
+        if program.reads_list and not answer.series:
+            return f"the query gives a scalar; {program.source} reads result as a list of series"
+        if not program.reads_list and answer.value is None:
+            return (
+                f"{answer.missing}; or write the condition over every series, "
+                f"e.g. result.all(s, s.value < 0.01)"
+            )
+    return ""
+
+
+def _shown(answer: QueryAnswer) -> str:
+    if answer.value is not None:
+        return f"{answer.value:g}"
+    values = ", ".join(
+        f"{s.value:g} {{{', '.join(f'{k}={v}' for k, v in s.labels)}}}" for s in answer.series[:SHOWN_SERIES]
+    )
+    more = f", ... ({len(answer.series)} series)" if len(answer.series) > SHOWN_SERIES else ""
+    return f"[{values}{more}]"
+
+
 def judge_value(metric: MetricSpec, answer: QueryAnswer, baseline: QueryAnswer | None) -> Judged:
-    """One measurement of ``metric`` judged from its answer and (when it uses one) its baseline's."""
+    """One measurement of ``metric`` judged from its answer and (when it uses one) its baseline's.
+    A condition over a number reads the one number; one over the list of series reads every series."""
     if answer.error:
         return Judged(Outcome.ERROR, None, answer.error)
-    if answer.value is None:
+    if answer.value is None and not answer.series:
         return Judged(Outcome.INCONCLUSIVE, None, answer.missing or "no value")
+    misfit = _misfit(metric, answer)
+    if misfit:
+        return Judged(Outcome.INCONCLUSIVE, answer.value, misfit)
     base: float | None = None
     if metric.baseline is not Baseline.NONE:
         if baseline is None or baseline.value is None:
             why = "none measured" if baseline is None else baseline.error or baseline.missing
             return Judged(Outcome.INCONCLUSIVE, answer.value, f"no baseline ({metric.baseline}): {why}")
         base = baseline.value
-    said = f"result {answer.value:g}" + (f", baseline {base:g}" if base is not None else "")
+    said = f"result {_shown(answer)}" + (f", baseline {base:g}" if base is not None else "")
     for program, outcome in ((metric.failure, Outcome.FAILURE), (metric.success, Outcome.SUCCESS)):
         if program is None:
             continue
-        holds = _holds(program, answer.value, base)
+        holds = _holds(program, answer, base)
         if isinstance(holds, str):
             return Judged(Outcome.ERROR, answer.value, holds)
         if holds:

@@ -1,4 +1,5 @@
-"""A Prometheus instant-query answer (``/api/v1/query``) read as one number, failing closed."""
+"""A Prometheus instant-query answer (``/api/v1/query``) read as one number or as its series,
+failing closed."""
 
 from __future__ import annotations
 
@@ -9,13 +10,28 @@ from typing import Any
 
 
 @dataclass(frozen=True)
+class Series:
+    """One series of an instant vector: its value and its labels (sorted name, value pairs)."""
+
+    value: float
+    labels: tuple[tuple[str, str], ...] = ()
+
+    def as_cel(self) -> dict[str, object]:
+        """The series as a condition reads it: ``{value, labels}``."""
+        return {"value": self.value, "labels": dict(self.labels)}
+
+
+@dataclass(frozen=True)
 class QueryAnswer:
     """One number (``value``), or why there is none: ``error`` (the query or Prometheus failed) or
-    ``missing`` (no series, several series, NaN or infinity: no evidence)."""
+    ``missing`` (no series, several series, NaN or infinity: no evidence). ``series``: every series
+    of an instant vector (one or more, each a finite number); with several, ``value`` is None and
+    ``missing`` says so, and only a condition over the list of series can judge them."""
 
     value: float | None = None
     error: str = ""
     missing: str = ""
+    series: tuple[Series, ...] = ()
 
 
 def _number(pair: Any) -> QueryAnswer:
@@ -48,9 +64,21 @@ def read_answer(body: Mapping[str, Any]) -> QueryAnswer:
         )
     if not result:
         return QueryAnswer(missing="the query gives no series")
-    if len(result) > 1:
-        return QueryAnswer(
-            missing=f"the query gives {len(result)} series; a measurement needs one (aggregate it)"
-        )
-    series = result[0]
-    return _number(series.get("value") if isinstance(series, Mapping) else None)
+    found = []
+    for series in result:
+        if not isinstance(series, Mapping):
+            return QueryAnswer(error=f"a series that is not an object: {series!r:.80}")
+        number = _number(series.get("value"))
+        if number.value is None:
+            return number
+        found.append(Series(number.value, _labels(series.get("metric"))))
+    if len(found) > 1:
+        said = f"the query gives {len(found)} series; a condition over one number needs one (aggregate it)"
+        return QueryAnswer(missing=said, series=tuple(found))
+    return QueryAnswer(found[0].value, series=tuple(found))
+
+
+def _labels(metric: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(metric, Mapping):
+        return ()
+    return tuple(sorted((str(k), str(v)) for k, v in metric.items()))

@@ -25,7 +25,8 @@ from syncer.guards import functions
 # the change itself ({action, kind, namespace, name, subject}).
 VARIABLES = ("old", "new", "cluster", "revision", "change")
 # The variables of an analysis condition: the value measured now and the baseline it is compared with
-# (both numbers; see syncer.analysis).
+# (numbers; ``result`` is a list of series ``{value, labels}`` in a condition written over several
+# series: see syncer.analysis).
 ANALYSIS_VARIABLES = ("result", "baseline")
 
 _ERROR = re.compile(r"^ERROR: <input>:(\d+):(\d+): (.*)$")
@@ -40,7 +41,8 @@ class CelProblem:
     message: str
 
 
-def _declarations() -> list[Any]:
+def _declarations(lists: bool = False) -> list[Any]:
+    """The functions of the language (``lists``: also ``len(list)``, for conditions over series)."""
     dyn, string, boolean, integer = cel.Type.DYN, cel.Type.STRING, cel.Type.BOOL, cel.Type.INT
     value = cel.Type.Map(string, dyn)
 
@@ -79,19 +81,27 @@ def _declarations() -> list[Any]:
             )
         else:
             decls.append(cel.FunctionDecl(name, [overload(f"map_{name}", integer, [value], impl, True)]))
+    if lists:
+        decls.append(cel.FunctionDecl("len", [overload("len_list", integer, [cel.Type.List(dyn)], len)]))
     return decls
 
 
-def _env(variables: Mapping[str, Any]) -> Any:
+def _env(variables: Mapping[str, Any], lists: bool = False) -> Any:
     return cel.NewEnv(
         variables=dict(variables),
         extensions=[ext_strings.ExtStrings(), ext_optional.ExtOptional(), ext_math.ExtMath()],
-        functions=_declarations(),
+        functions=_declarations(lists),
     )
 
 
 _ENV = _env(dict.fromkeys(VARIABLES, cel.Type.DYN))
 _ANALYSIS_ENV = _env(dict.fromkeys(ANALYSIS_VARIABLES, cel.Type.DOUBLE))
+# A condition over several series: ``result`` is a list of {value: double, labels: {name: text}}.
+_SERIES = cel.Type.List(cel.Type.Map(cel.Type.STRING, cel.Type.DYN))
+_SERIES_ENV = _env({"result": _SERIES, "baseline": cel.Type.DOUBLE}, lists=True)
+# A condition that reads ``result`` as a list (a macro, an index, its size): its problems are the
+# ones of the list environment.
+_READS_LIST = re.compile(r"\bresult\s*(\.|\[)|\b(size|len)\s*\(\s*result\b")
 
 
 def _problems(text: str) -> tuple[CelProblem, ...]:
@@ -115,11 +125,13 @@ class Evaluation:
 
 @dataclass(frozen=True)
 class Program:
-    """A parsed and type-checked boolean expression."""
+    """A parsed and type-checked boolean expression. ``reads_list``: an analysis condition whose
+    ``result`` is the list of series (``result.all(s, s.value < 0.01)``), not one number."""
 
     source: str
     compiled: Any = field(repr=False, compare=False)
     variables: tuple[str, ...] = VARIABLES
+    reads_list: bool = False
 
     def evaluate(self, inputs: Mapping[str, Any]) -> Evaluation:
         data = {name: plain(inputs.get(name)) for name in self.variables}
@@ -174,19 +186,34 @@ def _unbounded_numbers(source: str) -> tuple[CelProblem, ...]:
 def compile_expression(source: str, *, analysis: bool = False) -> Program | tuple[CelProblem, ...]:
     """A program for ``source``, or every problem the parser and the type checker found in it: a
     guard rule's, or (``analysis``) an analysis condition's over ``result`` and ``baseline``. A
-    number literal beyond a double is a problem too (it would read as infinity)."""
+    number literal beyond a double is a problem too (it would read as infinity). A condition that
+    type-checks with ``result`` as a number reads one number; else one that type-checks with it as a
+    list of series ``{value, labels}`` (with ``len(result)`` too) reads the list."""
     unbounded = _unbounded_numbers(source)
     if unbounded:
         return unbounded
+    if not analysis:
+        return _compiled(_ENV, source, "a rule", VARIABLES)
+    scalar = _compiled(_ANALYSIS_ENV, source, "a condition", ANALYSIS_VARIABLES)
+    if isinstance(scalar, Program):
+        return scalar
+    series = _compiled(_SERIES_ENV, source, "a condition", ANALYSIS_VARIABLES, reads_list=True)
+    if isinstance(series, Program) or _READS_LIST.search(source):
+        return series
+    return scalar
+
+
+def _compiled(
+    env: Any, source: str, what: str, variables: tuple[str, ...], reads_list: bool = False
+) -> Program | tuple[CelProblem, ...]:
     try:
-        compiled = (_ANALYSIS_ENV if analysis else _ENV).compile(source)
+        compiled = env.compile(source)
     except RuntimeError as err:
         return _problems(str(err))
     kind = compiled.return_type().name()
     if kind not in ("BOOL", "DYN"):
-        what = "a condition" if analysis else "a rule"
         return (CelProblem(1, 1, f"the expression gives {_a(kind)}; {what} must give a bool"),)
-    return Program(source, compiled, ANALYSIS_VARIABLES if analysis else VARIABLES)
+    return Program(source, compiled, variables, reads_list)
 
 
 def plain(value: Any) -> Any:

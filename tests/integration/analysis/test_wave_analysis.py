@@ -144,6 +144,31 @@ def test_a_measurably_bad_canary_fails_analysis_and_rolls_back_later_waves_untou
         )
 
 
+def test_a_condition_over_every_series_fails_on_one_series_of_three(
+    clients: dict[str, ClusterClient], prefix: str, scraped: LocalPrometheus, tmp_path: Path
+) -> None:
+    repo = Repo(tmp_path / "repo", prefix)
+    good = repo.write("rev-good", errors="0")
+    assert rollout(clients, prefix, policy(scraped, prefix), []).sync(good).outcome is RolloutOutcome.APPLIED
+    every = f'analysis_test_errors{{namespace="{prefix}"}}'  # one series per cluster: three
+    every_low = "len(result) == 3 && result.all(s, s.value < 0.1)"
+    conditions = {"failureCondition": None, "successCondition": every_low}
+    log: list[PassEvent] = []
+    report = rollout(clients, prefix, policy(scraped, prefix, query=every, **conditions), log).sync(
+        repo.write("rev-bad", errors="0.5"), last_good=good
+    )
+    assert report.outcome is RolloutOutcome.ROLLED_BACK, report
+    assert [w.name for w in report.waves] == ["canary"], "later waves must not start"
+    assert "canary: analysis failed: error-rate: 1 failed measurement(s), 0 allowed" in report.message
+    [event] = [e for e in log if e.step is Step.ANALYSIS_MEASURED and e.measurement is not None]
+    assert event.measurement is not None
+    assert event.measurement.outcome is Outcome.FAILURE
+    detail = event.measurement.detail
+    for said in ("0.5 {", "cluster=canary", "cluster=eu-1", "cluster=us-1", "not len(result) == 3"):
+        assert said in detail, detail
+    assert state(clients, prefix, "eu-1").revision == "rev-good"
+
+
 def test_a_query_with_no_series_is_inconclusive_and_halts_for_a_person(
     clients: dict[str, ClusterClient], prefix: str, scraped: LocalPrometheus, tmp_path: Path
 ) -> None:

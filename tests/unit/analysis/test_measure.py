@@ -12,6 +12,7 @@ from syncer.analysis import (
     MetricSpec,
     Outcome,
     QueryAnswer,
+    Series,
     Verdict,
     advance,
     judge_value,
@@ -116,3 +117,81 @@ def test_the_next_measurement_waits_for_the_initial_delay_then_the_interval() ->
     metric = replace(LOW, initial_delay=30.0)
     assert next_due(metric, MetricCounts("errors"), started=100.0) == 130.0
     assert next_due(metric, MetricCounts("errors", taken=1, last_at=140.0), started=100.0) == 150.0
+
+
+# -- vector results: a condition over every series ----------------------------------------------
+
+
+def series(*values: float) -> QueryAnswer:
+    found = tuple(Series(v, (("pod", f"p{i}"),)) for i, v in enumerate(values))
+    if len(found) == 1:
+        return QueryAnswer(values[0], series=found)
+    return QueryAnswer(missing=f"the query gives {len(found)} series; ...", series=found)
+
+
+EVERY = MetricSpec("errors", "rate(x[1m])", success=program("result.all(s, s.value < 0.01)"))
+
+
+def test_a_condition_over_the_list_reads_every_series_and_fails_on_one_of_three() -> None:
+    assert program("result.all(s, s.value < 0.01)").reads_list
+    assert not program("result < 0.01").reads_list
+    passed = judge_value(EVERY, series(0.001, 0.002, 0.003), None)
+    assert passed.outcome is Outcome.SUCCESS
+    failed = judge_value(EVERY, series(0.001, 0.5, 0.003), None)
+    assert failed.outcome is Outcome.FAILURE
+    assert "0.5 {pod=p1}" in failed.detail, failed.detail
+
+
+@pytest.mark.parametrize(
+    ("source", "holds"),
+    [
+        ("len(result) == 3", True),
+        ("size(result) == 3", True),
+        ("result[0].value == 0.001", True),
+        ("result.exists(s, s.labels.pod == 'p2' && s.value > 0.1)", True),
+        ("result.exists(s, s.labels.pod == 'p0' && s.value > 0.1)", False),
+    ],
+)
+def test_list_macros_length_index_and_labels(source: str, holds: bool) -> None:
+    metric = MetricSpec("m", "x", success=program(source))
+    want = Outcome.SUCCESS if holds else Outcome.FAILURE
+    assert judge_value(metric, series(0.001, 0.002, 0.5), None).outcome is want
+
+
+def test_one_series_is_a_list_of_one_for_a_list_condition_and_a_number_for_a_number_condition() -> None:
+    assert judge_value(EVERY, series(0.001), None).outcome is Outcome.SUCCESS
+    number = MetricSpec("m", "x", success=program("result < 0.01"))
+    assert judge_value(number, series(0.001), None).outcome is Outcome.SUCCESS
+
+
+def test_a_scalar_stays_a_scalar_and_a_list_condition_cannot_read_it() -> None:
+    judged = judge_value(EVERY, QueryAnswer(0.001), None)
+    assert judged.outcome is Outcome.INCONCLUSIVE
+    assert "reads result as a list of series" in judged.detail
+
+
+def test_several_series_for_a_condition_over_one_number_are_inconclusive_and_say_how_to_judge_them() -> None:
+    number = MetricSpec("m", "x", success=program("result < 0.01"))
+    judged = judge_value(number, series(0.001, 0.002), None)
+    assert judged.outcome is Outcome.INCONCLUSIVE
+    assert "result.all(s, s.value < 0.01)" in judged.detail
+
+
+def test_no_series_is_inconclusive_for_a_list_condition_too_never_a_vacuous_success() -> None:
+    judged = judge_value(EVERY, QueryAnswer(missing="the query gives no series"), None)
+    assert judged.outcome is Outcome.INCONCLUSIVE
+
+
+def test_a_list_condition_compares_every_series_with_the_baseline() -> None:
+    metric = MetricSpec(
+        "m", "x", success=program("result.all(s, s.value <= baseline * 2.0)"), baseline=Baseline.PREVIOUS
+    )
+    assert judge_value(metric, series(0.1, 0.2, 0.3), QueryAnswer(0.2)).outcome is Outcome.SUCCESS
+    assert judge_value(metric, series(0.1, 0.5, 0.3), QueryAnswer(0.2)).outcome is Outcome.FAILURE
+
+
+def test_a_list_condition_with_a_mistake_is_reported_against_the_list() -> None:
+    problems = compile_expression("result.all(s, s.valu < 0.01) && len(result) > 'a'", analysis=True)
+    assert isinstance(problems, tuple)
+    said = " ".join(p.message for p in problems)
+    assert "'(int, string)'" in said, said  # not "a double cannot be the range of a comprehension"
