@@ -86,6 +86,13 @@ def cosign_cmd() -> None:
 )
 @click.option("--audit", is_flag=True, help="Log every write request to <cluster>/logs/audit.jsonl.")
 @click.option("--loopback-pods", is_flag=True, help="Give pods loopback IPs from a /16 no other fleet uses.")
+@click.option(
+    "--redis",
+    is_flag=True,
+    help="Run a real redis-server behind every Redis pod and redis_exporter behind its exporter "
+    "sidecar, scraped by the fleet's Prometheus (started too) with a cluster label "
+    "(implies --loopback-pods).",
+)
 def up(
     *,
     state_dir: Path | None,
@@ -98,6 +105,7 @@ def up(
     start_window: int,
     audit: bool,
     loopback_pods: bool,
+    redis: bool,
 ) -> None:
     """Start the fleet and print the path of its kubeconfig (one context per cluster)."""
     if names and count:
@@ -111,11 +119,17 @@ def up(
         start_window=start_window,
         audit=audit,
         loopback_pods=loopback_pods,
+        redis=redis,
     )
     try:
         started = fleet.up(_root(state_dir), options, _say)
     except ValueError as err:
         raise click.UsageError(str(err)) from err
+    if redis:
+        try:
+            prometheus.start(_root(state_dir), _say)
+        except (RuntimeError, TimeoutError, probe.Exited) as err:
+            raise click.ClickException(_why(err)) from err
     click.echo(started.kubeconfig)
 
 

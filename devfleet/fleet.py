@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import shutil
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -69,7 +70,9 @@ class UpOptions:
     the fleet's etcd and released by ``down``. ``start_window`` bounds the kube-apiservers starting
     at once (their start-up is CPU-heavy). ``timeout`` is for the whole fleet; ``None`` allows 180
     seconds plus 15 per cluster (start-up is slow on a busy machine). ``audit`` makes every apiserver
-    log each write request (user, user agent, object, time) to ``<cluster>/logs/audit.jsonl``."""
+    log each write request (user, user agent, object, time) to ``<cluster>/logs/audit.jsonl``.
+    ``redis`` runs a real redis-server (and the exporter sidecar's redis_exporter) behind every Redis
+    pod of the full clusters (``devfleet.redispods``); it implies ``loopback_pods``."""
 
     clusters: tuple[str, ...] = DEFAULT_CLUSTERS
     nodes: int = NODES_PER_CLUSTER
@@ -79,6 +82,7 @@ class UpOptions:
     start_window: int = 4
     audit: bool = False
     loopback_pods: bool = False
+    redis: bool = False
 
     def seconds(self) -> float:
         return self.timeout if self.timeout is not None else 180.0 + 15.0 * len(self.clusters)
@@ -230,7 +234,7 @@ def _start(fleet: Fleet, bin_dir: Path, options: UpOptions, deadline: float, say
     for cluster in fleet.clusters:
         _issue_pki(cluster)
     _start_etcd(fleet, bin_dir, deadline, say)
-    if options.loopback_pods:
+    if options.loopback_pods or options.redis:
         etcd = next(p for p in fleet.processes if p.name == "etcd")
         fleet.pod_range = podrange.claim(owner=etcd.pid)
         fleet.save()
@@ -248,9 +252,10 @@ def _start_full_components(
     full = [c for c in fleet.clusters if c.profile is Profile.FULL]
     if not full:
         return
-    pod_cidr = fleet.pod_range.cidr if fleet.pod_range is not None else options.pod_cidr
     say("starting controller managers, schedulers and kwok")
-    for c in full:
+    for index, c in enumerate(full):
+        # With a loopback range each cluster takes its own part of it: no two pods share an IP.
+        pod_cidr = options.pod_cidr if fleet.pod_range is None else fleet.pod_range.cidr_of(index, len(full))
         _component_kubeconfigs(c)
         for name, argv in (
             ("kube-controller-manager", components.controller_manager_argv(bin_dir, c.files)),
@@ -269,6 +274,12 @@ def _start_full_components(
         waits = [pool.submit(nodes.prepare, fleet.kubeconfig, c.name, options.nodes, deadline) for c in full]
         for w in waits:
             w.result()
+    if options.redis:
+        say("starting a real redis-server behind every Redis pod (and its exporter)")
+        for c in full:
+            argv = [sys.executable, "-m", "devfleet.redispods", str(fleet.root), c.name]
+            fleet.processes.append(procs.spawn("redis-pods", argv, c.files.log("redis-pods"), c.root))
+        fleet.save()
 
 
 def down(root: Path, say: Say = print) -> list[procs.Proc]:

@@ -48,6 +48,16 @@ class PodRange:
     def network(self) -> ipaddress.IPv4Network:
         return ipaddress.IPv4Network(f"127.{self.octet}.0.0/16")
 
+    def cidr_of(self, index: int, count: int) -> str:
+        """The ``--cidr`` of the ``index``-th of ``count`` clusters sharing the range: each its own
+        equal part of the /16 (kwok hands out pod IPs per cluster, so clusters given the same range
+        would give two pods the same IP)."""
+        if not 0 <= index < count:
+            raise ValueError(f"cluster {index} of {count}")
+        bits = (count - 1).bit_length()
+        part = list(self.network.subnets(prefixlen_diff=bits))[index]
+        return f"{part.network_address + 1}/{part.prefixlen}"
+
     def contains(self, ip: str) -> bool:
         try:
             return ipaddress.ip_address(ip) in self.network

@@ -32,6 +32,34 @@ PORT_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
+class TargetGroup:
+    """Addresses (``host:port``) scraped with the same labels (e.g. ``cluster``, ``pod``)."""
+
+    addresses: tuple[str, ...]
+    labels: dict[str, str]
+
+
+def targets_dir(root: Path) -> Path:
+    """The folder of file-discovered targets of the fleet in ``root`` (made by whoever writes first:
+    targets written before Prometheus starts are scraped once it runs)."""
+    return root / NAME / "targets"
+
+
+def write_targets(folder: Path, job: str, groups: list[TargetGroup]) -> None:
+    """Scrape ``groups`` as ``job`` from now on (none: stop scraping it)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    entry = [{"targets": list(g.addresses), "labels": g.labels} for g in groups]
+    partial = folder / f".{job}.json.new"
+    partial.write_text(json.dumps(entry))
+    partial.replace(folder / f"{job}.json")  # whole files only: Prometheus watches the folder
+
+
+def remove_targets(folder: Path, job: str) -> None:
+    """Stop scraping ``job``."""
+    (folder / f"{job}.json").unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
 class LocalPrometheus:
     """A Prometheus of the fleet: its base URL (https), the CA bundle that verifies it, and the folder
     of its file-discovered targets."""
@@ -42,10 +70,7 @@ class LocalPrometheus:
 
     def scrape(self, job: str, addresses: list[str], labels: dict[str, str] | None = None) -> None:
         """Scrape ``addresses`` (``host:port``) as ``job`` from now on (none: stop scraping it)."""
-        entry = [{"targets": addresses, "labels": labels or {}}] if addresses else []
-        partial = self.targets / f".{job}.json.new"
-        partial.write_text(json.dumps(entry))
-        partial.replace(self.targets / f"{job}.json")  # whole files only: Prometheus watches the folder
+        write_targets(self.targets, job, [TargetGroup(tuple(addresses), labels or {})] if addresses else [])
 
     def query(self, promql: str) -> float | None:
         """The one number ``promql`` gives now (None: no single series, or no answer), for a person
@@ -112,7 +137,9 @@ def _home(fleet: Fleet) -> Path:
 def _handle(proc: procs.Proc, fleet: Fleet) -> LocalPrometheus:
     listen = next(a for a in proc.argv if a.startswith("--web.listen-address="))
     home = _home(fleet)
-    return LocalPrometheus(f"https://{listen.split('=', 1)[1]}", home / "pki" / "ca.crt", home / "targets")
+    return LocalPrometheus(
+        f"https://{listen.split('=', 1)[1]}", home / "pki" / "ca.crt", targets_dir(fleet.root)
+    )
 
 
 def _wait_ready(proc: procs.Proc, local: LocalPrometheus, timeout: float) -> None:

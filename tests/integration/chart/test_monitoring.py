@@ -163,3 +163,18 @@ def test_the_redis_exporters_service_monitor_scrapes_every_pod_through_the_headl
     # No controller here, no RedisCluster to scrape.
     without = agent_values(serviceMonitor={"redisExporters": True}, controller={"enabled": False})
     assert not [o for o in render(tmp_path, without) if o["kind"] == "ServiceMonitor"]
+
+
+def test_both_service_monitors_label_every_target_with_the_cluster_s_name_in_the_fleet(
+    tmp_path: Path,
+) -> None:
+    values = agent_values(serviceMonitor={"enabled": True, "redisExporters": True, "cluster": "eu-1"})
+    objects = render(tmp_path, values)
+    for name in ("syncer", "syncer-redis"):
+        [endpoint] = only(objects, "ServiceMonitor", name)["spec"]["endpoints"]
+        labelled = [r for r in endpoint["relabelings"] if r["targetLabel"] == "cluster"]
+        assert labelled == [{"targetLabel": "cluster", "replacement": "eu-1", "action": "replace"}], name
+    unnamed = render(tmp_path, agent_values(serviceMonitor={"enabled": True, "redisExporters": True}))
+    for name in ("syncer", "syncer-redis"):
+        [endpoint] = only(unnamed, "ServiceMonitor", name)["spec"]["endpoints"]
+        assert "cluster" not in {r["targetLabel"] for r in endpoint.get("relabelings", [])}, name

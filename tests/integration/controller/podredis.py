@@ -40,16 +40,13 @@ from typing import Any
 
 import redis
 
+from devfleet.redispods import container_conf, server_argv
 from syncer.controller.topology import RedisNode
 from syncer.kube import ApplyOptions, ClusterClient
 from tests.integration.controller.exporter import RedisExporter
 from tests.integration.topology.servers import client, redis_server_binary
 
 NODE_TIMEOUT_MS = 2000
-# Directives of the controller's redis.conf that name the container's paths or ports: set here instead.
-CONTAINER_DIRECTIVES = frozenset(
-    {"dir", "cluster-config-file", "port", "tls-port", "tls-cert-file", "tls-key-file", "tls-ca-cert-file"}
-)
 # What a kubelet keeps of a failed container's log with FallbackToLogsOnError.
 TERMINATION_LINES, TERMINATION_BYTES = 80, 2048
 
@@ -154,19 +151,8 @@ class PodRedis:
 
     def _spawn(self, name: str, uid: str, ip: str) -> _Server:
         data = self._data_dir(name, uid)
-        args = [
-            redis_server_binary(),
-            "--bind", ip, "--port", "6379",
-            "--bind-source-addr", ip, "--cluster-announce-ip", ip,
-            "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-            "--cluster-node-timeout", str(NODE_TIMEOUT_MS),
-            "--dir", str(data), "--daemonize", "no", "--save", "",
-            "--logfile", "redis.log",
-            # As the controller's redis.conf: pods reach each other from their own (non-127.0.0.1) IPs.
-            "--protected-mode", "no",
-        ]  # fmt: skip
-        if self.password is not None:
-            args += ["--requirepass", self.password, "--masterauth", self.password]
+        args = server_argv(redis_server_binary(), ip, data, self.password)
+        args += ["--cluster-node-timeout", str(NODE_TIMEOUT_MS), "--save", ""]
         if not self.pod_config:
             # As the controller's redis.conf says, with persistence or without (then on the emptyDir);
             # with ``pod_config`` that file decides.
@@ -185,8 +171,7 @@ class PodRedis:
         volumes = body["spec"].get("volumes") or ()
         [config] = [v["configMap"]["name"] for v in volumes if "configMap" in v]
         text = self.kube.get("v1", "ConfigMap", config, self.namespace)["data"]["redis.conf"]
-        kept = [line for line in str(text).splitlines() if line.split(" ", 1)[0] not in CONTAINER_DIRECTIVES]
-        return "\n".join(kept) + "\n"
+        return container_conf(str(text))
 
     def _report_failure(self, server: _Server) -> None:
         """The pod's status as a kubelet writes it after its redis container exited with an error."""

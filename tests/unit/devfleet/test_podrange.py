@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import subprocess
 import sys
@@ -115,3 +116,14 @@ def test_no_free_range(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     podrange.claim(where=tmp_path)
     with pytest.raises(podrange.NoFreeRange):
         podrange.claim(where=tmp_path)
+
+
+def test_clusters_sharing_a_range_each_take_their_own_part_of_it(tmp_path: Path) -> None:
+    held = podrange.PodRange(70, tmp_path / "lock", os.getpid())
+    assert held.cidr_of(0, 1) == held.cidr == "127.70.0.1/16"
+    parts = [ipaddress.ip_network(held.cidr_of(i, 3), strict=False) for i in range(3)]
+    assert [str(p) for p in parts] == ["127.70.0.0/18", "127.70.64.0/18", "127.70.128.0/18"]
+    assert all(p.subnet_of(held.network) for p in parts)
+    assert held.cidr_of(2, 3) == "127.70.128.1/18"
+    with pytest.raises(ValueError, match="cluster 3 of 3"):
+        held.cidr_of(3, 3)
