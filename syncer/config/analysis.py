@@ -1,18 +1,23 @@
 """The ``analysis`` sections of the rollout policy: metrics a wave is judged by, checked at load.
 
 Each query template must use only known arguments and parse as PromQL; each condition must parse and
-type-check as CEL over ``result`` and ``baseline`` (both numbers: write ``1.0``, not ``1``). Any
-problem is a ``ConfigError`` naming the file, line and column, before any rollout.
+type-check as CEL over ``result`` and ``baseline`` (both numbers: write ``1.0``, not ``1``; or
+``result`` as the list of series). Metrics may come from the policy's analysis templates, filled
+with a wave's arguments (``syncer.config.templates``) and checked the same way. Any problem is a
+``ConfigError`` naming the file, line and column, before any rollout.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 
 from syncer.analysis import AnalysisPolicy, Baseline, MetricSpec, PrometheusSource, check_query
 from syncer.analysis.model import FirstRollout
 from syncer.config.loading import Fields
+from syncer.config.templates import Template, Use, parse_uses
 from syncer.domain.durations import parse_duration
 from syncer.errors import ConfigError
 from syncer.guards.language import CelProblem, Program, compile_expression
@@ -152,15 +157,33 @@ def parse_prometheus(top: Fields, base: Path | None) -> AnalysisPolicy:
     return AnalysisPolicy(prometheus=_source(section, base, frozenset({"clusters"})), by_cluster=by_cluster)
 
 
-def parse_analysis(fields: Fields, base: AnalysisPolicy) -> AnalysisPolicy:
-    """The ``analysis`` mapping in ``fields`` (metrics; the Prometheus comes from ``base``, the
-    policy's); ``base`` when there is none. ``analysis: {metrics: []}`` turns analysis off."""
-    fields.reject_unknown({"metrics"})
-    if not fields.has("metrics"):
+def _used(use: Use) -> list[MetricSpec]:
+    found = []
+    for metric in use.metrics():
+        try:
+            found.append(_metric(metric))
+        except ConfigError as err:
+            raise use.told(err) from None
+    return found
+
+
+def parse_analysis(
+    fields: Fields, base: AnalysisPolicy, templates: Mapping[str, Template] | None = None
+) -> AnalysisPolicy:
+    """The ``analysis`` mapping in ``fields`` (metrics, and the ``templates`` it uses with their
+    arguments, filled from ``templates``; the Prometheus comes from ``base``, the policy's); ``base``
+    when there is none. ``analysis: {metrics: []}`` turns analysis off."""
+    fields.reject_unknown({"metrics", "templates"})
+    if not fields.has("metrics") and not fields.has("templates"):
         return base
     metrics = tuple(_metric(fields.child("metrics", i)) for i in range(len(fields.items("metrics"))))
+    metrics += tuple(m for use in parse_uses(fields, templates or {}) for m in _used(use))
     if len({m.name for m in metrics}) != len(metrics):
-        raise fields.error("metrics", "metric names must be unique")
+        twice = sorted(name for name, n in Counter(m.name for m in metrics).items() if n > 1)
+        raise fields.error(
+            "metrics" if fields.has("metrics") else "templates",
+            f"metric names must be unique, also those the templates bring: {', '.join(twice)}",
+        )
     if metrics and base.prometheus is None:
         raise fields.error("metrics", "no Prometheus to query: give prometheus.url at the top of the policy")
     return AnalysisPolicy(metrics, base.prometheus, base.by_cluster)

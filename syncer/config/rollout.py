@@ -7,6 +7,7 @@ least one), the first two waves together about 10%, and so on until the last wav
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from syncer.analysis import AnalysisPolicy
 from syncer.config.analysis import parse_analysis, parse_prometheus
 from syncer.config.loading import Fields, load_yaml_file
 from syncer.config.shapes import parse_selector
+from syncer.config.templates import FILE_KEY, TEMPLATES_KEY, Template, parse_templates
 from syncer.config.windows import MaintenanceWindow, parse_window
 from syncer.domain.durations import parse_duration
 from syncer.domain.selectors import LabelSelector
@@ -84,7 +86,7 @@ def _duration(fields: Fields, key: str, default: float) -> float:
         raise fields.error(key, str(err)) from err
 
 
-def _gate(fields: Fields, base: WaveGate) -> WaveGate:
+def _gate(fields: Fields, base: WaveGate, templates: Mapping[str, Template]) -> WaveGate:
     max_concurrent = fields.number("maxConcurrent", base.max_concurrent)
     if max_concurrent != int(max_concurrent):
         raise fields.error("maxConcurrent", "must be a whole number")
@@ -93,7 +95,7 @@ def _gate(fields: Fields, base: WaveGate) -> WaveGate:
         health_timeout=_duration(fields, "healthTimeout", base.health_timeout),
         bake=_duration(fields, "bake", base.bake),
         manual=_manual(fields, base.manual),
-        analysis=parse_analysis(fields.child("analysis"), base.analysis),
+        analysis=parse_analysis(fields.child("analysis"), base.analysis, templates),
     )
 
 
@@ -117,10 +119,13 @@ def parse_rollout_policy(data: dict[str, Any], origin: str, base: Path | None = 
 
 
 def _rollout_policy(top: Fields, base: Path | None) -> RolloutPolicy:
-    top.reject_unknown({"waves", "defaults", "rollback", "rollbackChecks", "windows", "prometheus"})
+    top.reject_unknown(
+        {"waves", "defaults", "rollback", "rollbackChecks", "windows", "prometheus", TEMPLATES_KEY, FILE_KEY}
+    )
+    templates = parse_templates(top, base)
     defaults_fields = top.child("defaults")
     defaults_fields.reject_unknown({"maxConcurrent", "healthTimeout", "bake", "approval", "analysis"})
-    defaults = _gate(defaults_fields, WaveGate(analysis=parse_prometheus(top, base)))
+    defaults = _gate(defaults_fields, WaveGate(analysis=parse_prometheus(top, base)), templates)
     waves: list[WavePolicy] = []
     entries = top.items("waves")
     if not entries:
@@ -137,7 +142,7 @@ def _rollout_policy(top: Fields, base: Path | None) -> RolloutPolicy:
             raise wave.error("percent", f"{percent:g} is less than the previous wave's {waves[-1].percent:g}")
         selector = parse_selector(wave.child("selector")) if wave.has("selector") else None
         name = wave.string("name", f"wave-{index + 1}")
-        waves.append(WavePolicy(name, percent, selector, _gate(wave, defaults)))
+        waves.append(WavePolicy(name, percent, selector, _gate(wave, defaults, templates)))
     if waves[-1].percent != 100:
         raise top.error("waves", "the last wave must reach percent: 100 so that the whole fleet is covered")
     if len({w.name for w in waves}) != len(waves):

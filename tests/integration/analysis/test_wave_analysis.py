@@ -169,6 +169,61 @@ def test_a_condition_over_every_series_fails_on_one_series_of_three(
     assert state(clients, prefix, "eu-1").revision == "rev-good"
 
 
+def test_one_template_with_arguments_judges_two_waves_each_by_its_own_threshold(
+    clients: dict[str, ClusterClient], prefix: str, scraped: LocalPrometheus, tmp_path: Path
+) -> None:
+    repo = Repo(tmp_path / "repo", prefix)
+    good = repo.write("rev-good", errors="0")
+    assert rollout(clients, prefix, policy(scraped, prefix), []).sync(good).outcome is RolloutOutcome.APPLIED
+    query = f'max(analysis_test_errors{{cluster="${{cluster}}",namespace="{prefix}"}})'
+    template = {
+        "name": "error-rate",
+        "args": [{"name": "threshold"}, {"name": "count", "value": 2}],
+        "metrics": [
+            {
+                "name": "error-rate",
+                "query": query,
+                "failureCondition": "result > {{args.threshold}}",
+                "interval": "1s",
+                "initialDelay": "2s",
+                "count": "{{args.count}}",
+            }
+        ],
+    }
+    use = {"templates": [{"name": "error-rate", "args": {"threshold": 0.1}}]}
+    strict = {"templates": [{"name": "error-rate", "args": {"threshold": 0.01, "count": 1}}]}
+    data = {
+        "prometheus": {"url": scraped.url, "caFile": str(scraped.ca_file)},
+        "analysisTemplates": [template],
+        "defaults": {"bake": "0s", "healthTimeout": "60s", "maxConcurrent": 2},
+        "waves": [
+            {
+                "name": "canary",
+                "percent": 1,
+                "selector": {"matchLabels": {"tier": "canary"}},
+                "analysis": use,
+            },
+            {"name": "rest", "percent": 100, "analysis": strict},
+        ],
+    }
+    templated = parse_rollout_policy(json.loads(json.dumps(data)), "rollout.yaml")
+    log: list[PassEvent] = []
+    report = rollout(clients, prefix, templated, log).sync(
+        repo.write("rev-next", errors="0.05"), last_good=good
+    )
+    # 0.05 is within the canary's 0.1 (two measurements) and beyond the rest's 0.01 (one).
+    told = [e.reason for e in log if e.step is Step.ANALYSIS_MEASURED]
+    assert report.waves[0].decision is Decision.PROCEED, told
+    assert report.outcome is RolloutOutcome.ROLLED_BACK, report
+    assert sorted(measured(log)) == [
+        ("canary", Outcome.SUCCESS, 0.05),
+        ("canary", Outcome.SUCCESS, 0.05),
+        ("eu-1", Outcome.FAILURE, 0.05),
+        ("us-1", Outcome.FAILURE, 0.05),
+    ]
+    assert "error-rate: 1 failed measurement(s), 0 allowed" in report.message
+
+
 def test_a_query_with_no_series_is_inconclusive_and_halts_for_a_person(
     clients: dict[str, ClusterClient], prefix: str, scraped: LocalPrometheus, tmp_path: Path
 ) -> None:
