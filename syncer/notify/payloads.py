@@ -110,6 +110,14 @@ def slack_text(text: str, limit: int) -> str:
     return cut + "…"
 
 
+def _whole_lines(text: str, limit: int) -> str:
+    """``text`` when it has at most ``limit`` characters, else its whole lines that fit and ``…``
+    (never a line, an escape or a code span cut in two)."""
+    if len(text) <= limit:
+        return text
+    return text[: text.rfind("\n", 0, limit - 1)] + "\n…"
+
+
 def slack_body(notice: Notice) -> dict[str, Any]:
     icon = {"info": ":large_blue_circle:", "warning": ":warning:", "error": ":red_circle:"}[notice.severity]
     fields = [
@@ -134,7 +142,9 @@ def slack_body(notice: Notice) -> dict[str, Any]:
             {"type": "section", "fields": fields},
             {
                 "type": "context",
-                "elements": [{"type": "mrkdwn", "text": f"Look closer:\n{commands}"[:SLACK_CONTEXT]}],
+                "elements": [
+                    {"type": "mrkdwn", "text": _whole_lines(f"Look closer:\n{commands}", SLACK_CONTEXT)}
+                ],
             },
         ],
     }
