@@ -1,5 +1,7 @@
-# Sourced by the scripts: put the project virtual environment made by scripts/bootstrap first on PATH.
+# Sourced by the scripts (and by people, from any folder): put the project virtual environment made
+# by scripts/bootstrap first on PATH. The repository is found from this file's own place.
 # shellcheck shell=bash
-export VIRTUAL_ENV="$PWD/.venv"
+_syncer_root="$(cd "$(dirname "${BASH_SOURCE[0]:-$0}")/.." && pwd)"
+export VIRTUAL_ENV="$_syncer_root/.venv"
 export PATH="$VIRTUAL_ENV/bin:$PATH"
-unset PYTHONHOME
+unset PYTHONHOME _syncer_root

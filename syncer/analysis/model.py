@@ -35,11 +35,14 @@ class Baseline(StrEnum):
 @dataclass(frozen=True)
 class PrometheusSource:
     """One Prometheus: its base URL, the CA bundle that verifies its certificate (empty: the system's),
-    and a file holding the bearer token sent to it (empty: none)."""
+    and a file holding the bearer token sent to it (empty: none); ``allow_hosts``: host names it may
+    be asked at whatever they resolve to (``allowHosts``; else never a link-local, unspecified or
+    multicast address)."""
 
     url: str
     ca_file: str = ""
     token_file: str = ""
+    allow_hosts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+KUBECONFIG_BYTES = 16 << 20
+"""Bytes a kubeconfig may have (``syncer.config.settings.MAX_KUBECONFIG_BYTES`` states it for the
+agent; here for ``syncer.kube``, which reads it)."""
+
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
 

@@ -20,6 +20,7 @@ from syncer.agent.service import Agent
 from syncer.cli.controller import admission_options, serve_admission, stop_admission
 from syncer.cli.tables import markup_safe
 from syncer.config import AgentConfig, load_agent_config
+from syncer.config.agent import home_cluster
 from syncer.config.loading import check_kubeconfig
 from syncer.config.rollout import load_rollout_policy
 from syncer.config.settings import (
@@ -31,7 +32,6 @@ from syncer.config.settings import (
     POLL_JITTER,
     AgentSettings,
     ControllerSettings,
-    HomeCluster,
     HttpSettings,
     LeaseSettings,
     ShardSettings,
@@ -302,7 +302,7 @@ def run(**opts: Any) -> None:
         leader_elect=opts["leader_elect"],
         lease=lease,
         shards=ShardSettings(group=opts["shard_group"], identity=opts["shard_identity"]),
-        home=HomeCluster(context=opts["lease_context"]),
+        home=home_cluster(config, opts["kubeconfig"], opts["lease_context"]),
         controller=ControllerSettings(
             enabled=opts["controller"] or opts["controller_every_cluster"],
             every_cluster=opts["controller_every_cluster"],
@@ -378,7 +378,7 @@ def sync(**opts: Any) -> None:
         health_poll=HEALTH_POLL_FOREGROUND,
         leader_elect=opts["leader_elect"],
         lease=lease,
-        home=HomeCluster(context=opts["lease_context"]),
+        home=home_cluster(config, opts["kubeconfig"], opts["lease_context"]),
         controller=ControllerSettings(enabled=opts["controller_every_cluster"], every_cluster=True),
     )
     stop = threading.Event()

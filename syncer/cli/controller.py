@@ -14,26 +14,22 @@ from types import FrameType
 from typing import Any
 
 import click
-import yaml
 from prometheus_client import CollectorRegistry, start_http_server
 
-from syncer.config.loading import check_agent_file
-from syncer.config.settings import MAX_KUBECONFIG_BYTES
 from syncer.controller.admission_server import AdmissionOptions, AdmissionServer, start_admission_server
 from syncer.controller.logs import configure
 from syncer.controller.model import CONTROLLER_LEASE, ControllerOptions
 from syncer.controller.runner import run_controller
 from syncer.errors import ConfigError, SyncerError
-from syncer.kube import ClusterClient
+from syncer.kube import ClusterClient, read_kubeconfig
 
 
 def _current_context(kubeconfig: str) -> str:
     try:
-        check_agent_file(Path(kubeconfig), MAX_KUBECONFIG_BYTES)
-        document = yaml.safe_load(Path(kubeconfig).read_text(encoding="utf-8")) or {}
-    except (OSError, ValueError, yaml.YAMLError, ConfigError) as err:
-        raise click.ClickException(f"cannot read kubeconfig {kubeconfig}: {err}") from err
-    context = document.get("current-context") if isinstance(document, dict) else None
+        document = read_kubeconfig(kubeconfig)
+    except ConfigError as err:
+        raise click.ClickException(f"cannot read {err}") from err
+    context = document.get("current-context")
     if not context:
         raise click.ClickException(f"{kubeconfig} has no current-context; pass --context")
     return str(context)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from syncer.cli.person_text import person_text
+from syncer.cli.person_text import REQUIRED_REASON, person_options
 from syncer.config.settings import AGENT_NAMESPACE
 
 if TYPE_CHECKING:
@@ -65,9 +65,6 @@ def _common(func: click.decorators.FC) -> click.decorators.FC:
             required=True,
             type=click.Path(path_type=Path, dir_okay=False, exists=True),
         ),
-        click.option(
-            "--by", default="", callback=person_text, help="Who [default: the user running the command]."
-        ),
         click.option("--kubeconfig", default="", envvar="KUBECONFIG"),
         click.option("--state-namespace", default=AGENT_NAMESPACE, show_default=True),
     ]
@@ -87,7 +84,7 @@ def _fail(err: Exception) -> None:
 @_common
 @click.option("--wave", required=True, help="The wave waiting at its manual gate.")
 @click.option("--revision", required=True, help="The revision it waits for (an id or a prefix of 7 or more).")
-@click.option("--reason", default="", callback=person_text, help="Why (recorded, shown by `syncer status`).")
+@person_options()
 def promote(
     *,
     config_path: Path,
@@ -126,9 +123,7 @@ def promote(
 @click.command("abort")
 @_common
 @click.option("--revision", default="", help="The revision in flight [default: the only one in flight].")
-@click.option(
-    "--reason", default="", callback=person_text, help="Why (required; recorded, shown by `syncer status`)."
-)
+@person_options(REQUIRED_REASON)
 def abort(
     *, config_path: Path, by: str, kubeconfig: str, state_namespace: str, revision: str, reason: str
 ) -> None:

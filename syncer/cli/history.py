@@ -13,10 +13,8 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
-from syncer.cli.tables import terminal_text
+from syncer.cli.tables import Column, console_for, fit_table
 from syncer.config.settings import AGENT_NAMESPACE
 from syncer.domain.history import HistoryEntry
 
@@ -70,27 +68,40 @@ def read_histories(
     return rows
 
 
-def _table(rows: list[dict[str, Any]]) -> Table:
-    table = Table(title="revisions applied, oldest first", title_justify="left")
-    for column in ("cluster", "revision", "signer", "started (UTC)", "ended (UTC)", "wave", "outcome"):
-        table.add_column(column, no_wrap=True)
-    table.add_column("by", overflow="fold")
-    table.add_column("reason", overflow="fold", ratio=1)
-    for row in rows:
-        for entry in row.get("entries", []):
-            cells = (
-                row["cluster"],
-                entry["revision"][:12],
-                entry["signer"],
-                _when(entry["started"]),
-                _when(entry["ended"]),
-                entry["wave"],
-                entry["outcome"],
-                entry["by"],
-                entry["reason"],
-            )
-            table.add_row(*(Text(terminal_text(str(cell))) for cell in cells))  # data, never markup
-    return table
+_COLUMNS = (
+    Column("cluster", priority=0),
+    Column("revision", priority=0),
+    Column("signer", priority=3),
+    Column("started (UTC)", priority=4),
+    Column("ended (UTC)", priority=2),
+    Column("wave", priority=3),
+    Column("outcome", priority=0),
+    Column("by", priority=1, fold=True),
+    Column("reason", priority=0, fold=True, wanted=40),
+)
+
+
+def render_history(rows: list[dict[str, Any]], console: Console) -> None:
+    """Each cluster's entries as a table that fits ``console``'s width, as ``syncer status`` does:
+    whole columns dropped by priority (the caption names them), the reason folding over lines,
+    never a column cut to nothing."""
+    cells = [
+        [
+            row["cluster"],
+            entry["revision"][:12],
+            entry["signer"],
+            _when(entry["started"]),
+            _when(entry["ended"]),
+            entry["wave"],
+            entry["outcome"],
+            entry["by"],
+            entry["reason"],
+        ]
+        for row in rows
+        for entry in row.get("entries", [])
+    ]
+    fitted = fit_table(_COLUMNS, cells, console.width, title="revisions applied, oldest first")
+    console.print(fitted.table)
 
 
 @click.command("history")
@@ -119,7 +130,7 @@ def history(
     if output == "json":
         click.echo(json.dumps({"apiVersion": "syncer.dev/history/v1", "clusters": rows}, indent=2))
     else:
-        Console().print(_table(rows))
+        render_history(rows, console_for())
     for row in rows:
         if "error" in row:
             click.secho(f"error: {row['cluster']}: {row['error']}", fg="red", err=True)

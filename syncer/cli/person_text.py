@@ -8,6 +8,8 @@ do, before anything is written.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import click
 
 from syncer.bounded.invisible import is_hidden
@@ -26,3 +28,23 @@ def person_text(ctx: click.Context, param: click.Parameter, value: str) -> str:
     if bad is not None:
         raise click.BadParameter(f"holds {bad!r}: give one line of visible text")
     return text
+
+
+def person_options(
+    reason: str = "Why (recorded, shown by `syncer status`).", *, by: bool = True
+) -> Callable[[click.decorators.FC], click.decorators.FC]:
+    """The ``--reason`` option (``reason`` its help) and, with ``by``, the ``--by`` option of a
+    person's act, both taken through ``person_text``; whether a reason is required is the
+    command's to say (in its help and its check)."""
+
+    def add(func: click.decorators.FC) -> click.decorators.FC:
+        if by:
+            func = click.option(
+                "--by", default="", callback=person_text, help="Who [default: the user running the command]."
+            )(func)
+        return click.option("--reason", default="", callback=person_text, help=reason)(func)
+
+    return add
+
+
+REQUIRED_REASON = "Why (required; recorded, shown by `syncer status`)."

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from syncer.cli.person_text import person_text
+from syncer.cli.person_text import REQUIRED_REASON, person_options
 from syncer.config.settings import AGENT_NAMESPACE
 
 
@@ -27,13 +27,7 @@ from syncer.config.settings import AGENT_NAMESPACE
     default="",
     help="Only this revision's failure (its id or 7+ characters of it) [default: every failure].",
 )
-@click.option("--reason", default="", callback=person_text, help="Why (recorded, shown by `syncer status`).")
-@click.option(
-    "--by",
-    default="",
-    callback=person_text,
-    help="Who asks [default: the user running the command].",
-)
+@person_options(REQUIRED_REASON)
 @click.option("--kubeconfig", default="", envvar="KUBECONFIG")
 @click.option("--state-namespace", default=AGENT_NAMESPACE, show_default=True)
 def retry(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from syncer.cli.person_text import person_text
+from syncer.cli.person_text import REQUIRED_REASON, person_options
 from syncer.cli.suspend import _common, on_clusters
 from syncer.domain.sync_state import Pin
 from syncer.kube import KubeApi
@@ -44,15 +44,7 @@ def _targets(
 @click.command("rollback")
 @_common
 @click.option("--to", "wanted", required=True, help="The revision (its id, or 7+ characters of it).")
-@click.option(
-    "--reason", default="", callback=person_text, help="Why (required; recorded, shown by `syncer status`)."
-)
-@click.option(
-    "--by",
-    default="",
-    callback=person_text,
-    help="Who [default: the user running the command].",
-)
+@person_options(REQUIRED_REASON)
 def rollback(
     *,
     config_path: Path,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from syncer.cli.person_text import person_text
+from syncer.cli.person_text import REQUIRED_REASON, person_options
 from syncer.config.settings import AGENT_NAMESPACE
 from syncer.domain.sync_state import Pin, Suspension
 
@@ -103,15 +103,7 @@ def _common(func: click.decorators.FC) -> click.decorators.FC:
 
 @click.command("suspend")
 @_common
-@click.option(
-    "--reason", default="", callback=person_text, help="Why (required; recorded, shown by `syncer status`)."
-)
-@click.option(
-    "--by",
-    default="",
-    callback=person_text,
-    help="Who [default: the user running the command].",
-)
+@person_options(REQUIRED_REASON)
 def suspend(
     *,
     config_path: Path,
@@ -144,20 +136,31 @@ def suspend(
 
 @click.command("resume")
 @_common
+@person_options("Why (recorded, shown by `syncer status` and told in the resumed notification).")
 def resume(
-    *, config_path: Path, clusters: tuple[str, ...], every: bool, kubeconfig: str, state_namespace: str
+    *,
+    config_path: Path,
+    clusters: tuple[str, ...],
+    every: bool,
+    kubeconfig: str,
+    state_namespace: str,
+    reason: str,
+    by: str,
 ) -> None:
     """Let syncer change suspended clusters again: the next pass carries on where they were left.
 
-    It lifts a pin of `syncer rollback` too: the clusters follow the revision in force again.
-    Exit 0 recorded, 2 error.
+    It lifts a pin of `syncer rollback` too: the clusters follow the revision in force again. Who
+    resumed, when and why are recorded and told in the `resumed` notification. Exit 0 recorded,
+    2 error.
     """
     from syncer.errors import SyncerError
 
+    who = by or getpass.getuser()
     try:
-        names = _record(config_path, (clusters, every), (kubeconfig, state_namespace), Suspension())
+        ended = Suspension(by=who, at=time.time(), resumed=reason)
+        names = _record(config_path, (clusters, every), (kubeconfig, state_namespace), ended)
     except (SyncerError, ValueError, OSError) as err:
         click.secho(f"error: {err}", fg="red", err=True)
         raise SystemExit(2) from None
     for name in names:
-        click.echo(f"{name}: resumed")
+        click.echo(f"{name}: resumed by {who}" + (f": {reason}" if reason else ""))

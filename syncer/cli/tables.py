@@ -67,6 +67,9 @@ class Column:
     priority: int = 1
     fold: bool = False
     justify: str = "left"
+    wanted: int = 0
+    """The width a ``fold`` column would rather have (a reason to read): columns go to give it
+    this much, and it makes do with less only when nothing else can go."""
 
 
 @dataclass(frozen=True)
@@ -77,10 +80,10 @@ class FittedTable:
     dropped: tuple[str, ...]
 
 
-def _needed(column: Column, cells: Sequence[str]) -> int:
+def _needed(column: Column, cells: Sequence[str], *, wanted: bool = False) -> int:
     longest = max((len(cell) for cell in cells), default=0)
     if column.fold:
-        longest = min(longest, _FOLDED_WIDTH)
+        longest = min(longest, max(_FOLDED_WIDTH, column.wanted if wanted else 0))
     return max(len(column.header), longest)
 
 
@@ -109,13 +112,17 @@ def fit_table(
     rows = [[terminal_text(cell) for cell in row] for row in rows]
     keep = [i for i in range(len(columns)) if i == 0 or any(row[i] for row in rows)]
     too_wide: list[str] = []
+    wanted = any(c.wanted for c in columns)
     while True:
-        widths = [_needed(columns[i], [row[i] for row in rows]) for i in keep]
+        widths = [_needed(columns[i], [row[i] for row in rows], wanted=wanted) for i in keep]
         fits = _total(widths, pad_edge) <= width
         if fits:
             break
         droppable = [i for i in keep if columns[i].priority > 0]
         if not droppable:
+            if wanted:
+                wanted = False  # the columns that stay make do with their folded width
+                continue
             break
         worst = max(droppable, key=lambda i: (columns[i].priority, i))
         keep.remove(worst)

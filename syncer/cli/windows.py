@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from syncer.cli.person_text import person_text
+from syncer.cli.person_text import person_options
 from syncer.config.settings import AGENT_NAMESPACE
 
 
@@ -21,9 +21,7 @@ from syncer.config.settings import AGENT_NAMESPACE
     "--config", "config_path", required=True, type=click.Path(path_type=Path, dir_okay=False, exists=True)
 )
 @click.option("--cluster", required=True, help="The cluster, as the agent config and fleet.yaml name it.")
-@click.option(
-    "--reason", default="", callback=person_text, help="Why (recorded, shown in Events and `syncer status`)."
-)
+@person_options("Why (recorded, shown in Events and `syncer status`).", by=False)
 @click.option("--for", "duration", default="1h", show_default=True, help="How long the override lasts.")
 @click.option("--clear", is_flag=True, help="End the cluster's override now.")
 @click.option("--kubeconfig", default="", envvar="KUBECONFIG")

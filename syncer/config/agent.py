@@ -17,7 +17,13 @@ from syncer.config.guards import load_guard_policy
 from syncer.config.loading import Fields, load_yaml_file
 from syncer.config.notifications import NotificationConfig, load_notifications
 from syncer.config.rollout import RolloutPolicy
-from syncer.config.settings import GIT_TIMEOUT, HISTORY_KEEP, HISTORY_KEEP_MAX, MAX_KUBECONFIG_BYTES
+from syncer.config.settings import (
+    GIT_TIMEOUT,
+    HISTORY_KEEP,
+    HISTORY_KEEP_MAX,
+    MAX_KUBECONFIG_BYTES,
+    HomeCluster,
+)
 from syncer.config.trust import TrustPolicy, load_trust_policy
 from syncer.guards import GuardPolicy
 
@@ -42,11 +48,13 @@ class SourceOptions:
     this machine (a path or ``file://``) is always cloned whole. ``timeout`` is the deadline in seconds
     of each git operation. A tip that does not descend from the last synced (or
     last accepted) revision is refused unless ``allow_history_rewrite`` (the trust policy's say).
+    ``branch`` "" (no ``source.branch`` in the config) follows the branch the remote's ``HEAD``
+    names, as ``git clone`` and the CLI's commands do.
     """
 
     url: str
     cache_dir: Path = Path("/var/cache/syncer")
-    branch: str = "main"
+    branch: str = ""
     credentials: GitCredentials = field(default_factory=GitCredentials)
     timeout: float = GIT_TIMEOUT
     allow_history_rewrite: bool = False
@@ -111,7 +119,7 @@ def load_agent_config(path: Path) -> AgentConfig:
         raise src.error("url", "must not start with '-'")
     if urlsplit(url).password:
         raise src.error("url", "must not hold a password; put the token in credentials.tokenFile")
-    branch = src.string("branch", "main")
+    branch = src.string("branch", "")
     if branch.startswith("-") or " " in branch:
         raise src.error("branch", f"{branch!r} is not a branch name")
     creds = src.child("credentials")
@@ -153,3 +161,16 @@ def load_agent_config(path: Path) -> AgentConfig:
         notifications=notifications,
         history_keep=int(keep),
     )
+
+
+def home_cluster(config: AgentConfig, kubeconfig: str, lease_context: str) -> HomeCluster:
+    """The cluster holding the fleet's Lease: ``lease_context`` of ``kubeconfig`` when either is
+    given (``kubeconfig`` may come from ``$KUBECONFIG``); else the first cluster of the config when it
+    names a kubeconfig of its own (a config whose clusters each name theirs has no default one);
+    else the current context of the default kubeconfig."""
+    if kubeconfig or lease_context or not config.clusters:
+        return HomeCluster(context=lease_context)
+    first = next(iter(config.clusters.values()))
+    if first.kubeconfig is None:
+        return HomeCluster()
+    return HomeCluster(kubeconfig=str(first.kubeconfig), context=first.context)

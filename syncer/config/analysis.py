@@ -13,9 +13,11 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from syncer.analysis import AnalysisPolicy, Baseline, MetricSpec, PrometheusSource, check_query
 from syncer.analysis.model import FirstRollout
+from syncer.config.addresses import refused_kind, written_address
 from syncer.config.loading import Fields
 from syncer.config.templates import Template, Use, parse_uses
 from syncer.domain.durations import parse_duration
@@ -134,11 +136,20 @@ def _file(fields: Fields, key: str, base: Path | None) -> str:
 
 
 def _source(fields: Fields, base: Path | None, more: frozenset[str] = frozenset()) -> PrometheusSource:
-    fields.reject_unknown({"url", "caFile", "tokenFile", *more})
+    fields.reject_unknown({"url", "caFile", "tokenFile", "allowHosts", *more})
     url = fields.string("url")
     if not re.match(r"^https?://[^\s/]+", url):
         raise fields.error("url", f"{url!r} must be an http:// or https:// URL")
-    return PrometheusSource(url.rstrip("/"), _file(fields, "caFile", base), _file(fields, "tokenFile", base))
+    address = written_address(urlsplit(url).hostname or "")
+    if address is not None and refused_kind(address):
+        raise fields.error(
+            "url", f"must not point at {address}: a link-local, unspecified or multicast address"
+        )
+    allow = tuple(sorted({name.strip().lower() for name in fields.strings("allowHosts", ())}))
+    if any(not name or written_address(name) is not None for name in allow):
+        raise fields.error("allowHosts", "lists host names (an address is refused whatever the list says)")
+    ca, token = _file(fields, "caFile", base), _file(fields, "tokenFile", base)
+    return PrometheusSource(url.rstrip("/"), ca, token, allow)
 
 
 def parse_prometheus(top: Fields, base: Path | None) -> AnalysisPolicy:

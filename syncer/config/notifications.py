@@ -11,7 +11,6 @@ values, which never print. A route sends the notices of its ``events`` (all when
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from syncer.config.addresses import refused_kind, written_address
 from syncer.config.loading import Fields
 from syncer.config.settings import NotifySettings
 from syncer.domain.notices import NoticeClass, Severity
@@ -82,22 +82,14 @@ class NotificationConfig:
     receivers: Mapping[str, Receiver] = field(default_factory=dict)
     routes: tuple[Route, ...] = ()
     settings: NotifySettings = DEFAULTS
+    allow_hosts: frozenset[str] = frozenset()
+    """Host names a receiver may reach whatever they resolve to (``allowHosts``): a relay on a
+    link-local address someone chose on purpose."""
 
     def receivers_for(self, kind: NoticeClass, severity: Severity) -> tuple[Receiver, ...]:
         """Each receiver some route sends a notice of ``kind`` and ``severity`` to, once."""
         names = dict.fromkeys(n for r in self.routes if r.takes(kind, severity) for n in r.receivers)
         return tuple(self.receivers[n] for n in names)
-
-
-def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    """The IP address ``host`` is written as (an IPv4 address an IPv6 one maps), None for a name."""
-    try:
-        found = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return None
-    if isinstance(found, ipaddress.IPv6Address) and found.ipv4_mapped is not None:
-        return found.ipv4_mapped
-    return found
 
 
 def _http_url(entry: Fields, key: str, value: str, *, tls: bool = False) -> str:
@@ -109,8 +101,8 @@ def _http_url(entry: Fields, key: str, value: str, *, tls: bool = False) -> str:
         raise entry.error(key, "must be an http:// or https:// URL")
     if parts.password or parts.username:
         raise entry.error(key, "must not hold credentials; put them in a file the receiver names")
-    address = _address(parts.hostname or "")
-    if address is not None and (address.is_link_local or address.is_unspecified or address.is_multicast):
+    address = written_address(parts.hostname or "")
+    if address is not None and refused_kind(address):
         raise entry.error(key, f"must not point at {address}: a link-local, unspecified or multicast address")
     if tls and parts.scheme != "https" and not (address is not None and address.is_loopback):
         raise entry.error(key, "must be an https:// URL (plain http only to a loopback address)")
@@ -191,7 +183,14 @@ def load_notifications(section: Fields, raw: Any, base: Path) -> NotificationCon
     if raw is None:
         return NotificationConfig()
     section.reject_unknown(
-        {"receivers", "routes", "foldSeconds", "unreachableAfterSeconds", "windowWaitAfterSeconds"}
+        {
+            "receivers",
+            "routes",
+            "foldSeconds",
+            "unreachableAfterSeconds",
+            "windowWaitAfterSeconds",
+            "allowHosts",
+        }
     )
     receivers: dict[str, Receiver] = {}
     for index in range(len(section.items("receivers"))):
@@ -208,7 +207,10 @@ def load_notifications(section: Fields, raw: Any, base: Path) -> NotificationCon
         unreachable_after=_seconds(section, "unreachableAfterSeconds", DEFAULTS.unreachable_after),
         window_wait_after=_seconds(section, "windowWaitAfterSeconds", DEFAULTS.window_wait_after),
     )
-    return NotificationConfig(receivers, routes, settings)
+    allow = frozenset(name.strip().lower() for name in section.strings("allowHosts", ()))
+    if any(not name or written_address(name) is not None for name in allow):
+        raise section.error("allowHosts", "lists host names (an address is refused whatever the list says)")
+    return NotificationConfig(receivers, routes, settings, allow)
 
 
 def _seconds(section: Fields, key: str, default: float) -> float:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from syncer.bounded.limits import KUBECONFIG_BYTES
+
 AGENT_NAMESPACE = "syncer-system"
 """The agent's namespace in each cluster: its sync-state ConfigMap, its Events and (in the home
 cluster) its Lease live there."""
@@ -36,9 +38,10 @@ MAX_CONFIG_FILE_BYTES = 1 << 20
 policies and the files they name (OpenPGP keys, CA bundles, tokens, secrets). Checked before the file
 is read; a FIFO, a device or a directory is never read."""
 
-MAX_KUBECONFIG_BYTES = 16 << 20
+MAX_KUBECONFIG_BYTES = KUBECONFIG_BYTES
 """``MAX_CONFIG_FILE_BYTES`` of a kubeconfig, which holds every cluster's certificates (some 2 KiB a
-cluster: 16 MiB is thousands of clusters). syncer does not read it; the kubernetes client does."""
+cluster: 16 MiB is thousands of clusters). syncer.kube reads it through the strict reader at every
+client it makes (regular file, bounded, strict YAML) and hands the kubernetes client the data."""
 
 DRIFT_INTERVAL = 300.0
 """Seconds between two drift repairs of the clusters already on the revision in force."""

@@ -45,7 +45,9 @@ class Severity(StrEnum):
 class Notice:
     """One thing to tell people: its class and severity, where (cluster and wave, empty when it is
     about the whole fleet), the revision, a short ``reason`` (a word such as ``unhealthy`` or
-    ``signature``), the text for people (``detail``) and the commands that look closer."""
+    ``signature``), the text for people (``detail``) and the commands that look closer.
+    ``clusters`` lists the clusters it is about (a failed wave's failed clusters; ``cluster`` then
+    names them joined with ``, ``)."""
 
     kind: NoticeClass
     severity: Severity
@@ -56,6 +58,7 @@ class Notice:
     detail: str = ""
     commands: tuple[str, ...] = ()
     at: float = 0.0
+    clusters: tuple[str, ...] = ()
 
     @property
     def fold_key(self) -> tuple[str, ...]:

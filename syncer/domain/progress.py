@@ -90,7 +90,8 @@ class PassEvent:
     analysis measured; ``analysis`` is the verdict of a wave's analysis a gate's decision follows
     (None: the wave's health decided); ``changes`` is the change set of an apply or a drift repair
     (each object's action, outcome and masked field changes); ``objects_health`` each object's
-    verdict where a step judged the cluster's health."""
+    verdict where a step judged the cluster's health; ``clusters`` the clusters a step about a whole
+    wave names (the failed ones of a gate's halt or rollback)."""
 
     step: Step
     wave: str = ""
@@ -106,6 +107,7 @@ class PassEvent:
     analysis: Verdict | None = None
     changes: ChangeSet | None = None
     objects_health: tuple[ObjectHealth, ...] = ()
+    clusters: tuple[str, ...] = ()
 
     @property
     def treatment(self) -> Treatment:

@@ -95,11 +95,13 @@ class RetryRequest:
 class Suspension:
     """A person's ``syncer suspend``: while ``reason`` is set, nothing syncer does changes the
     cluster (no apply, prune, drift repair or rollback from any replica) until ``syncer resume``;
-    ``by`` and ``at`` say who and when."""
+    ``by`` and ``at`` say who and when. Once resumed (``reason`` empty), ``by`` and ``at`` say who
+    resumed it and when, and ``resumed`` why (when they said)."""
 
     reason: str = ""
     by: str = ""
     at: float = 0.0
+    resumed: str = ""
 
     @property
     def active(self) -> bool:
@@ -111,6 +113,16 @@ class Suspension:
             return ""
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.at)) if self.at else "an unknown time"
         return f"suspended by {self.by or 'someone'} at {when}: {self.reason}"
+
+    def describe_end(self) -> str:
+        """``resumed by ops at 2026-12-03 11:00 UTC: incident 42 over`` (``resumed`` when the record
+        says no more; "" while suspended)."""
+        if self.active:
+            return ""
+        if not self.by:
+            return "resumed"
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.at)) if self.at else "an unknown time"
+        return f"resumed by {self.by} at {when}" + (f": {self.resumed}" if self.resumed else "")
 
 
 @dataclass(frozen=True)

@@ -386,7 +386,7 @@ class FleetPass:
             if before is None or before == now:
                 continue
             step = Step.SUSPENSION_STARTED if now else Step.SUSPENSION_ENDED
-            why = state.suspension.describe() or "resumed"
+            why = state.suspension.describe() or state.suspension.describe_end()
             self.listener(PassEvent(step, state.wave, name, state.revision, reason=why))
 
     def _fleet_of(self, revision: str, current: PreparedRevision) -> DesiredFleet | None:

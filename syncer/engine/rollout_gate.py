@@ -182,6 +182,7 @@ class RolloutGate(WaveApply):
                     reason=verdict.reason,
                     waiting=verdict.waiting,
                     analysis=verdict.analysis,
+                    clusters=verdict.failed,
                 )
             )
             if verdict.decision is Decision.PROCEED:

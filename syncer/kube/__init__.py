@@ -2,7 +2,8 @@
 
 Owns: a narrow KubeApi seam (list, get, server-side apply, create, replace, delete, watch) over the
 official client, one ClusterClient per kubeconfig context with pooled connections, a QPS limit and
-bounded concurrency, and the translation of every client or HTTP error into ``syncer.errors``
+bounded concurrency, kubeconfigs read through the strict reader at every client (``kubeconfig``),
+and the translation of every client or HTTP error into ``syncer.errors``
 (NotFound, Conflict naming the other field managers, Forbidden, Invalid with field causes,
 TooManyRequests with Retry-After, ServerError), and the one writer of Kubernetes Events (``events``,
 repeats folded into a series). Must not: hold policy, plan or rollout logic.
@@ -24,6 +25,7 @@ from syncer.kube.api import (
     ListResult,
     WatchEvent,
 )
+from syncer.kube.kubeconfig import read_kubeconfig
 from syncer.kube.resources import ResourceType
 from syncer.lazy import lazy_getattr
 
@@ -43,4 +45,5 @@ __all__ = [
     "ListResult",
     "ResourceType",
     "WatchEvent",
+    "read_kubeconfig",
 ]

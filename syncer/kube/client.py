@@ -19,6 +19,7 @@ from syncer import __version__
 from syncer.errors import ConfigError, KubeError, NotFound, ServerError, TooManyRequests
 from syncer.kube import resources, translate
 from syncer.kube.api import ApplyOptions, ClientOptions, KubeObject, ListResult, WatchEvent
+from syncer.kube.kubeconfig import kubeconfig_files, read_kubeconfig
 from syncer.kube.throttle import Limits
 
 _APPLY = "application/apply-patch+yaml"
@@ -59,15 +60,18 @@ class ClusterClient:
     ) -> ClusterClient:
         """A client for ``context`` of ``kubeconfig``; ``cluster`` names it in errors (default: context)."""
         configuration = k8s.Configuration()
+        document = read_kubeconfig(kubeconfig)
         try:
-            k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=kubeconfig or None,
+            k8s_config.load_kube_config_from_dict(  # type: ignore[no-untyped-call]
+                document,
                 context=context or None,
                 client_configuration=configuration,
                 persist_config=False,
             )
         except (ConfigException, OSError) as err:
-            raise ConfigError(f"kubeconfig {kubeconfig}, context {context!r}: {err}") from err
+            shown = kubeconfig or " or ".join(str(p) for p in kubeconfig_files(""))
+            which = f", context {context!r}" if context else " (its current-context)"
+            raise ConfigError(f"kubeconfig {shown}{which}: {err}") from err
         # syncer decides itself when to retry (honouring Retry-After); the transport must not.
         configuration.retries = False
         configuration.connection_pool_maxsize = max(options.max_in_flight, 4)

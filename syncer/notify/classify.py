@@ -130,14 +130,29 @@ def reason_of(cause: SyncerError | None, default: str) -> str:
     return default or "rejected"
 
 
-def commands_for(cluster: str, context: str) -> tuple[str, ...]:
-    """The commands that look closer at ``cluster`` (the fleet when empty)."""
-    if not cluster:
+MAX_COMMAND_CLUSTERS = 5
+"""The most clusters a notice gives commands for (the rest: ``syncer status``)."""
+
+
+def commands_for(
+    clusters: tuple[str, ...], contexts: Mapping[str, str], retry_revision: str = ""
+) -> tuple[str, ...]:
+    """The commands that look closer at ``clusters`` (the fleet when empty) and, with
+    ``retry_revision`` (a failure), the ``syncer retry`` of it on each."""
+    if not clusters:
         return ("syncer status",)
-    return (
-        f"syncer status --cluster {cluster}",
-        f"kubectl --context {context or cluster} get redisclusters -A -o wide",
-    )
+    commands: list[str] = []
+    for cluster in clusters[:MAX_COMMAND_CLUSTERS]:
+        commands.append(f"syncer status --cluster {cluster}")
+        commands.append(f"kubectl --context {contexts.get(cluster) or cluster} get redisclusters -A -o wide")
+        if retry_revision:
+            commands.append(
+                f"syncer retry --config agent.yaml --cluster {cluster} --revision {retry_revision[:12]}"
+                ' --reason "..."'
+            )
+    if len(clusters) > MAX_COMMAND_CLUSTERS:
+        commands.append("syncer status")
+    return tuple(commands)
 
 
 class Bounds:
@@ -195,14 +210,17 @@ class Classifier:
         reason = reason_of(event.cause, rule.reason) if event.cause is not None else rule.reason
         if event.analysis is not None:
             reason = ANALYSED[event.analysis]
+        clusters = (event.cluster,) if event.cluster else event.clusters
+        failed = rule.kind is NoticeClass.WAVE_FAILED and rule.severity is Severity.ERROR
         return Notice(
             kind=rule.kind,
             severity=rule.severity,
             revision=event.revision,
-            cluster=event.cluster,
+            cluster=", ".join(clusters),
             wave=event.wave,
             reason=reason,
             detail=detail,
-            commands=commands_for(event.cluster, self.contexts.get(event.cluster, "")),
+            commands=commands_for(clusters, self.contexts, event.revision if failed else ""),
             at=now,
+            clusters=clusters,
         )

@@ -5,8 +5,9 @@ Each receiver has a bounded queue (``NotifySettings.queue``): a notice that find
 and counted, never waited for. Its thread sends each request with a deadline per try
 (``NotifySettings.timeout``); a try that fails to connect or is answered 429 or 5xx is tried again
 after a back-off that urllib3's ``Retry`` decides (factor, cap, ``Retry-After``), waited on the stop
-event so that closing is never held up by a sleep. Only the receiver's name and the kind of failure
-are ever logged: URLs and headers may hold secrets.
+event so that closing is never held up by a sleep. Before each request its host is judged
+(``guard``: what it resolves to now); a refused one is counted and logged, never sent. Only the
+receiver's name and the kind of failure are ever logged: URLs and headers may hold secrets.
 """
 
 from __future__ import annotations
@@ -28,7 +29,13 @@ log = logging.getLogger("syncer.notify")
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 Count = Callable[[str, str], None]
-"""Counts one result (``sent``, ``failed``, ``dropped``, ``folded``) for a receiver."""
+"""Counts one result (``sent``, ``failed``, ``dropped``, ``folded``, ``refused``) for a receiver."""
+Guard = Callable[[str], str]
+"""Why a request to a URL must not be sent ("" when it may): ``syncer.config.addresses.refusal``."""
+
+
+def _no_guard(_: str) -> str:
+    return ""
 
 
 def retry_policy(settings: NotifySettings) -> Retry:
@@ -101,10 +108,11 @@ def deliver(
 class Courier:
     """One receiver's queue and the thread that empties it."""
 
-    def __init__(self, name: str, settings: NotifySettings, count: Count) -> None:
+    def __init__(self, name: str, settings: NotifySettings, count: Count, guard: Guard = _no_guard) -> None:
         self.name = name
         self.settings = settings
         self.count = count
+        self.guard = guard
         self.queue: queue.Queue[tuple[str, Request]] = queue.Queue(maxsize=settings.queue)
         self.stop = threading.Event()
         self.pool = urllib3.PoolManager(retries=False)
@@ -124,6 +132,11 @@ class Courier:
             try:
                 summary, request = self.queue.get(timeout=0.2)
             except queue.Empty:
+                continue
+            refused = self.guard(request.url)  # at each send: what the host resolves to may change
+            if refused:
+                self.count(self.name, "refused")
+                log.warning("notification to %s refused: %s", self.name, refused, extra={"detail": summary})
                 continue
             done = deliver(self.pool, request, self.settings, self.stop)
             self.count(self.name, "sent" if done.sent else "failed")

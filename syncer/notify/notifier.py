@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Mapping
 
 from syncer.config.notifications import NotificationConfig
+from syncer.config.reach import Resolve, refusal, system_resolve
 from syncer.domain.progress import PassEvent
 from syncer.errors import SyncerError
 from syncer.notify.classify import Classifier
@@ -19,7 +20,7 @@ from syncer.notify.payloads import request_for
 
 log = logging.getLogger("syncer.notify")
 
-RESULTS = ("sent", "failed", "dropped", "folded")
+RESULTS = ("sent", "failed", "dropped", "folded", "refused")
 """The ``result`` label values of ``syncer_notifications_total``."""
 
 
@@ -45,9 +46,16 @@ class Notifier:
         self.clock = clock
         self.classifier = Classifier(config.settings, contexts)
         self.folder = Folder(config.settings.fold_window)
-        self.couriers = {name: Courier(name, config.settings, count) for name in config.receivers}
+        # Where a host resolves is judged at each send; ``resolve`` may be replaced (tests).
+        self.resolve: Resolve = system_resolve
+        self.couriers = {
+            name: Courier(name, config.settings, count, self._refusal) for name in config.receivers
+        }
         self._lock = threading.Lock()  # events come from the pass and from the guard's threads
         self.tells: Callable[[PassEvent], bool] = _every_event
+
+    def _refusal(self, url: str) -> str:
+        return refusal(url, self.config.allow_hosts, self.resolve)
 
     def __call__(self, event: PassEvent) -> None:
         if not self.tells(event):

@@ -62,17 +62,29 @@ def _json(data: object) -> bytes:
     return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
 
 
+# The bounds of a webhook body's texts: the message as a Slack section's, every other text as a
+# Slack field's, each command and at most this many of them (cut saying so, like Slack's).
+WEBHOOK_MESSAGE, WEBHOOK_FIELD, WEBHOOK_COMMAND, WEBHOOK_COMMANDS = 3000, 2000, 300, 16
+
+
+def bounded(text: str, limit: int) -> str:
+    """``text`` whole when it has at most ``limit`` characters, else cut to ``limit`` with ``…``."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def webhook_body(notice: Notice) -> dict[str, Any]:
+    """The notice as JSON, every text bounded (JSON itself keeps any character as data)."""
     return {
         "class": str(notice.kind),
         "severity": str(notice.severity),
-        "cluster": notice.cluster,
-        "wave": notice.wave,
-        "revision": notice.revision,
-        "reason": notice.reason,
-        "message": notice.detail,
-        "summary": notice.summary,
-        "commands": list(notice.commands),
+        "cluster": bounded(notice.cluster, WEBHOOK_FIELD),
+        "clusters": [bounded(c, WEBHOOK_FIELD) for c in notice.clusters[:WEBHOOK_COMMANDS]],
+        "wave": bounded(notice.wave, WEBHOOK_FIELD),
+        "revision": bounded(notice.revision, WEBHOOK_FIELD),
+        "reason": bounded(notice.reason, WEBHOOK_FIELD),
+        "message": bounded(notice.detail, WEBHOOK_MESSAGE),
+        "summary": bounded(notice.summary, WEBHOOK_FIELD),
+        "commands": [bounded(c, WEBHOOK_COMMAND) for c in notice.commands[:WEBHOOK_COMMANDS]],
         "time": datetime.fromtimestamp(notice.at, UTC).isoformat(timespec="seconds"),
     }
 
@@ -96,6 +108,14 @@ def slack_text(text: str, limit: int) -> str:
     if amp != -1 and ";" not in cut[amp:]:
         cut = cut[:amp]
     return cut + "…"
+
+
+def _whole_lines(text: str, limit: int) -> str:
+    """``text`` when it has at most ``limit`` characters, else its whole lines that fit and ``…``
+    (never a line, an escape or a code span cut in two)."""
+    if len(text) <= limit:
+        return text
+    return text[: text.rfind("\n", 0, limit - 1)] + "\n…"
 
 
 def slack_body(notice: Notice) -> dict[str, Any]:
@@ -122,7 +142,9 @@ def slack_body(notice: Notice) -> dict[str, Any]:
             {"type": "section", "fields": fields},
             {
                 "type": "context",
-                "elements": [{"type": "mrkdwn", "text": f"Look closer:\n{commands}"[:SLACK_CONTEXT]}],
+                "elements": [
+                    {"type": "mrkdwn", "text": _whole_lines(f"Look closer:\n{commands}", SLACK_CONTEXT)}
+                ],
             },
         ],
     }

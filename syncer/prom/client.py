@@ -9,6 +9,7 @@ import requests
 
 from syncer.analysis import PrometheusSource, QueryAnswer, read_answer
 from syncer.config.loading import read_agent_file
+from syncer.config.reach import Resolve, refusal, system_resolve
 from syncer.config.settings import PROMETHEUS_TIMEOUT
 from syncer.errors import ConfigError
 
@@ -23,6 +24,7 @@ class PrometheusClient:
         self._session = requests.Session()
         # Given with each request: requests lets $REQUESTS_CA_BUNDLE replace a session's own bundle.
         self._verify: str | bool = source.ca_file or True
+        self.resolve: Resolve = system_resolve  # where the host resolves, judged at each query
 
     def close(self) -> None:
         self._session.close()
@@ -36,6 +38,9 @@ class PrometheusClient:
             headers = self._headers()
         except ConfigError as err:
             return QueryAnswer(error=f"the bearer token could not be read: {err}")
+        refused = refusal(self.source.url, self.source.allow_hosts, self.resolve)
+        if refused:
+            return QueryAnswer(error=f"{self.source.url} not asked: {refused} (prometheus.allowHosts)")
         url = f"{self.source.url}/api/v1/query"
         try:
             response = self._session.post(

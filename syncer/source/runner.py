@@ -19,7 +19,8 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from syncer.config import GitCredentials
-from syncer.errors import RefusedObjects, SourceError
+from syncer.config.loading import read_agent_file
+from syncer.errors import ConfigError, RefusedObjects, SourceError
 from syncer.gitenv import GitEnvOptions, PrivateGit
 
 _URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#]*@")
@@ -158,10 +159,14 @@ def _refuse_objects(stderr: str) -> None:
 
 
 def _read_token(path: Path) -> str:
+    """The token of ``path``, read through the strict reader at every use (a FIFO, a device or a
+    file too large put there after start is refused at once, never waited on)."""
     try:
-        token = path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SourceError(f"cannot read the token file {path}: {type(exc).__name__}") from None
+        token = read_agent_file(path).decode("utf-8").strip()
+    except ConfigError as err:
+        raise SourceError(f"cannot read the token file: {err}") from None
+    except UnicodeDecodeError:
+        raise SourceError(f"cannot read the token file {path}: not UTF-8 text") from None
     if not token or any(ch in token for ch in "\r\n"):
         raise SourceError(f"the token file {path} must hold one non-empty line")
     return token

@@ -85,7 +85,12 @@ def _suspension(configmap: Mapping[str, Any]) -> Suspension:
         return Suspension()
     try:
         raw = json.loads(text)
-        return Suspension(fields.text(raw, "reason"), fields.text(raw, "by"), fields.number(raw, "at"))
+        return Suspension(
+            fields.text(raw, "reason"),
+            fields.text(raw, "by"),
+            fields.number(raw, "at"),
+            fields.text(raw, "resumed"),
+        )
     except (ValueError, AttributeError):
         return Suspension(f"unreadable {SUSPENSION_KEY}: taken as suspended", "", 0.0)
 
@@ -142,7 +147,7 @@ def with_acts(state: ClusterSyncState, configmap: Mapping[str, Any]) -> ClusterS
         window_override=reason,
         window_override_until=until,
         retry=_retry(configmap),
-        suspension=suspension if suspension.active else unreadable,
+        suspension=unreadable if unreadable.active and not suspension.active else suspension,
         pin=pin,
         promotion=_promotion(configmap),
         abort=_abort(configmap),

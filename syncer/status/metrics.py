@@ -115,7 +115,8 @@ class SyncerMetrics:
         self.notifications = Counter(
             "syncer_notifications",
             "Notifications by receiver and result: sent, failed (after its retries), dropped (the "
-            "receiver's queue was full) or folded (a duplicate within the fold window).",
+            "receiver's queue was full), folded (a duplicate within the fold window) or refused (the "
+            "receiver's host resolved to a link-local, unspecified or multicast address).",
             ["receiver", "result"],
             registry=r,
         )

@@ -165,8 +165,11 @@ def test_each_class_of_a_rollout_reaches_signed_webhooks_slack_and_the_forge_onc
             "syncer status --cluster us-1",
             "kubectl --context us-1 get redisclusters -A -o wide",
         ]
-        assert _syncer(rig, "resume", "--cluster", "us-1").returncode == 0
-        _one(hook, kind="resumed", cluster="us-1")
+        resumed = _syncer(rig, "resume", "--cluster", "us-1", "--reason", "incident 42 over", "--by", "ops")
+        assert resumed.returncode == 0, resumed.stderr
+        told = _one(hook, kind="resumed", cluster="us-1")
+        assert told["message"].startswith("resumed by ops at ")
+        assert told["message"].endswith(": incident 42 over")
 
         # The receiver that answered 500 first got every message exactly once, like the others.
         def delivered(receiver: Receiver) -> list[bytes]:
@@ -239,6 +242,10 @@ def test_a_failed_wave_and_its_rollback_are_told_and_a_flood_of_one_unreachable_
         )
         failed = _one(hook, kind="wave-failed", revision=bad)
         assert (failed["wave"], failed["reason"], failed["severity"]) == ("canary", "unhealthy", "error")
+        assert (failed["cluster"], failed["clusters"]) == ("canary", ["canary"])
+        assert f"syncer retry --config agent.yaml --cluster canary --revision {bad[:12]}" in " ".join(
+            failed["commands"]
+        )
         back = _one(hook, kind="rollback-done", cluster="canary")
         assert back["revision"] == good
         assert bad[:12] in back["message"]

@@ -85,6 +85,19 @@ def test_without_a_branch_the_source_follows_the_repositorys_head_branch(
         assert source.branch == "master"
 
 
+def test_an_agent_config_without_a_branch_follows_the_repositorys_head_branch(
+    on_master: tuple[Repository, Path], tmp_path: Path
+) -> None:
+    from syncer.config import load_agent_config
+
+    repo, policy = on_master
+    config = {"source": {"url": str(repo.bare), "cacheDir": "agent-cache"}, "trustPolicy": str(policy)}
+    (tmp_path / "agent.yaml").write_text(yaml.safe_dump(config))
+    source = GitSource(load_agent_config(tmp_path / "agent.yaml").source)
+    assert source.poll().tip == repo.tip
+    assert source.branch == "master"
+
+
 def test_verify_of_a_repository_on_master_judges_master_and_says_so(
     on_master: tuple[Repository, Path],
 ) -> None:

@@ -296,3 +296,37 @@ def test_credentials_never_leak_whatever_the_url_shape_or_tracing_variables(
     for secret in secrets:
         assert secret not in code_and_out.output, secret
     assert sorted(p.name for p in traces.iterdir()) == []
+
+
+def test_a_fifo_put_as_the_token_file_after_start_fails_the_poll_at_once_and_the_next_poll_works(
+    remote: Remote, tmp_path: Path
+) -> None:
+    import os
+
+    token_file = tmp_path / "token"
+    token_file.write_text("tok-1\n")
+    source = remote.source(tmp_path / "cache", credentials=GitCredentials(token_file=token_file))
+    first = source.poll().tip
+    token_file.unlink()
+    os.mkfifo(token_file)
+    said: list[BaseException] = []
+
+    def poll() -> None:
+        try:
+            source.poll()
+        except SourceError as err:
+            said.append(err)
+
+    thread = threading.Thread(target=poll, daemon=True)
+    thread.start()
+    thread.join(10)
+    if thread.is_alive():  # let the blocked reader go before failing
+        os.close(os.open(token_file, os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail("the poll hung on a FIFO put as the token file")
+    assert said, "the poll must fail saying why"
+    assert str(token_file) in str(said[0])
+    assert "not a regular file (a FIFO)" in str(said[0])
+    token_file.unlink()
+    token_file.write_text("tok-2\n")
+    second = remote.push("next")
+    assert source.poll().tip == second != first

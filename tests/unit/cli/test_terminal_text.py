@@ -60,3 +60,17 @@ def test_a_persons_reason_is_one_bounded_visible_line_or_refused(given: str, pro
     assert "recorded" not in refused.output
     fine = CliRunner().invoke(cmd, ["--reason", "  incident 7  "])
     assert fine.output == "recorded: incident 7\n"
+
+
+def test_every_command_of_a_persons_act_takes_reason_and_by_as_one_bounded_line() -> None:
+    from syncer.cli.gates import abort, promote
+    from syncer.cli.retry import retry
+    from syncer.cli.rollback import rollback
+    from syncer.cli.suspend import resume, suspend
+    from syncer.cli.windows import override_window
+
+    for command in (suspend, resume, rollback, retry, promote, abort, override_window):
+        options = {p.name: p for p in command.params}
+        wanted = {"reason", "by"} if command is not override_window else {"reason"}
+        for name in wanted:
+            assert options[name].callback is person_text, (command.name, name)

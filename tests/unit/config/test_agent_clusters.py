@@ -45,3 +45,21 @@ def test_invalid_clusters(tmp_path: Path, clusters: Any, problem: str) -> None:
     with pytest.raises(ConfigError) as raised:
         load_agent_config(_write(tmp_path, clusters))
     assert problem in str(raised.value)
+
+
+def test_the_lease_home_is_the_first_cluster_when_clusters_name_their_own_kubeconfigs(tmp_path: Path) -> None:
+    from syncer.config.agent import home_cluster
+    from syncer.config.settings import HomeCluster
+
+    config = load_agent_config(
+        _write(
+            tmp_path,
+            {"eu-1": {"context": "prod-eu", "kubeconfig": "kube/eu.yaml"}, "us-1": {"kubeconfig": "us"}},
+        )
+    )
+    assert home_cluster(config, "", "") == HomeCluster(str(tmp_path / "kube" / "eu.yaml"), "prod-eu")
+    # --kubeconfig ($KUBECONFIG) or --lease-context say where it is instead.
+    assert home_cluster(config, "/k", "") == HomeCluster(context="")
+    assert home_cluster(config, "", "home") == HomeCluster(context="home")
+    # Clusters of the default kubeconfig: its current context, as before.
+    assert home_cluster(load_agent_config(_write(tmp_path, {"eu-1": None})), "", "") == HomeCluster()

@@ -136,3 +136,16 @@ def test_a_metric_without_a_condition_is_refused(tmp_path: Path) -> None:
     assert "give successCondition, failureCondition or both" in load_error(
         tmp_path, HEAD + "waves:\n  - {percent: 100}\n"
     )
+
+
+def test_a_prometheus_url_at_a_metadata_address_is_refused_and_allow_hosts_is_read(tmp_path: Path) -> None:
+    said = load_error(
+        tmp_path, HEAD.replace("https://prometheus.example:9090/", "http://[::ffff:169.254.169.254]/")
+    )
+    assert "must not point at 169.254.169.254: a link-local, unspecified or multicast address" in said
+    text = HEAD.replace("  caFile: ca.pem\n", "  caFile: ca.pem\n  allowHosts: [prom.internal]\n")
+    policy = load(
+        tmp_path, text + "        successCondition: result < 1.0\nwaves:\n  - {name: canary, percent: 100}\n"
+    )
+    (canary,) = policy.waves  # type: ignore[attr-defined]
+    assert canary.gate.analysis.source_for("us-1").allow_hosts == ("prom.internal",)

@@ -168,3 +168,20 @@ def test_a_slack_url_is_https_unless_it_is_a_loopback_relay(tmp_path: Path, url:
         _load(tmp_path, section, slack_url=url)
     assert "must be an https:// URL (plain http only to a loopback address)" in str(refused.value)
     assert "T/B/x" not in str(refused.value), "the Slack URL is a secret"
+
+
+def test_allow_hosts_names_hosts_a_receiver_may_reach_whatever_they_resolve_to(tmp_path: Path) -> None:
+    loaded = _load(
+        tmp_path,
+        {"receivers": RECEIVERS[:1], "routes": [{"receivers": ["ops"]}], "allowHosts": ["Relay.Internal"]},
+    )
+    assert loaded.allow_hosts == frozenset({"relay.internal"})
+    with pytest.raises(ConfigError, match="allowHosts: lists host names"):
+        _load(
+            tmp_path,
+            {
+                "receivers": RECEIVERS[:1],
+                "routes": [{"receivers": ["ops"]}],
+                "allowHosts": ["169.254.169.254"],
+            },
+        )

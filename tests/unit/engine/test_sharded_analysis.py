@@ -130,3 +130,4 @@ def test_a_replica_owning_none_of_the_canary_fails_the_wave_on_the_counts_its_ow
     assert applies(kube) == {**before, "canary": before["canary"] + 1}, "no later wave may start"
     assert [w.decision for w in report.waves] == [Decision.ROLLBACK], report
     assert [e.analysis for e in other.gate(Step.GATE_ROLLBACK)] == [Verdict.FAILED]
+    assert [e.clusters for e in other.gate(Step.GATE_ROLLBACK)] == [("canary",)], "wave-failed names it"

@@ -59,7 +59,42 @@ def test_a_cluster_notice_carries_its_cluster_revision_and_commands() -> None:
     assert notice.commands == (
         "syncer status --cluster eu-1",
         "kubectl --context kind-eu-1 get redisclusters -A -o wide",
+        'syncer retry --config agent.yaml --cluster eu-1 --revision abc --reason "..."',
     )
+
+
+def test_a_failed_wave_names_its_failed_clusters_and_the_commands_for_each() -> None:
+    revision = "0123456789abcdef0123456789abcdef01234567"
+    event = PassEvent(
+        Step.GATE_HALT,
+        "eu",
+        revision=revision,
+        reason="eu-1: degraded; eu-2: degraded",
+        clusters=("eu-1", "eu-2"),
+    )
+    notice = _classifier().notice(event, 5.0)
+    assert notice is not None
+    assert (notice.kind, notice.cluster, notice.clusters) == (
+        NoticeClass.WAVE_FAILED,
+        "eu-1, eu-2",
+        ("eu-1", "eu-2"),
+    )
+    assert notice.summary == "wave-failed on eu-1, eu-2 (wave eu) at 0123456789ab: unhealthy"
+    assert notice.commands == (
+        "syncer status --cluster eu-1",
+        "kubectl --context kind-eu-1 get redisclusters -A -o wide",
+        'syncer retry --config agent.yaml --cluster eu-1 --revision 0123456789ab --reason "..."',
+        "syncer status --cluster eu-2",
+        "kubectl --context eu-2 get redisclusters -A -o wide",
+        'syncer retry --config agent.yaml --cluster eu-2 --revision 0123456789ab --reason "..."',
+    )
+
+
+def test_a_window_wait_is_no_failure_to_retry() -> None:
+    event = PassEvent(Step.GATE_WAIT, "eu", revision="abc", reason="closed", waiting=Waiting.WINDOW)
+    notice = _classifier(window_wait_after=0).notice(event, 5.0)
+    assert notice is not None
+    assert (notice.cluster, notice.commands) == ("", ("syncer status",))
 
 
 def test_steps_without_a_row_give_no_notice() -> None:

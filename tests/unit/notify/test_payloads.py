@@ -21,6 +21,7 @@ FAILED = Notice(
     detail="eu-1: Stalled",
     commands=("syncer status --cluster eu-1", "kubectl --context eu-1 get redisclusters -A -o wide"),
     at=1_780_000_000.0,
+    clusters=("eu-1",),
 )
 
 
@@ -36,6 +37,7 @@ def test_the_webhook_body_is_the_notice_signed_like_generic_hmac() -> None:
         "class": "wave-failed",
         "severity": "error",
         "cluster": "eu-1",
+        "clusters": ["eu-1"],
         "wave": "eu",
         "revision": SHA,
         "reason": "unhealthy",
@@ -148,3 +150,24 @@ def test_a_huge_reason_is_bounded_to_what_slack_accepts_in_each_place() -> None:
     reason = next(t for t in body if t.startswith("*Reason*"))
     assert len(reason) <= 2000
     assert reason.endswith("…")
+
+
+def test_the_docs_webhook_example_is_what_a_failed_wave_sends() -> None:
+    from datetime import datetime
+    from pathlib import Path
+
+    from syncer.config.settings import NotifySettings
+    from syncer.domain.progress import PassEvent, Step
+    from syncer.notify.classify import Classifier
+
+    doc = (Path(__file__).parents[3] / "docs" / "notifications.md").read_text()
+    example = json.loads(doc.split("**webhook**", 1)[1].split("```json", 1)[1].split("```", 1)[0])
+    at = datetime.fromisoformat(example["time"]).timestamp()
+    event = PassEvent(
+        Step.GATE_HALT, "eu", revision=example["revision"], reason=example["message"], clusters=("eu-1",)
+    )
+    notice = Classifier(NotifySettings(), {"eu-1": "eu-1"}).notice(event, at)
+    assert notice is not None
+    sent = request_for(notice, _receiver(ReceiverKind.WEBHOOK, "k3y", url="https://hooks.example/in"))
+    assert sent is not None
+    assert json.loads(sent.body) == example
