@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Iterable
 
 from syncer.domain.progress import PassEvent
+from syncer.domain.rollout_status import RolloutStatus
 from syncer.engine.fleet_pass import PassResult
 from syncer.engine.revision import PreparedRevision
 from syncer.status.fleet_view import (
@@ -19,6 +20,7 @@ from syncer.status.fleet_view import (
     RevisionView,
     fold_event,
     fold_revisions,
+    fold_rollout,
     fold_states,
     initial,
 )
@@ -65,11 +67,14 @@ class FleetPage:
                 view = fold_revisions(view, view.in_force, revision_view(self._prepared(), rolling.sha))
             self._set(view)
 
-    def after_pass(self, result: PassResult) -> None:
-        """What a pass ended with: the clusters' states and histories, those it could not use, and
-        the revision in force once it is on every cluster (then nothing is rolling out)."""
+    def after_pass(self, result: PassResult, rollout: RolloutStatus | None = None) -> None:
+        """What a pass ended with: the clusters' states and histories, those it could not use, the
+        rollout's status they record, and the revision in force once it is on every cluster (then
+        nothing is rolling out)."""
         with self._changed:
             view = fold_states(self._view, result.states, result.unreachable, result.histories)
+            if rollout is not None:
+                view = fold_rollout(view, rollout)
             report = result.report
             if result.synced and report is not None:
                 view = fold_revisions(view, revision_view(self._prepared(), report.revision), None)

@@ -23,6 +23,7 @@ from syncer.config import AgentConfig, ClusterAccess
 from syncer.config.settings import AgentSettings
 from syncer.domain.changeset import ChangeSet
 from syncer.domain.progress import Listener, PassEvent, Step, to_all
+from syncer.domain.rollout_records import rebuild, records_of
 from syncer.engine.connections import KubeconfigConnections
 from syncer.engine.fleet_pass import FleetPass, PassResult, git_revisions
 from syncer.engine.guarding import RevisionGuard
@@ -106,7 +107,7 @@ class Agent:
         if not config.guards.empty:
             # A tip that breaks a guard rule is rejected at the gate, planned as the sync would plan it.
             self.gate.judge = RevisionGuard(config.guards, self.fleet_pass.plan_live).require
-        waves = [wave.name for wave in config.rollout.waves]
+        waves = self.waves = tuple(wave.name for wave in config.rollout.waves)
         self.reporter = EventReporter(metrics, self.fleet_pass.clients, settings.state_namespace, waves)
         self.tally = PassTally()
         self.notifier = self._notifier()
@@ -161,7 +162,11 @@ class Agent:
             started = time.monotonic()
             result = self.fleet_pass.run_pass(self.stop)
             self._count(result, time.monotonic() - started)
-            self.page.after_pass(result)
+            # The rollout's status the clusters record: the page and syncer_wave_state agree with
+            # syncer status, also after a restart.
+            rollout = rebuild(self.waves, records_of(result.states, result.histories))
+            self.reporter.settle(rollout)
+            self.page.after_pass(result, rollout)
             return result
 
     def heal(self) -> tuple[ChangeSet, ...]:

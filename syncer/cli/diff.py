@@ -33,6 +33,19 @@ EXIT_SAME, EXIT_CHANGED, EXIT_ERROR, EXIT_GUARDED = 0, 1, 2, 3
 FORMATS = ("text", "json", "yaml", "unified")
 
 
+def _pinned_fleet(repo: str, revision: str) -> DesiredFleet | None:
+    """The desired fleet of ``revision`` a person pinned clusters to, from the same repository (None
+    when it cannot be rendered: the pinned clusters are then shown against the revision diffed)."""
+    from syncer.engine.render import RenderRequest, load_desired
+    from syncer.errors import SyncerError
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="syncer-diff-pin-") as cache:
+            return load_desired(RenderRequest(repo=repo, rev=revision), Path(cache)).fleet
+    except SyncerError:
+        return None
+
+
 def _targets(
     names: list[str], kubeconfig: str, access: dict[str, ClusterAccess]
 ) -> tuple[ClusterTarget, ...]:
@@ -188,6 +201,7 @@ def diff(
                 rollout=policy,
                 two_person=two_person,
                 state_namespace=state_namespace,
+                pinned=lambda revision: _pinned_fleet(repo, revision),
             )
             check_kubeconfig(kubeconfig)
             plan = diff_fleet(fleet, _targets(names, kubeconfig, access), options)

@@ -108,6 +108,10 @@ def _object_lines(change: Change, field_manager: str, guards: GuardReport | None
 
 def stop_line(plan: ClusterPlan) -> str:
     """Why the sync writes nothing to the cluster now: held until a hold ends, or blocked."""
+    if plan.pinned_to:
+        to = plan.pinned_to[:12]
+        what = f"the sync puts it on {to}, not this revision; below is what that takes"
+        return f"HELD (pinned): {what}: {plan.blocked}"
     if plan.hold:
         return f"HELD ({plan.hold}), nothing below is applied until it ends: {plan.blocked}"
     return f"BLOCKED, nothing below is applied: {plan.blocked}"

@@ -14,17 +14,21 @@ from typing import Any
 import click
 from rich.console import Console
 
+from syncer.cli.status_rollout import print_rollout, rollout_json, rollout_of
 from syncer.cli.tables import Column, console_for, fit_table
 from syncer.config.settings import AGENT_NAMESPACE
 from syncer.domain.history import HistoryEntry
+from syncer.domain.rollout_records import ClusterRecord, going_back
+from syncer.domain.rollout_status import RolloutStatus
 
 
 def _when(stamp: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(stamp)) if stamp else ""
 
 
-def entry_row(entry: HistoryEntry) -> dict[str, Any]:
-    """One entry as ``-o json`` gives it (stable keys)."""
+def entry_row(entry: HistoryEntry, back: bool = False) -> dict[str, Any]:
+    """One entry as ``-o json`` gives it (stable keys); ``goingBack``: the apply put the cluster back
+    on a revision it ran before (a rollback or a person's pin), not a revision rolling out."""
     return {
         "revision": entry.revision,
         "signer": entry.signer,
@@ -34,14 +38,16 @@ def entry_row(entry: HistoryEntry) -> dict[str, Any]:
         "outcome": str(entry.outcome),
         "reason": entry.reason,
         "by": entry.by,
+        "goingBack": back,
     }
 
 
 def read_histories(
     config_path: Path, clusters: tuple[str, ...], where: tuple[str, str]
-) -> list[dict[str, Any]]:
-    """Each cluster's history (the clusters named, or every one of the config), oldest entry first;
-    a cluster that cannot be read, or whose record is unreadable, has ``error`` instead."""
+) -> tuple[list[dict[str, Any]], RolloutStatus]:
+    """Each cluster's history (the clusters named, or every one of the config), oldest entry first,
+    and the rollout's status rebuilt from their records; a cluster that cannot be read, or whose
+    record is unreadable, has ``error`` instead."""
     from syncer.config import ClusterAccess, load_agent_config
     from syncer.errors import SyncerError
     from syncer.kube import ClusterClient
@@ -52,6 +58,7 @@ def read_histories(
     names = list(dict.fromkeys(clusters)) if clusters else sorted(config.clusters)
     kubeconfig, state_namespace = where
     rows: list[dict[str, Any]] = []
+    records: dict[str, ClusterRecord] = {}
     for name in names:
         row: dict[str, Any] = {"cluster": name}
         try:
@@ -61,11 +68,19 @@ def read_histories(
                 loaded = StateStore(client, state_namespace).load()
             finally:
                 client.close()
-            row["entries"] = [entry_row(e) for e in history_of(loaded.configmap or {}, name)]
+            entries = history_of(loaded.configmap or {}, name)
+            records[name] = ClusterRecord(loaded.state, entries)
+            row["entries"] = [entry_row(e, going_back(entries, i)) for i, e in enumerate(entries)]
         except SyncerError as err:
             row["error"] = str(err)
         rows.append(row)
-    return rows
+    return rows, rollout_of([w.name for w in config.rollout.waves], records)
+
+
+def _outcome(entry: dict[str, Any]) -> str:
+    """The outcome, saying so when the apply was a going back (``healthy (going back)``)."""
+    outcome = str(entry["outcome"])
+    return f"{outcome} (going back)" if entry["goingBack"] and outcome != "rolled-back" else outcome
 
 
 _COLUMNS = (
@@ -93,7 +108,7 @@ def render_history(rows: list[dict[str, Any]], console: Console) -> None:
             _when(entry["started"]),
             _when(entry["ended"]),
             entry["wave"],
-            entry["outcome"],
+            _outcome(entry),
             entry["by"],
             entry["reason"],
         ]
@@ -123,14 +138,17 @@ def history(
     from syncer.errors import SyncerError
 
     try:
-        rows = read_histories(config_path, clusters, (kubeconfig, state_namespace))
+        rows, rollout = read_histories(config_path, clusters, (kubeconfig, state_namespace))
     except (SyncerError, ValueError, OSError) as err:
         click.secho(f"error: {err}", fg="red", err=True)
         raise SystemExit(2) from None
     if output == "json":
-        click.echo(json.dumps({"apiVersion": "syncer.dev/history/v1", "clusters": rows}, indent=2))
+        document = {"apiVersion": "syncer.dev/history/v1", "rollout": rollout_json(rollout), "clusters": rows}
+        click.echo(json.dumps(document, indent=2))
     else:
-        render_history(rows, console_for())
+        console = console_for()
+        render_history(rows, console)
+        print_rollout(rollout, console)
     for row in rows:
         if "error" in row:
             click.secho(f"error: {row['cluster']}: {row['error']}", fg="red", err=True)

@@ -14,14 +14,18 @@ import click
 from rich.console import Console
 
 from syncer.cli.agent_cmds import _load
+from syncer.cli.status_rollout import print_rollout, rollout_json, rollout_of, standing_json
 from syncer.cli.tables import Column, console_for, fit_table, markup_safe
-from syncer.config.settings import AGENT_NAMESPACE
+from syncer.config.settings import AGENT_NAMESPACE, WINDOW_STALE_AFTER
 from syncer.domain.gates import Abort, AwaitingPromotion
+from syncer.domain.rollout_records import ClusterRecord
 from syncer.domain.sync_state import Pin, Suspension
+from syncer.domain.window_record import shown
 from syncer.errors import NotFound, SyncerError
 from syncer.kube import ClusterClient
 from syncer.leader.election import LEASE_API, LeaseRecord
 from syncer.leader.shards import OWNER_LEASE
+from syncer.status.history import history_of
 from syncer.status.state_store import StateStore
 
 
@@ -64,6 +68,7 @@ def status(
     The owner is the replica holding the cluster's owner Lease when replicas shard the fleet."""
     config = _load(config_path, kubeconfig=kubeconfig)
     rows: list[dict[str, Any]] = []
+    records: dict[str, ClusterRecord] = {}
     unknown = sorted(set(only) - set(config.clusters))
     if unknown:
         known = ", ".join(sorted(config.clusters))
@@ -82,6 +87,11 @@ def status(
             finally:
                 client.close()
             state = loaded.state
+            window = shown(state, time.time(), WINDOW_STALE_AFTER)
+            try:
+                records[name] = ClusterRecord(state, history_of(loaded.configmap or {}, name))
+            except SyncerError:
+                records[name] = ClusterRecord(state)
             row.update(
                 owner=owner,
                 wave=state.wave,
@@ -89,7 +99,8 @@ def status(
                 phase=str(state.phase),
                 health=state.health,
                 lastGood=state.last_good,
-                lastError=state.last_error or loaded.problem,
+                lastError=state.last_error or loaded.problem or state.unknown_record.describe(),
+                unknownRecord=state.unknown_record.describe(),
                 badRevisions=list(state.bad_revisions),
                 failures=[
                     {"revision": f.revision, "cause": str(f.cause), "reason": f.reason, "at": f.at}
@@ -117,7 +128,9 @@ def status(
                     if state.analysis.metrics
                     else None
                 ),
-                window=state.window,
+                window=window.text,
+                windowStale=window.stale,
+                windowAt=state.window_at,
                 windowOverride=_override_text(state.window_override, state.window_override_until),
                 suspended=_active(state.suspension),
                 awaiting=_active(state.awaiting),
@@ -127,10 +140,17 @@ def status(
         except SyncerError as err:
             row.update(error=str(err))
         rows.append(row)
+    rollout = rollout_of([w.name for w in config.rollout.waves], records)
+    for row in rows:
+        if row["cluster"] in records:
+            row["rollout"] = standing_json(rollout, records[row["cluster"]])
     if output == "json":
-        click.echo(json.dumps({"apiVersion": "syncer.dev/status/v1", "clusters": rows}, indent=2))
+        document = {"apiVersion": "syncer.dev/status/v1", "rollout": rollout_json(rollout), "clusters": rows}
+        click.echo(json.dumps(document, indent=2))
         return
-    render_status(rows, console_for())
+    console = console_for()
+    render_status(rows, console)
+    print_rollout(rollout, console)
 
 
 # The table's columns in the order shown. The cluster, what keeps it from changing and its last error

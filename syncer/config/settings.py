@@ -43,6 +43,20 @@ MAX_KUBECONFIG_BYTES = KUBECONFIG_BYTES
 cluster: 16 MiB is thousands of clusters). syncer.kube reads it through the strict reader at every
 client it makes (regular file, bounded, strict YAML) and hands the kubernetes client the data."""
 
+WINDOW_RECORD_REFRESH = POLL_INTERVAL
+"""Seconds after which a pass that finds a cluster still outside its maintenance window writes the
+recorded reason again with the time it judged it (``ClusterSyncState.window_at``), so that the
+record shows an agent still confirms it."""
+
+WINDOW_STALE_PASSES = 5
+"""``syncer status`` shows a cluster's recorded window reason as stale, not as in force, once no
+agent has confirmed it for this many poll intervals (``POLL_INTERVAL``): the agents that judged it
+stopped, or run without maintenance windows now."""
+
+WINDOW_STALE_AFTER = POLL_INTERVAL * WINDOW_STALE_PASSES
+"""Seconds after ``window_at`` at which a recorded window reason is stale (see
+``WINDOW_STALE_PASSES``)."""
+
 DRIFT_INTERVAL = 300.0
 """Seconds between two drift repairs of the clusters already on the revision in force."""
 

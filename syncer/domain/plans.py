@@ -95,7 +95,9 @@ class ClusterPlan:
     before: ``refused``, or a wave before it that refuses); ``hold`` what holds it now when the sync
     would write to it later (``suspended``, ``pinned``, ``window``, ``awaiting-promotion``, or
     ``wave``: its own wave or an earlier one is held; ``blocked`` says why); ``inventory`` where the
-    inventory that decided the prunes came from (``recorded``, ``rebuilt`` or ``missing``)."""
+    inventory that decided the prunes came from (``recorded``, ``rebuilt`` or ``missing``);
+    ``pinned_to`` the revision a person pinned the cluster to (``syncer rollback``): its changes are
+    then that revision's, which the sync applies there instead of this one."""
 
     cluster: str
     changes: tuple[Change, ...] = ()
@@ -105,6 +107,7 @@ class ClusterPlan:
     inventory: str = "recorded"
     refused: bool = False
     hold: str = ""
+    pinned_to: str = ""
 
     def count(self, action: Action) -> int:
         return sum(1 for c in self.changes if c.action == action)

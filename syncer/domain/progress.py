@@ -26,6 +26,7 @@ class Step(StrEnum):
     SOURCE_FAILED = "source-failed"
     REVISION_REJECTED = "revision-rejected"
     BASE_IGNORED = "base-ignored"
+    RECORD_UNKNOWN = "record-unknown"  # a cluster records a commit the repository does not hold
     LAST_GOOD_UNAVAILABLE = "last-good-unavailable"
     STATE_REBUILT = "state-rebuilt"
     STATE_UNSAVED = "state-unsaved"
@@ -141,6 +142,7 @@ TREATMENTS: Mapping[Step, Treatment] = MappingProxyType(
         Step.SOURCE_FAILED: Treatment(warning=True, mark=""),
         Step.REVISION_REJECTED: Treatment("RevisionRejected", warning=True, mark=""),
         Step.BASE_IGNORED: Treatment("UnverifiedBaseIgnored", warning=True, mark="!"),
+        Step.RECORD_UNKNOWN: Treatment("UnknownRevisionRecorded", warning=True, mark="!"),
         Step.LAST_GOOD_UNAVAILABLE: Treatment(warning=True, names_revision=True),
         Step.STATE_REBUILT: Treatment("StateRebuilt", warning=True),
         Step.STATE_UNSAVED: Treatment(warning=True),

@@ -149,6 +149,28 @@ class Pin:
 
 
 @dataclass(frozen=True)
+class UnknownRecord:
+    """A commit the cluster's record named that the repository does not hold (a forged or corrupt
+    record): found by a pass at ``at`` and ignored; ``in_force`` is the revision the pass rolled out
+    instead. Kept, as evidence, until the cluster takes another revision."""
+
+    revision: str = ""
+    at: float = 0.0
+    in_force: str = ""
+
+    @property
+    def active(self) -> bool:
+        return bool(self.revision)
+
+    def describe(self) -> str:
+        """``records unknown commit 0123456789ab (not in the repository; ignored since ...)``."""
+        if not self.active:
+            return ""
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.at)) if self.at else "an unknown time"
+        return f"records unknown commit {self.revision[:12]} (not in the repository; ignored since {when})"
+
+
+@dataclass(frozen=True)
 class ClusterSyncState:
     """The sync state one cluster keeps (in a ConfigMap in the agent's namespace).
 
@@ -163,12 +185,14 @@ class ClusterSyncState:
     not stored at all (``stored=False``: the cluster has no sync state). ``window_override`` is an
     operator's reason to change the cluster outside its maintenance windows until
     ``window_override_until`` (``syncer override-window``); ``window`` says why a change to it waits
-    for its maintenance window (empty when none waits); ``suspension`` is a person's ``syncer
+    for its maintenance window (empty when none waits), as an agent's pass judged it at
+    ``window_at`` (``syncer.domain.window_record``); ``suspension`` is a person's ``syncer
     suspend`` (kept beside the state like the override). ``awaiting`` is the manual gate the
     cluster's wave waits at (the agent's record); ``promotion`` and ``abort`` are a person's ``syncer
     promote`` and ``syncer abort`` (kept beside the state like the override); ``pin`` a person's
     ``syncer rollback``. ``analysis`` holds the counts of
-    the canary analysis of ``revision``, so a restarted agent goes on from them.
+    the canary analysis of ``revision``, so a restarted agent goes on from them. ``unknown_record``
+    is a commit this record named that the repository does not hold, ignored (``UnknownRecord``).
     """
 
     cluster: str
@@ -188,6 +212,7 @@ class ClusterSyncState:
     healthy_since: float = 0.0
     updated_at: float = 0.0
     window: str = ""
+    window_at: float = 0.0
     window_override: str = ""
     window_override_until: float = 0.0
     suspension: Suspension = Suspension()
@@ -196,6 +221,7 @@ class ClusterSyncState:
     abort: Abort = field(default_factory=Abort)
     pin: Pin = Pin()
     analysis: AnalysisRecord = field(default_factory=AnalysisRecord)
+    unknown_record: UnknownRecord = UnknownRecord()
     rebuilt: bool = field(default=False, compare=False)
     stored: bool = field(default=True, compare=False)
 

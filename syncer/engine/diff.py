@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -62,7 +62,9 @@ class DiffOptions:
     ``rules`` are the sync's rules (a sync passes its own); ``rollout`` groups the clusters into the
     waves a sync would roll out in; ``two_person`` are the trust policy's two-person rules (how many
     people a manual gate waits for); ``sensitive`` marks schema fields to mask (by default the fields
-    the shipped CRDs mark ``format: password``)."""
+    the shipped CRDs mark ``format: password``); ``pinned`` gives the desired fleet of a revision a
+    person pinned clusters to (``syncer rollback``; None: it cannot be had), so that a pinned cluster
+    is planned against what the sync applies there."""
 
     kinds: tuple[ResourceKind, ...] = LoadOptions().allowed_kinds
     client: ClientOptions = field(default_factory=ClientOptions)
@@ -72,6 +74,7 @@ class DiffOptions:
     two_person: tuple[TwoPersonRule, ...] = ()
     state_namespace: str = AGENT_NAMESPACE
     sensitive: SensitiveFields = field(default_factory=shipped_sensitive_fields)
+    pinned: Callable[[str], DesiredFleet | None] | None = None
 
     @property
     def field_manager(self) -> str:
@@ -259,6 +262,28 @@ def _plan_target(
         client.close()
 
 
+def _pinned(
+    plan: ClusterPlan,
+    state: ClusterSyncState | None,
+    target: ClusterTarget,
+    options: DiffOptions,
+    revision: str,
+) -> tuple[ClusterPlan, ClusterSyncState | None]:
+    """A cluster a person pinned to another revision planned against that revision: what the sync
+    applies there (the pin's rollback, or nothing when it is on it already). The plan as it was when
+    the pinned revision cannot be had."""
+    if state is None or not state.pin.active or state.pin.revision == revision or options.pinned is None:
+        return plan, state
+    pinned = options.pinned(state.pin.revision)
+    if pinned is None or target.name not in pinned.clusters:
+        return plan, state
+    again, read = _plan_target(pinned.clusters[target.name], target, options, state.pin.revision)
+    if again.error or again.blocked:
+        return replace(again, pinned_to=state.pin.revision), read or state
+    held = replace(again, pinned_to=state.pin.revision, hold="pinned", blocked=state.pin.describe())
+    return held, read or state
+
+
 def stored_state(api: KubeApi, options: DiffOptions) -> ClusterSyncState:
     """The cluster's stored sync state, read the way a sync reads it: its inventory says what a sync
     would prune (missing: nothing; unreadable: rebuilt, each prune still needing proof), its failures
@@ -334,6 +359,10 @@ def diff_fleet(
         planned = list(
             pool.map(lambda t: _plan_target(fleet.clusters[t.name], t, options, fleet.revision), targets)
         )
+    by_name = {t.name: t for t in targets}
+    planned = [
+        _pinned(plan, state, by_name[plan.cluster], options, fleet.revision) for plan, state in planned
+    ]
     states = {plan.cluster: state for plan, state in planned if state is not None}
     holds = (states, options.two_person, time.time())
     return _fleet_plan(fleet, [plan for plan, _ in planned], options.rollout, holds=holds)

@@ -39,6 +39,7 @@ from syncer.engine.revision import (
 )
 from syncer.engine.rollout import FleetRollout
 from syncer.engine.rollout_model import RolloutHooks, RolloutOptions, RolloutOutcome, RolloutReport
+from syncer.engine.unknown_records import ignore_unknown
 from syncer.errors import FencedOut, KubeError, SyncerError
 from syncer.kube import KubeApi
 from syncer.leader.fence import UNFENCED, FencedKube, FenceOf
@@ -73,6 +74,15 @@ class Revisions(Protocol):
 
     def descends(self, revision: str, ancestor: str) -> bool:
         """Whether ``revision`` is a later commit on ``ancestor``'s line of history."""
+        ...
+
+    @property
+    def unknown(self) -> frozenset[str]:
+        """The recorded commits the last poll found the repository does not hold."""
+        ...
+
+    def holds(self, revision: str) -> bool:
+        """Whether the repository holds ``revision``."""
         ...
 
 
@@ -332,6 +342,8 @@ class FleetPass:
         else:
             rollout.states.update(superseded.states)
             rollout.unsaved.update(superseded.unsaved)
+        context = (self.listener, rollout.clock())
+        ignore_unknown(rollout.states, rollout.unsaved, self.revisions.unknown, current.revision, context)
         rollout.hold_back(current.revision)
         rollout.save_unsaved()
         # A cluster a person pinned to another revision (``syncer rollback``) is left out of the
@@ -352,7 +364,9 @@ class FleetPass:
         revision in force (``engine.in_force``); with why it must not roll out now (else "")."""
         if self.in_force is None:
             return current, ""
-        current, why = self.in_force.settle(current, self.revisions.descends, self._take_newer)
+        current, why = self.in_force.settle(
+            current, self.revisions.descends, self._take_newer, self.revisions.holds
+        )
         if why:
             self.listener(PassEvent(Step.IN_FORCE_WAIT, revision=current.revision, reason=why))
         return current, why

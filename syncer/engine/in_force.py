@@ -7,7 +7,8 @@ anything out it settles which revision is in force:
 - every live replica must run the same rollout policy (each publishes its fingerprint on its member
   Lease): while they differ, no revision is rolled out, and the reason names the replicas;
 - the revision recorded in force (``syncer.status.revision_record``) moves only forward: a replica
-  whose verified tip descends from it records its tip (one write wins a change);
+  whose verified tip descends from it records its tip (one write wins a change); a record naming a
+  commit the repository does not hold is evidence of nothing and is replaced the same way;
 - a replica whose revision is older than the one in force takes the newer one from git first, and
   waits, saying so, while it cannot; revisions on different lines of history wait too.
 
@@ -50,10 +51,12 @@ class InForce:
         current: PreparedRevision,
         descends: Callable[[str, str], bool],
         take_newer: Callable[[], PreparedRevision | None],
+        holds: Callable[[str], bool] = lambda _: True,
     ) -> tuple[PreparedRevision, str]:
         """The revision this replica rolls out and, when it must not roll out now, why (else "").
         ``descends(a, b)``: ``a`` is a later commit on ``b``'s line; ``take_newer()`` polls git again
-        and returns the revision in force of this replica afterwards."""
+        and returns the revision in force of this replica afterwards; ``holds(r)``: the repository
+        holds ``r`` (a record naming a commit it does not hold is replaced, never followed)."""
         differ = sorted(
             f"{name} ({fingerprint})"
             for name, fingerprint in self.peers().items()
@@ -68,6 +71,7 @@ class InForce:
             try:
                 seen = self.record.read()
                 moves = seen is None or descends(current.revision, seen.revision)
+                moves = moves or (seen is not None and not holds(seen.revision))
                 if moves:
                     seen = self.record.write(current.revision, self.policy, seen)
             except KubeError as err:

@@ -188,6 +188,9 @@ class RevisionGate:
                 return Advance(PollOutcome.REJECTED, self.current, rejected.rejection)
             return rejected
         tip = poll.tip
+        # Recorded commits the repository does not hold are no base either (the fleet pass shows them
+        # on the clusters that record them: ``syncer.engine.unknown_records``).
+        recorded = {r: who for r, who in recorded.items() if r not in self.source.unknown}
         if self.last_rejection is not None and not self.last_rejection.revision:
             self.last_rejection = None  # git and the cache answer again: the source failure is over
         if self.current is not None and tip == self.current.revision:
@@ -220,13 +223,26 @@ class RevisionGate:
         cache cannot give it (no clone yet, the commit is not there, or it no longer verifies) or the
         guard policy refuses it against what is live."""
         try:
-            newest = self.bases.newest(list(recorded))
+            newest = self.bases.newest([r for r in recorded if r not in self.source.unknown])
             if not newest:
                 return False
             self.current = self._prepare(newest)
         except SyncerError:
             return False
         return True
+
+    @property
+    def unknown(self) -> frozenset[str]:
+        """The recorded commits the last poll found the repository does not hold."""
+        return frozenset(self.source.unknown)
+
+    def holds(self, revision: str) -> bool:
+        """Whether the repository holds ``revision`` (fetched from the remote by its id when this
+        cache lacks it); True when git cannot be asked now (the record then counts, as before)."""
+        try:
+            return self.source.holds(revision)
+        except SyncerError:
+            return True
 
     def admits(self, revision: str, recorded: str) -> bool:
         """Whether ``revision`` may replace ``recorded`` on a cluster: it descends from it (a revision

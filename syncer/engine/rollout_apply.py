@@ -10,10 +10,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from syncer.apply import ClusterApplier, with_retries
+from syncer.config.settings import WINDOW_RECORD_REFRESH
 from syncer.domain.changeset import ChangeSet, EntryOutcome
 from syncer.domain.objects import ClusterManifests, DesiredFleet
 from syncer.domain.progress import PassEvent, Step, Waiting
 from syncer.domain.sync_state import InventoryEntry, SyncPhase
+from syncer.domain.window_record import record_due
 from syncer.engine.diff import plan_live_cluster
 from syncer.engine.failures import health_before
 from syncer.engine.rollout_state import RolloutStates
@@ -230,8 +232,8 @@ class WaveApply(RolloutStates):
                 self.listener(event)
             if not verdict.open:
                 closed.append(f"{name}: {verdict.reason}")
-            if self.owns(name) and state.window != recorded:
-                self._save(name, replace(state, window=recorded))
+            if self.owns(name) and record_due(state, recorded, now, WINDOW_RECORD_REFRESH):
+                self._save(name, replace(state, window=recorded, window_at=now))
         return closed
 
     def _not_applied(self, wave: Wave, name: str, revision: str) -> ChangeSet:

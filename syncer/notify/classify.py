@@ -17,6 +17,7 @@ from syncer.config.settings import NotifySettings
 from syncer.domain.analysis import Verdict
 from syncer.domain.notices import Notice, NoticeClass, Severity
 from syncer.domain.progress import PassEvent, Step, Waiting
+from syncer.domain.rollout_status import ENDED_BADLY, RolloutStatus, advance, initial
 from syncer.errors import (
     Conflict,
     GuardRejected,
@@ -51,6 +52,7 @@ RULES: Mapping[Step, Rule | None] = MappingProxyType(
         Step.SOURCE_FAILED: None,  # git could not be asked: not a verdict on a revision
         Step.REVISION_REJECTED: Rule(NoticeClass.REVISION_REJECTED, Severity.ERROR),
         Step.BASE_IGNORED: None,
+        Step.RECORD_UNKNOWN: None,  # told as a Kubernetes Event and shown on the cluster
         Step.LAST_GOOD_UNAVAILABLE: None,
         Step.STATE_REBUILT: None,
         Step.STATE_UNSAVED: None,
@@ -188,20 +190,37 @@ def _waits_for_window(event: PassEvent) -> bool:
     return event.step is Step.GATE_WAIT and event.waiting is Waiting.WINDOW
 
 
+def rolled_back_detail(rollout: RolloutStatus, event: PassEvent) -> str:
+    """What a cluster's rollback tells, from the rollout's status: the wave that failed (or was
+    aborted) on which revision and why, then where the cluster went back to."""
+    wave = rollout.wave(event.wave)
+    ended = wave.ended or (wave.phase if wave.phase in ENDED_BADLY else None)
+    if not rollout.revision or ended is None:
+        return event.detail
+    cause = f": {wave.cause}" if wave.cause else ""
+    back = f"{event.cluster or 'its clusters'} rolled back to {event.revision[:12]}"
+    return f"wave {wave.name} {ended} at {rollout.revision[:12]}{cause}; {back} ({event.detail})"
+
+
 class Classifier:
-    """Turns pass events into notices (``RULES``), keeping the ``Bounds``; ``contexts`` gives the
-    kubeconfig context of each cluster for the commands."""
+    """Turns pass events into notices (``RULES``), keeping the ``Bounds`` and the rollout's status
+    (``syncer.domain.rollout_status``: a rollback's notice says which wave failed and why);
+    ``contexts`` gives the kubeconfig context of each cluster for the commands."""
 
     def __init__(self, settings: NotifySettings, contexts: Mapping[str, str]) -> None:
         self.bounds = Bounds(settings)
         self.contexts = contexts
+        self.rollout = initial(())
 
     def notice(self, event: PassEvent, now: float) -> Notice | None:
         self.bounds.observe(event, now)
+        self.rollout = advance(self.rollout, event)
         rule = RULES[event.step]
         if rule is None:
             return None
         detail = event.detail
+        if event.step is Step.ROLLED_BACK:
+            detail = rolled_back_detail(self.rollout, event)
         if rule.bound is not None:
             lasted = self.bounds.lasted(rule.bound, event, now)
             if lasted is None:

@@ -74,6 +74,7 @@ def cluster_document(plan: ClusterPlan, guards: GuardReport | None = None) -> di
         "blocked": bool(plan.blocked),
         "blockedReason": plan.blocked,
         "hold": plan.hold,
+        "pinnedTo": plan.pinned_to,
         "inventory": "" if plan.error else plan.inventory,
         "dryRuns": plan.dry_runs,
         "summary": _summary((plan,)),

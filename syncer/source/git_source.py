@@ -50,6 +50,15 @@ _ACCEPTED = "refs/syncer/accepted"
 _SYNCED = "refs/syncer/synced"
 _FULL_SHA = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
 KEEP_CHECKOUTS = 4
+# What git says when the remote answers that it holds no such object (it was reached: an answer).
+_NO_SUCH_OBJECT = (
+    "not our ref",
+    "couldn't find remote ref",
+    "no such remote ref",
+    "unadvertised object",
+    "not a valid object",
+)
+_UNKNOWN_KEPT = 64
 
 log = logging.getLogger("syncer.source")
 
@@ -99,6 +108,10 @@ class GitSource:
         check_argument(options.url, "repository URL or path")
         self._branch = branch_name(options.branch) if options.branch else ""
         self._refused: dict[str, RefusedObjects] = {}
+        # Recorded commits the remote said it has no such object for (the newest kept): not asked
+        # again. ``unknown``: those the last poll's records named.
+        self._unknown: dict[str, None] = {}
+        self.unknown: tuple[str, ...] = ()
         self.local = is_local(options.url)
         self._git = GitRunner(options.credentials, timeout=options.timeout, url=options.url, local=self.local)
         cache = CacheOptions(wait=options.timeout, stale_after=options.timeout, keep_checkouts=KEEP_CHECKOUTS)
@@ -146,7 +159,10 @@ class GitSource:
         if fetched:
             tip = self._ref(_FETCHED)
         previous = self._ref(_ACCEPTED)
-        bases = dict(recorded)
+        # A record is evidence, not authority: a commit the repository does not hold (not in this
+        # cache, and the remote has no such object) bounds nothing; the caller shows who records it.
+        bases = {b: o for b, o in recorded.items() if self.holds(b)}
+        self.unknown = tuple(b for b in recorded if b not in bases)
         if tip != previous:
             own = self.last_synced or previous
             if own:
@@ -221,6 +237,28 @@ class GitSource:
             if name.strip() == ref and _FULL_SHA.match(sha.strip()):
                 return sha.strip()
         raise SourceError(f"branch {self.branch!r} does not exist on {self._git.safe_url}")
+
+    def holds(self, revision: str) -> bool:
+        """Whether the repository holds the commit ``revision``: this cache does, or the remote does
+        and it is fetched by its id now (a commit a force push left behind is still the remote's).
+        False when the remote answers that it has no such object (a record naming a commit nobody
+        pushed); a remote that cannot be asked is a ``SourceError``, never an answer."""
+        if self.contains(revision):
+            return True
+        if revision in self._unknown or not _FULL_SHA.match(revision):
+            return False
+        self._use_origin()
+        try:
+            self._git.run(["fetch", "--no-tags", "origin", revision], cwd=self.git_dir, action="fetch by id")
+        except SourceError as err:
+            if not any(marker in str(err).lower() for marker in _NO_SUCH_OBJECT):
+                raise
+        if self.contains(revision):
+            return True
+        self._unknown[revision] = None
+        while len(self._unknown) > _UNKNOWN_KEPT:
+            del self._unknown[next(iter(self._unknown))]
+        return False
 
     def contains(self, revision: str) -> bool:
         """Whether the clone holds the commit ``revision`` (a full id)."""
@@ -369,13 +407,17 @@ class GitSource:
             shutil.rmtree(staging, ignore_errors=True)
         self._update_ref(_FETCHED, f"{_HEADS}{self.branch}")
 
-    def _fetch(self) -> None:
-        self.fetch_count += 1
-        refspec = f"+{_HEADS}{self.branch}:{_FETCHED}"
+    def _use_origin(self) -> None:
+        """The cache's ``origin`` is the configured URL (it may have changed since the clone)."""
         if self._origin_url() != self.options.url:
             self._git.run(
                 ["remote", "set-url", "--", "origin", self.options.url], cwd=self.git_dir, action="set-url"
             )
+
+    def _fetch(self) -> None:
+        self.fetch_count += 1
+        refspec = f"+{_HEADS}{self.branch}:{_FETCHED}"
+        self._use_origin()
         self._git.run(["fetch", "--no-tags", "origin", refspec], cwd=self.git_dir, action="fetch")
 
     def _origin_url(self) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 from syncer.domain.history import HistoryEntry
 from syncer.domain.progress import PassEvent, Step
+from syncer.domain.rollout_records import reconcile
 from syncer.domain.rollout_status import RolloutStatus, WavePhase, WaveStatus, advance
 from syncer.domain.rollout_status import initial as initial_rollout
 from syncer.domain.sync_state import ClusterSyncState
@@ -191,7 +192,9 @@ def _cell_of(
         health_detail=state.health_detail,
         unreachable="" if state.suspension.active else unreachable,
         suspended=state.suspension.describe(),
-        last_error=state.last_error or (state.apply_failure.reason if state.apply_failure else ""),
+        last_error=state.last_error
+        or (state.apply_failure.reason if state.apply_failure else "")
+        or state.unknown_record.describe(),
         objects=tuple(ObjectView(e.kind, e.namespace, e.name) for e in state.inventory),
         detail=detail,
     )
@@ -217,6 +220,17 @@ def fold_states(
         if not cell.suspended:
             clusters[name] = replace(cell, unreachable=why or "unreachable")
     return replace(view, clusters=dict(sorted(clusters.items())), version=view.version + 1)
+
+
+def fold_rollout(view: FleetView, rebuilt: RolloutStatus) -> FleetView:
+    """The picture with the rollout's status rebuilt from the clusters' records at the end of a pass
+    (``syncer.domain.rollout_records``): what the records settle (a failure, an abort, a hold, a
+    revision another replica or an earlier process rolled out) wins over what events told."""
+    rollout = reconcile(view.rollout, rebuilt)
+    if rollout == view.rollout:
+        return view
+    waves = tuple(_wave_view(w) for w in rollout.waves)
+    return replace(view, rollout=rollout, waves=waves, version=view.version + 1)
 
 
 def fold_revisions(view: FleetView, in_force: RevisionView | None, rolling: RevisionView | None) -> FleetView:

@@ -12,7 +12,8 @@ import logging
 from collections.abc import Mapping, Sequence
 
 from syncer.domain.progress import PassEvent, Step
-from syncer.domain.rollout_status import advance, initial
+from syncer.domain.rollout_records import reconcile
+from syncer.domain.rollout_status import RolloutStatus, advance, initial
 from syncer.kube import KubeApi
 from syncer.kube.events import EventRecorder, Regarding
 from syncer.status.metrics import SyncerMetrics
@@ -74,6 +75,14 @@ class EventReporter:
         waiting = event.step is Step.AWAITING_PROMOTION
         gauge.labels(wave=event.wave, revision=event.revision).set(1 if waiting else 0)
         self.awaited[event.wave] = event.revision
+
+    def settle(self, rebuilt: RolloutStatus) -> None:
+        """``syncer_wave_state`` once a pass ended with ``rebuilt``, the rollout's status its
+        clusters record (``syncer.domain.rollout_records``): what the records settle wins."""
+        rollout = reconcile(self.rollout, rebuilt)
+        if rollout != self.rollout:
+            self.rollout = rollout
+            self.metrics.show_rollout(rollout)
 
     def flush(self) -> None:
         """Write the Events of every series not yet written (before the process exits)."""

@@ -30,6 +30,7 @@ from syncer.domain.sync_state import (
     FailedRevision,
     InventoryEntry,
     SyncPhase,
+    UnknownRecord,
 )
 from syncer.errors import Conflict, FencedOut, NotFound, RecordUnreadable
 from syncer.kube import ApplyOptions, KubeApi
@@ -156,9 +157,20 @@ def decode(cluster: str, text: str) -> ClusterSyncState:
         healthy_since=fields.number(raw, "healthy_since"),
         updated_at=fields.number(raw, "updated_at"),
         window=fields.text(raw, "window"),
+        window_at=fields.number(raw, "window_at"),
         awaiting=_awaiting(raw.get("awaiting")),
         analysis=_analysis(raw.get("analysis")),
+        unknown_record=_unknown_record(raw.get("unknown_record")),
     )
+
+
+def _unknown_record(raw: Any) -> UnknownRecord:
+    """The ignored unknown commit the state records (none when absent)."""
+    if raw is None:
+        return UnknownRecord()
+    if not isinstance(raw, dict):
+        raise StateFormatError("unknown_record must be an object")
+    return UnknownRecord(fields.text(raw, "revision"), fields.number(raw, "at"), fields.text(raw, "in_force"))
 
 
 def _awaiting(raw: Any) -> AwaitingPromotion:

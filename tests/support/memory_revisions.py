@@ -56,6 +56,7 @@ class MemoryRevisions:
         self.recorded: Callable[[], Mapping[str, str]] | None = None
         self.seen_recorded: list[Mapping[str, str]] = []
         self.rewritten_away: set[str] = set()
+        self.forged: set[str] = set()
 
     def push(self, fleet: DesiredFleet) -> DesiredFleet:
         self.fleets[fleet.revision] = fleet
@@ -101,3 +102,11 @@ class MemoryRevisions:
         if revision not in order or ancestor not in order or ancestor in self.rewritten_away:
             return False
         return order.index(ancestor) < order.index(revision)
+
+    @property
+    def unknown(self) -> frozenset[str]:
+        """The recorded revisions the test says the repository does not hold (``forged``)."""
+        return frozenset(self.forged)
+
+    def holds(self, revision: str) -> bool:
+        return revision not in self.forged

@@ -113,7 +113,11 @@ def test_a_rolled_back_fleet_stays_pinned_across_a_commit_and_a_restart_until_re
         rows = {row["cluster"]: row for row in json.loads(status.stdout)["clusters"]}
         assert {(r["pinned"]["revision"], r["pinned"]["by"]) for r in rows.values()} == {(first, "ops")}
         shown = _syncer(rig, "diff", "--repo", str(rig.remote))
-        held = f"HELD (pinned), nothing below is applied until it ends: pinned to {first[:12]} by ops"
+        # Each is planned against its pinned revision, which it runs: nothing is due there.
+        held = (
+            f"HELD (pinned): the sync puts it on {first[:12]}, not this revision; below is what that "
+            f"takes: pinned to {first[:12]} by ops"
+        )
         assert shown.stdout.count(held) == 3, shown.stdout + shown.stderr
         history = _syncer(rig, "history", "--cluster", "canary", "-o", "json")
         entries = json.loads(history.stdout)["clusters"][0]["entries"]

@@ -144,3 +144,32 @@ def test_a_cluster_pinned_to_another_revision_holds_its_wave_in_the_diff_as_in_t
     assert state.revision == "r1"
     assert not [c for c in plan.clusters if c.hold == "" and c.cluster != "canary"]
     assert all(x.action is not Action.ERROR for c in plan.clusters for x in c.changes)
+
+
+def test_a_pending_pin_rollback_shows_what_the_pinned_cluster_gets_from_its_pinned_revision(
+    fleet: FleetHandle, clients: dict[str, ClusterClient], prefix: str, tmp_path: Path
+) -> None:
+    repo = FleetRepo(tmp_path / "repo", prefix)
+    first = write(repo, "r1")
+    assert sync(clients, prefix, first, policy()) == str(RolloutOutcome.APPLIED)
+    second = write(repo, "r2")
+    assert sync(clients, prefix, second, policy()) == str(RolloutOutcome.APPLIED)
+    # A person pins eu-1 back to r1; the sync has not put it back yet.
+    acts(clients, prefix, "eu-1").record_pin(Pin("r1", "ops", "bad release", 1.0))
+
+    targets = [ClusterTarget(n, str(fleet.kubeconfig), n) for n in fleet.names]
+    options = DiffOptions(
+        rollout=policy(), state_namespace=f"{prefix}-state", pinned={"r1": first, "r2": second}.get
+    )
+    plan = diff_fleet(second, targets, options)
+    eu = next(c for c in plan.clusters if c.cluster == "eu-1")
+    assert (eu.hold, eu.pinned_to) == ("pinned", "r1")
+    namespace = next(x for x in eu.changes if x.key.kind == "Namespace")
+    assert namespace.action is Action.UPDATE, "the rollback to r1 is a change"
+    assert plan.has_changes, "the diff's exit code says a change is due"
+    assert all(not c.has_changes for c in plan.clusters if c.cluster != "eu-1"), "the others are on r2"
+    assert "pinned to r1 by ops" in eu.blocked
+    # Without the pinned revision the diff says nothing is due: what it said before.
+    blind = diff_fleet(second, targets, DiffOptions(rollout=policy(), state_namespace=f"{prefix}-state"))
+    assert not blind.has_changes
+    assert revisions(clients, prefix) == dict.fromkeys(clients, "r2"), "the diff wrote nothing"

@@ -164,7 +164,7 @@ def test_clusters_recording_different_revisions_give_their_common_ancestor_as_th
     assert [c.commit for c in advance.current.verification.commits] == [newer, tip]
 
 
-def test_a_recorded_commit_the_repository_does_not_hold_is_ignored_with_the_reason(
+def test_a_recorded_commit_the_repository_does_not_hold_is_ignored_and_told_on_its_cluster(
     setup: Setup, tmp_path: Path, ops_key: SshKey
 ) -> None:
     signers: list[dict[str, object]] = [{"name": "ops", "ssh": ops_key.public_line}]
@@ -179,10 +179,11 @@ def test_a_recorded_commit_the_repository_does_not_hold_is_ignored_with_the_reas
     assert result.advance.rejection is None, result.advance.rejection
     assert result.advance.current is not None
     assert (result.advance.current.revision, result.advance.current.verification.since) == (tip, start)
-    assert ignored_bases(setup) == {
-        missing: f"the revision eu-1 record(s) as applied {missing[:12]} is not used as the base of the "
-        "checks: the repository does not hold this commit"
-    }
+    # Not a base, nor a bound of the history: told on the cluster that records it, which takes the tip.
+    assert ignored_bases(setup) == {}
+    told = [e for e in setup.steps if e.step is Step.RECORD_UNKNOWN]
+    assert [(e.cluster, e.revision) for e in told] == [("eu-1", missing)]
+    assert told[0].detail.startswith(f"records unknown commit {missing[:12]} (not in the repository; ")
     assert result.report is not None
     assert result.report.outcome is RolloutOutcome.APPLIED, result.report
     assert live_extra_namespaces(setup) == {key: {"a"} for key in CLUSTERS}

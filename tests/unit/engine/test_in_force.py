@@ -89,3 +89,17 @@ def test_a_policy_fingerprint_changes_with_the_policy() -> None:
     single = RolloutPolicy.single_wave()
     assert policy_fingerprint(single) == policy_fingerprint(RolloutPolicy.single_wave())
     assert policy_fingerprint(single) != policy_fingerprint(RolloutPolicy(single.waves, rollback=False))
+
+
+def test_a_record_naming_a_commit_the_repository_does_not_hold_is_replaced_not_followed() -> None:
+    home = MemoryKube("home")
+    forged = "f" * 40
+    replica(home, "x").record.write(forged, POLICY, None)  # written by hand: a commit nobody pushed
+    a = replica(home, "a")
+    _, why = a.settle(rev("rev-1"), descends, lambda: None)
+    assert "are not on one line of history" in why, "while the repository is said to hold it"
+    taken, why = a.settle(rev("rev-1"), descends, lambda: None, holds=lambda r: r != forged)
+    assert (taken.revision, why) == ("rev-1", "")
+    record = a.record.read()
+    assert record is not None
+    assert (record.revision, record.set_by) == ("rev-1", "a")

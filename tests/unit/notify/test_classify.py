@@ -159,3 +159,35 @@ def test_a_wave_failed_by_its_analysis_says_so_and_one_failed_by_health_says_unh
 
 def test_every_analysis_verdict_has_a_reason_word() -> None:
     assert set(ANALYSED) == set(Verdict)
+
+
+def test_a_rollback_says_which_wave_failed_on_which_revision_and_why() -> None:
+    classify = _classifier()
+    bad, good = "b" * 40, "a" * 40
+    for event in (
+        PassEvent(Step.ROLLOUT_STARTED, "canary", revision=bad),
+        PassEvent(Step.APPLYING, "canary", "canary-1", bad),
+        PassEvent(Step.GATE_ROLLBACK, "canary", revision=bad, reason="analysis: errors 0.4 > 0.1"),
+        PassEvent(Step.ROLLING_BACK, "canary", revision=good, reason="health only"),
+        PassEvent(Step.GATE_PROCEED, "canary", revision=good, reason="all healthy"),
+    ):
+        classify.notice(event, 10.0)
+    back = PassEvent(
+        Step.ROLLED_BACK, "canary", "canary-1", good, reason=f"back from {bad[:12]}: all healthy"
+    )
+    notice = classify.notice(back, 11.0)
+    assert notice is not None
+    assert (notice.kind, notice.cluster, notice.wave, notice.revision) == (
+        NoticeClass.ROLLBACK_DONE,
+        "canary-1",
+        "canary",
+        good,
+    )
+    assert notice.detail == (
+        f"wave canary failed at {bad[:12]}: analysis: errors 0.4 > 0.1; canary-1 rolled back to {good[:12]} "
+        f"(back from {bad[:12]}: all healthy)"
+    )
+    # Without the wave's failure told first (another replica's), the rollback's own text.
+    alone = _classifier().notice(back, 12.0)
+    assert alone is not None
+    assert alone.detail == back.detail
