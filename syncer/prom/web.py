@@ -15,6 +15,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from syncer.analysis import QueryAnswer, QueryArgs, WebSource
 from syncer.analysis.jsonpath import pick
@@ -52,7 +53,7 @@ def _request(source: WebSource, url: str, args: QueryArgs) -> urllib.request.Req
 def fetch_web(source: WebSource, args: QueryArgs, resolve: Resolve = system_resolve) -> QueryAnswer:
     """The number ``source`` answers for ``args`` now."""
     url = fill(source.url, args, url_quoted)
-    host = url.split("://", 1)[-1].split("/", 1)[0].split("?", 1)[0]
+    host = urlsplit(url).netloc.rpartition("@")[2]  # named in errors: never the path or credentials
     refused = refusal(url, source.allow_hosts, resolve)
     if refused:
         return QueryAnswer(error=f"{host} not asked: {refused} (web.allowHosts)")
