@@ -42,6 +42,7 @@ __all__ = [
 ]
 
 DEFAULT_CLUSTERS = ("canary", "eu-1", "us-1")
+REDIS_PODS = "redis-pods"  # the recorded name of devfleet.redispods' process (redispods.NAME)
 NODES_PER_CLUSTER = 2
 # How often a component is started again on a new port when another process took its port first.
 PORT_ATTEMPTS = 3
@@ -96,6 +97,7 @@ def up(root: Path, options: UpOptions = UpOptions(), say: Say = print) -> Fleet:
         existing = Fleet.load(root)
         if existing is not None:
             if len(existing.live()) == len(existing.processes):
+                _refuse_what_it_lacks(existing, options)
                 say(f"fleet at {root} is already up")
                 return existing
             say(f"fleet at {root} is partly down: stopping what remains and starting afresh")
@@ -122,6 +124,20 @@ def up(root: Path, options: UpOptions = UpOptions(), say: Say = print) -> Fleet:
     names = ", ".join(c.name for c in fleet.clusters)
     say(f"fleet up in {time.monotonic() - started:.1f}s ({options.profile}): {names}")
     return fleet
+
+
+def _refuse_what_it_lacks(existing: Fleet, options: UpOptions) -> None:
+    """A fleet already up is returned as it is only when it runs what ``options`` ask for: pod IPs of
+    its own and real Redis behind its pods are chosen when it starts, and cannot be added to it."""
+    asked = "--redis" if options.redis else "--loopback-pods" if options.loopback_pods else ""
+    lacks = (options.redis and not any(p.name == REDIS_PODS for p in existing.processes)) or (
+        options.loopback_pods and existing.pod_range is None
+    )
+    if lacks:
+        raise ValueError(
+            f"the fleet at {existing.root} is up without {asked}, which only a fleet starting can take "
+            f"(its pods' IPs are chosen then): run `syncer-fleet down`, then `syncer-fleet up {asked}`"
+        )
 
 
 def _issue_pki(cluster: Cluster) -> None:
@@ -278,7 +294,7 @@ def _start_full_components(
         say("starting a real redis-server behind every Redis pod (and its exporter)")
         for c in full:
             argv = [sys.executable, "-m", "devfleet.redispods", str(fleet.root), c.name]
-            fleet.processes.append(procs.spawn("redis-pods", argv, c.files.log("redis-pods"), c.root))
+            fleet.processes.append(procs.spawn(REDIS_PODS, argv, c.files.log(REDIS_PODS), c.root))
         fleet.save()
 
 

@@ -46,6 +46,23 @@ class PrometheusSource:
 
 
 @dataclass(frozen=True)
+class WebSource:
+    """Where a ``provider: web`` metric asks for its number: ``url`` (a template with the query's
+    arguments, each URL-quoted), by ``method`` (GET or POST, ``body`` sent with POST, its arguments
+    JSON-escaped), the number at ``path`` (``syncer.analysis.jsonpath``) of the JSON answer, within
+    ``timeout`` seconds; ``ca_file``, ``token_file`` and ``allow_hosts`` as a Prometheus' are."""
+
+    url: str
+    path: tuple[str | int, ...]
+    timeout: float
+    method: str = "GET"
+    body: str = ""
+    ca_file: str = ""
+    token_file: str = ""
+    allow_hosts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class MetricSpec:
     """One named metric of an analysis.
 
@@ -72,6 +89,12 @@ class MetricSpec:
     consecutive_error_limit: int = 4
     dry_run: bool = False
     first_rollout: FirstRollout = FirstRollout.PASS
+    web: WebSource | None = None
+
+    @property
+    def template(self) -> str:
+        """The text its arguments are filled into: the query, or the web request's URL and body."""
+        return self.query if self.web is None else self.web.url + self.web.body
 
     @property
     def threshold(self) -> str:
@@ -89,6 +112,7 @@ class AnalysisPolicy:
     metrics: tuple[MetricSpec, ...] = ()
     prometheus: PrometheusSource | None = None
     by_cluster: tuple[tuple[str, PrometheusSource], ...] = ()
+    folder: str = ""  # the policy's folder: a web metric's caFile and tokenFile are relative to it
 
     def source_for(self, cluster: str) -> PrometheusSource | None:
         """The Prometheus that measures ``cluster``."""

@@ -8,8 +8,11 @@ that does not parse is a configuration error before any rollout.
 
 from __future__ import annotations
 
+import json
 import string
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from urllib.parse import quote
 
 import promql_parser
 
@@ -58,6 +61,37 @@ def check_query(template: str) -> str:
     except ValueError as err:
         return f"not valid PromQL: {err}"
     return ""
+
+
+def fill(template: str, args: QueryArgs, escape: Callable[[str], str]) -> str:
+    """``template`` (a web metric's URL or body) with its arguments filled, each through ``escape``."""
+    return string.Template(template).substitute({k: escape(v) for k, v in asdict(args).items()})
+
+
+def url_quoted(value: str) -> str:
+    """``value`` safe anywhere in a URL's path or query."""
+    return quote(value, safe="")
+
+
+def json_escaped(value: str) -> str:
+    """``value`` safe inside a JSON string."""
+    return json.dumps(value)[1:-1]
+
+
+def check_arguments(template: str) -> str:
+    """What is wrong with the arguments of a web metric's URL or body (empty: nothing)."""
+    parsed = string.Template(template)
+    if not parsed.is_valid():
+        return "a '$' that does not start an argument ${...} (write $$ for a literal '$')"
+    unknown = sorted(set(parsed.get_identifiers()) - set(ARGUMENTS))
+    if unknown:
+        return f"unknown argument(s) {', '.join(unknown)} (known: {', '.join(ARGUMENTS)})"
+    return ""
+
+
+def sample(template: str) -> str:
+    """``template`` filled with sample values (to check what it gives at load)."""
+    return string.Template(template).substitute(_SAMPLE)
 
 
 def uses_objects(template: str) -> bool:

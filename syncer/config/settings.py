@@ -68,6 +68,13 @@ HISTORY_KEEP_MAX = 200
 """The most ``history.keep`` may ask for: each entry's texts are bounded, so that many entries stay
 far below the 1 MiB a ConfigMap may hold."""
 
+WEB_TIMEOUT = 10.0
+"""Seconds a web metric's request may take by default (its ``timeout``); a slower endpoint gives an
+error measurement, never a value."""
+
+MAX_WEB_ANSWER_BYTES = 1024 * 1024
+"""The longest JSON answer a web metric reads; a longer one is an error measurement."""
+
 PROMETHEUS_TIMEOUT = 10.0
 """Seconds one query of an analysis may take (connect and answer); a slower Prometheus gives an
 error measurement, never a value."""

@@ -21,6 +21,7 @@ from syncer.analysis import (
     PrometheusSource,
     QueryAnswer,
     QueryArgs,
+    WebSource,
     advance,
     judge_value,
     next_due,
@@ -35,10 +36,13 @@ from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import Listener, PassEvent, Step
 from syncer.domain.sync_state import ClusterSyncState
 from syncer.prom import PrometheusClient
+from syncer.prom.web import fetch_web
 from syncer.rollout import Wave
 
 QueryFn = Callable[[PrometheusSource, str, float | None], QueryAnswer]
 """Asks one Prometheus for the number ``promql`` gives now (``None``) or at a time."""
+WebFn = Callable[[WebSource, QueryArgs], QueryAnswer]
+"""Asks a web metric's endpoint for the number it gives now, its arguments filled from the args."""
 
 # Worst first: the outcome a cluster's measurement takes when it is measured once per object.
 _WORST = (Outcome.FAILURE, Outcome.ERROR, Outcome.INCONCLUSIVE, Outcome.SUCCESS)
@@ -66,8 +70,11 @@ class AnalysisPass:
 class AnalysisGate:
     """Measures the metrics of a wave's analysis when due (see the module docstring)."""
 
-    def __init__(self, query: QueryFn, clock: Callable[[], float], listener: Listener) -> None:
+    def __init__(
+        self, query: QueryFn, clock: Callable[[], float], listener: Listener, web: WebFn = fetch_web
+    ) -> None:
         self.query = query
+        self.web = web
         self.clock = clock
         self.listener = listener
 
@@ -134,10 +141,10 @@ class AnalysisGate:
         RedisCluster when the query names objects (the worst outcome counts)."""
         cluster, wave = where
         source = policy.source_for(cluster)
-        if source is None:
+        if source is None and metric.web is None:
             return Judged(Outcome.ERROR, None, f"no Prometheus for cluster {cluster}")
         args = [QueryArgs(cluster, fleet.revision, wave)]
-        if uses_objects(metric.query):
+        if uses_objects(metric.template):
             keys = [m.key for m in fleet.clusters[cluster].manifests if m.key.kind == _REDIS_CLUSTER]
             args = [replace(args[0], namespace=k.namespace, name=k.name) for k in keys]
         if not args:
@@ -151,6 +158,11 @@ class AnalysisGate:
             why = f"first rollout: no cluster runs a previous revision (firstRollout: {metric.first_rollout})"
             passes = metric.first_rollout is FirstRollout.PASS
             return Judged(Outcome.SUCCESS if passes else Outcome.INCONCLUSIVE, None, why)
+        if metric.web is not None:
+            web = metric.web
+            judged = [judge_value(metric, self.web(web, arg), None) for arg in args]
+            return min(judged, key=lambda j: _WORST.index(j.outcome))
+        assert source is not None  # only a web metric measures without a Prometheus
         judged = []
         for arg in args:
             answer = self.query(source, render_query(metric.query, arg), None)

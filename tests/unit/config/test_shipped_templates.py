@@ -33,6 +33,8 @@ def test_each_shipped_template_is_turned_on_by_name_with_its_defaults(tmp_path: 
     assert rate.success is not None
     assert rate.success.source == "result >= 0.99 && result >= baseline - 0.01"
     assert (rate.interval, rate.count) == (60.0, 3)
+    # A just-Ready pod has no series yet: a first measurement at once would be inconclusive.
+    assert all(m.initial_delay == 60.0 for m in metrics.values())
     for name in ("redis-rejected-connections", "redis-evicted-keys"):
         success = metrics[name].success
         assert success is not None

@@ -84,3 +84,25 @@ def test_memory_is_summed_per_cluster_and_averaged_per_profile(tmp_path: Path) -
         assert summaries["light"].mean_rss == pytest.approx(light_mean)
     finally:
         procs.stop(started)
+
+
+def test_up_with_redis_refuses_a_fleet_already_up_without_it(tmp_path: Path) -> None:
+    root = tmp_path / "state"
+    cluster = devfleet.Cluster("c-01", 1, root / "c-01", Profile.FULL)
+    (cluster.root / "logs").mkdir(parents=True)
+    running = [
+        procs.spawn(n, ["sleep", "60"], cluster.files.log(n), cluster.root) for n in cluster.components
+    ]
+    try:
+        devfleet.Fleet(root, [cluster], running, 2).save()
+        with pytest.raises(ValueError, match="up without --redis") as refused:
+            devfleet.up(root, devfleet.UpOptions(clusters=("c-01",), redis=True), say=lambda _: None)
+        assert "run `syncer-fleet down`, then `syncer-fleet up --redis`" in str(refused.value)
+        with pytest.raises(ValueError, match="up without --loopback-pods"):
+            devfleet.up(root, devfleet.UpOptions(clusters=("c-01",), loopback_pods=True), say=lambda _: None)
+        said: list[str] = []
+        assert devfleet.up(root, devfleet.UpOptions(clusters=("c-01",)), say=said.append).root == root
+        assert said == [f"fleet at {root} is already up"], "asked for nothing it lacks: returned as it is"
+        assert all(p.alive() for p in running), "a refusal stops nothing"
+    finally:
+        assert procs.stop(running) == []
