@@ -10,11 +10,13 @@ import pytest
 from click.testing import CliRunner
 
 from syncer.cli import history as history_cmd
+from syncer.cli.status_rollout import rollout_of
+from syncer.domain.rollout_status import RolloutStatus
 
 REASON = "canary error rate above 2% for five minutes after the sessions cache upgrade, rolled back"
 
 
-def _rows(path: Path, *args: Any) -> list[dict[str, Any]]:
+def _rows(path: Path, *args: Any) -> tuple[list[dict[str, Any]], RolloutStatus]:
     entry = {
         "revision": "4f1c2e9a7b3d5e6f7a8b",
         "signer": "ops-release-key",
@@ -25,10 +27,14 @@ def _rows(path: Path, *args: Any) -> list[dict[str, Any]]:
         "reason": REASON,
         "by": "alice@example.org",
     }
-    return [
-        {"cluster": "eu-west-prod-cache-01", "entries": [entry]},
-        {"cluster": "us-east-prod-cache-02", "entries": [{**entry, "outcome": "healthy", "reason": ""}]},
+    rows = [
+        {"cluster": "eu-west-prod-cache-01", "entries": [{**entry, "goingBack": False}]},
+        {
+            "cluster": "us-east-prod-cache-02",
+            "entries": [{**entry, "outcome": "healthy", "reason": "", "goingBack": False}],
+        },
     ]
+    return rows, rollout_of(["canary"], {})
 
 
 def _history(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, columns: int) -> list[str]:
