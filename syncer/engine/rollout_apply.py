@@ -88,23 +88,17 @@ class WaveApply(RolloutStates):
             return self._not_applied(wave, name, revision)
         self.listener(PassEvent(Step.APPLYING, wave.name, name, revision))
         before = state.degraded_before if state.revision == revision else health_before(api, state)
-        self._save(
-            name,
-            replace(
-                state,
-                revision=revision,
-                phase=SyncPhase.APPLYING,
-                wave=wave.name,
-                last_error="",
-                apply_failure=None,
-                degraded_before=before,
-            ),
+        applying = replace(
+            state,
+            revision=revision,
+            phase=SyncPhase.APPLYING,
+            wave=wave.name,
+            last_error="",
+            apply_failure=None,
+            degraded_before=before,
         )
-        now_held = self.states[name]
-        if person_hold(now_held, revision) is not None:  # since the pass read it
-            self._save(
-                name, replace(self.states[name], revision=state.revision, phase=state.phase, wave=state.wave)
-            )
+        if not self._save(name, applying, held=lambda now: person_hold(now, revision) is not None):
+            # A person pinned or suspended it since the pass read it: nothing is written to it.
             return self._not_applied(wave, name, revision)
         inventory = state.applied_inventory()
         rules = self.options.apply.rules

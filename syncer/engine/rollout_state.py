@@ -16,7 +16,7 @@ from syncer.domain.progress import Listener, PassEvent, Step
 from syncer.domain.sync_state import ClusterSyncState
 from syncer.engine.analysis_gate import AnalysisGate
 from syncer.engine.rollout_model import RolloutHooks, RolloutOptions
-from syncer.errors import FencedOut, KubeError, RecordUnreadable
+from syncer.errors import FencedOut, HeldSinceRead, KubeError, RecordUnreadable
 from syncer.kube import KubeApi
 from syncer.status.state_store import LoadedState, StateStore
 
@@ -136,8 +136,13 @@ class RolloutStates:
             if state is not None and self.owns(cluster):
                 self._save(cluster, state)
 
-    def _save(self, cluster: str, state: ClusterSyncState) -> None:
-        """Record ``state`` as the cluster's state and write it to the cluster.
+    def _save(
+        self, cluster: str, state: ClusterSyncState, held: Callable[[ClusterSyncState], bool] | None = None
+    ) -> bool:
+        """Record ``state`` as the cluster's state and write it to the cluster; False when ``held``
+        (a person's act forbids the write: see ``StateStore.save``) was found true of the acts the
+        cluster records now, read again because someone wrote its record since the pass read it:
+        nothing is written, and the cluster's state is the one read with those acts.
 
         A write that fails (the apiserver is unreachable) does not stop the rollout: the rollout goes
         on from ``state``, the error is kept in ``unsaved`` for the report, and the cluster keeps its
@@ -147,21 +152,24 @@ class RolloutStates:
         """
         with self._locks[cluster]:
             if self.states.get(cluster) == state and cluster not in self.unsaved:
-                return
+                return True
             try:
                 by = self.options.actor
                 if state.pin.active and state.pin.revision == state.revision:
                     by = f"{by}, for syncer rollback by {state.pin.by}: {state.pin.reason}"
                 actor = Actor(by, self.signer(state.revision))
-                self.states[cluster] = self.stores[cluster].save(state, self.clock(), actor)
+                self.states[cluster] = self.stores[cluster].save(state, self.clock(), actor, held)
                 self.unsaved.pop(cluster, None)
-                return
+                return True
+            except HeldSinceRead:
+                self.states[cluster] = self.stores[cluster].learnt(self.states[cluster])
+                return False
             except FencedOut:
                 if not self.sharded:
                     raise
                 # Another replica owns the cluster now: what it records is the cluster's state.
                 self.states[cluster] = state
-                return
+                return True
             except KubeError as err:
                 self.states[cluster] = state
                 self.unsaved[cluster] = problem = str(err)
@@ -169,3 +177,4 @@ class RolloutStates:
         self.listener(
             PassEvent(Step.STATE_UNSAVED, state.wave, cluster, state.revision, error=problem, cause=cause)
         )
+        return True
