@@ -148,13 +148,15 @@ class FleetPass:
         fences: FenceOf = lambda _: UNFENCED,
         *,
         scope: PassScope = PassScope(),
+        clients: dict[str, KubeApi] | None = None,
     ) -> None:
+        """``clients``: where the connections opened are kept (shared with who writes Events)."""
         self.revisions = revisions
         self.connect = connect
         self.options = options
         self.listener = listener or (lambda _: None)
         self.fences = fences
-        self.clients: dict[str, KubeApi] = {}
+        self.clients: dict[str, KubeApi] = clients if clients is not None else {}
         self.owns = scope.owns
         self.in_force = scope.in_force
         self.known_clusters = scope.known

@@ -92,6 +92,10 @@ def test_no_rollout_class_inherits_from_another_project_class() -> None:
     assert inheritance("engine", "rollout") == []
 
 
+def test_no_module_of_the_agent_or_the_leader_sets_another_objects_attributes() -> None:
+    assert outside_assignments("agent", "leader") == []
+
+
 def test_the_rules_find_what_they_forbid() -> None:
     source = "class A(Base):\n    pass\nclass B(StrEnum):\n    pass\n"
     tree = ast.parse(source)
