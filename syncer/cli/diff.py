@@ -159,7 +159,7 @@ def diff(
     from syncer.config.loading import check_kubeconfig
     from syncer.config.rollout import RolloutPolicy, load_rollout_policy
     from syncer.engine.diff import DiffOptions, diff_fleet, offline_plan
-    from syncer.engine.render import RenderRequest, load_desired
+    from syncer.engine.rendered_fleet import RenderRequest, load_desired
     from syncer.errors import ManifestError, SyncerError
 
     try:

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from syncer.cli.tables import terminal_text
 from syncer.config.settings import AGENT_NAMESPACE
-from syncer.domain.history import HistoryEntry
+from syncer.domain.revision_history import HistoryEntry
 
 
 def _when(stamp: float) -> str:

@@ -20,10 +20,10 @@ from typing import Protocol
 
 from syncer.config import SourceOptions, TrustPolicy
 from syncer.domain.changeset import ChangeSet
-from syncer.domain.history import HistoryEntry
 from syncer.domain.objects import ClusterManifests, DesiredFleet
 from syncer.domain.plans import ClusterPlan
 from syncer.domain.progress import Listener, PassEvent, Step
+from syncer.domain.revision_history import HistoryEntry
 from syncer.domain.sync_state import ClusterSyncState
 from syncer.engine.diff import plan_live_cluster
 from syncer.engine.in_force import InForce

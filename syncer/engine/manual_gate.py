@@ -14,7 +14,7 @@ from dataclasses import replace
 from syncer.domain.gates import AwaitingPromotion
 from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import PassEvent, Step, Waiting
-from syncer.engine.rollback import FleetsOf, roll_back_wave
+from syncer.engine.failed_wave import FleetsOf, roll_back_wave
 from syncer.engine.rollout_gate import RolloutParts
 from syncer.engine.rollout_model import RolloutOutcome, RolloutReport, WaveReport
 from syncer.rollout import Decision, GateVerdict, Wave, judge_abort, judge_promotion, people_needed

@@ -9,9 +9,11 @@ leader lease) resumes from the clusters: finished waves are not redone, applied 
 re-applied, and health timeouts and bake times count from the times recorded there.
 
 A cluster's fault stays that cluster's: one that cannot be read is left out and its wave applies to
-the others, then waits for it; a wave that passed is only watched (``rollout_gate``). The parts:
-``rollout_state`` (the states), ``rollout_apply`` (applies and repairs), ``rollout_gate`` (health),
-``rollback`` (a failed wave), ``manual_gate`` (a person's promotion and abort).
+the others, then waits for it; a wave that passed is only watched (``rollout_gate``). The parts,
+composed here, none inheriting from another: ``rollout_state`` (the clusters' records),
+``rollout_apply`` (applies and repairs), ``rollout_gate`` (health); and functions over them:
+``failed_wave`` (a failed wave's failures and rollback), ``manual_gate`` (a person's promotion and
+abort).
 """
 
 from __future__ import annotations
@@ -25,11 +27,11 @@ from syncer.domain.changeset import ChangeSet
 from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import Listener, PassEvent, Step
 from syncer.domain.sync_state import ClusterSyncState
+from syncer.engine.failed_wave import FleetsOf, roll_back_wave
 from syncer.engine.failures import refusals
 from syncer.engine.manual_gate import abort_wave, stop_at_gate
-from syncer.engine.rollback import FleetsOf, roll_back_wave
 from syncer.engine.rollout_apply import WaveApplier
-from syncer.engine.rollout_gate import RolloutParts, Superseded, WaveGate
+from syncer.engine.rollout_gate import HealthGate, RolloutParts, Superseded
 from syncer.engine.rollout_model import (
     RolloutHooks,
     RolloutOptions,
@@ -42,7 +44,7 @@ from syncer.errors import KubeError
 from syncer.kube import KubeApi
 from syncer.rollout import Decision, GateVerdict, Wave, is_done, judge_abort, plan_waves
 from syncer.rollout.pins import restricted
-from syncer.rollout.rollback import wave_passed
+from syncer.rollout.rollback_targets import wave_passed
 from syncer.rollout.waves import for_going_back, waves_without
 from syncer.status.state_store import LoadedState
 
@@ -52,7 +54,7 @@ __all__ = ["FleetRollout"]
 class FleetRollout:
     """Rolls revisions out to the clusters it has clients for, and repairs their drift: composed of
     the clusters' records (``RolloutStates``), the applier (``WaveApplier``) and the health gate
-    (``WaveGate``), built here from what the rollout asks outside itself (``hooks``)."""
+    (``HealthGate``), built here from what the rollout asks outside itself (``hooks``)."""
 
     def __init__(
         self,
@@ -66,7 +68,7 @@ class FleetRollout:
     ) -> None:
         self.records = RolloutStates(clients, options, stop=stop, clock=clock, listener=listener, hooks=hooks)
         self.applier = WaveApplier(self.records)
-        self.gate = WaveGate(self.records, self.applier, hooks.query)
+        self.gate = HealthGate(self.records, self.applier, hooks.query)
         self.parts = RolloutParts(self.records, self.applier, self.gate)
 
     @property

@@ -21,7 +21,7 @@ from syncer.errors import FencedOut, KubeError
 from syncer.rollout import Held, Wave, is_done
 from syncer.rollout.failures import apply_failure
 from syncer.rollout.held import HoldKind, person_hold
-from syncer.rollout.windows import WindowOverride, judge_cluster
+from syncer.rollout.window_judge import WindowOverride, judge_cluster
 
 
 def _inventory(desired: ClusterManifests, applied: ChangeSet) -> tuple[InventoryEntry, ...]:

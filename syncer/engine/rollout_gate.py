@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from syncer.domain.analysis import Verdict
+from syncer.domain.analysis import AnalysisVerdict
 from syncer.domain.changeset import ChangeSet
 from syncer.domain.health import Health, ObjectHealth
 from syncer.domain.objects import DesiredFleet
@@ -47,7 +47,7 @@ _GATE_STEPS = {
 }
 
 
-class WaveGate:
+class HealthGate:
     """Judges and watches the health of waves (see the module docstring): the clusters' ``records``
     are read and written, the ``applier`` applies clusters a sharded replica gains while it waits,
     and ``query`` asks Prometheus for a wave's analysis."""
@@ -228,12 +228,12 @@ class WaveGate:
         for name, state in looked.states.items():
             self.records.save(name, state)
         found = looked.verdict
-        if found.verdict is Verdict.RUNNING:
+        if found.verdict is AnalysisVerdict.RUNNING:
             return GateVerdict(Decision.WAIT, found.reason, found.wait, waiting=Waiting.ANALYSIS)
-        if found.verdict is Verdict.SUCCESSFUL:
+        if found.verdict is AnalysisVerdict.SUCCESSFUL:
             return replace(healthy, reason=f"{healthy.reason}; {found.reason}", analysis=found.verdict)
         failed = tuple(name for name, _ in found.clusters)
-        if found.verdict is Verdict.FAILED:
+        if found.verdict is AnalysisVerdict.FAILED:
             decision = Decision.ROLLBACK if rollback else Decision.HALT
             return GateVerdict(
                 decision, found.reason, failed=failed, reasons=found.clusters, analysis=found.verdict
@@ -287,4 +287,4 @@ class RolloutParts:
 
     records: RolloutStates
     applier: WaveApplier
-    gate: WaveGate
+    gate: HealthGate

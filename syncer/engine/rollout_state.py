@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable, Mapping
 
 from syncer.apply import with_retries
-from syncer.domain.history import Actor, HistoryEntry
 from syncer.domain.progress import Listener, PassEvent, Step
+from syncer.domain.revision_history import Actor, HistoryEntry
 from syncer.domain.sync_state import ClusterSyncState
 from syncer.engine.rollout_model import RolloutHooks, RolloutOptions
 from syncer.errors import FencedOut, HeldSinceRead, KubeError, RecordUnreadable

@@ -24,7 +24,7 @@ from syncer.domain.analysis import AnalysisRecord, MetricCounts
 from syncer.domain.applied import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from syncer.domain.changeset import FailureCause
 from syncer.domain.gates import AwaitingPromotion
-from syncer.domain.history import Actor, HistoryEntry, note
+from syncer.domain.revision_history import Actor, HistoryEntry, note
 from syncer.domain.sync_state import (
     ClusterSyncState,
     FailedRevision,

@@ -4,7 +4,10 @@
    base class other than these standard ones: ``Exception``, ``Enum``, ``StrEnum``, ``IntEnum``,
    ``Protocol``, ``NamedTuple`` and ``Generic`` (a class of the project's error tree,
    ``syncer/errors.py``, may be subclassed too). A rollout part that needs another holds it.
-2. Objects are built whole: no module of ``syncer/agent`` or ``syncer/leader`` assigns an attribute
+2. Names tell one story: no module name (a file's name, ``__init__.py`` aside) is used three times
+   or more under ``syncer/``, and no public class name (one not starting with ``_``) is defined
+   twice there: each means one thing.
+3. Objects are built whole: no module of ``syncer/agent`` or ``syncer/leader`` assigns an attribute
    of an object other than ``self`` or ``cls`` (``x.attr = ...``, ``self.x.attr = ...``, augmented
    and annotated assignments, and ``setattr(x, ...)``): what an object needs is given to its
    constructor.
@@ -94,6 +97,23 @@ def test_no_rollout_class_inherits_from_another_project_class() -> None:
 
 def test_no_module_of_the_agent_or_the_leader_sets_another_objects_attributes() -> None:
     assert outside_assignments("agent", "leader") == []
+
+
+def test_no_module_name_is_used_three_times() -> None:
+    names: dict[str, list[str]] = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        if path.name != "__init__.py":
+            names.setdefault(path.name, []).append(str(path.relative_to(ROOT.parent)))
+    assert {name: paths for name, paths in names.items() if len(paths) >= 3} == {}
+
+
+def test_each_public_class_name_means_one_thing() -> None:
+    defined: dict[str, list[str]] = {}
+    for where, tree in _modules("."):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                defined.setdefault(node.name, []).append(f"{where}:{node.lineno}")
+    assert {name: places for name, places in defined.items() if len(places) > 1} == {}
 
 
 def test_the_rules_find_what_they_forbid() -> None:

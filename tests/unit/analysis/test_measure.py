@@ -7,12 +7,12 @@ from dataclasses import replace
 import pytest
 
 from syncer.analysis import (
+    AnalysisVerdict,
     Baseline,
+    MeasurementOutcome,
     MetricCounts,
     MetricSpec,
-    Outcome,
     QueryAnswer,
-    Verdict,
     advance,
     judge_value,
     verdict_of,
@@ -40,58 +40,58 @@ def run(metric: MetricSpec, answers: list[QueryAnswer], baseline: QueryAnswer | 
 @pytest.mark.parametrize(
     ("answer", "outcome"),
     [
-        (QueryAnswer(0.05), Outcome.SUCCESS),
-        (QueryAnswer(0.5), Outcome.FAILURE),
-        (QueryAnswer(missing="the query gives no series"), Outcome.INCONCLUSIVE),
-        (QueryAnswer(error="connection refused"), Outcome.ERROR),
+        (QueryAnswer(0.05), MeasurementOutcome.SUCCESS),
+        (QueryAnswer(0.5), MeasurementOutcome.FAILURE),
+        (QueryAnswer(missing="the query gives no series"), MeasurementOutcome.INCONCLUSIVE),
+        (QueryAnswer(error="connection refused"), MeasurementOutcome.ERROR),
     ],
 )
-def test_each_answer_is_judged(answer: QueryAnswer, outcome: Outcome) -> None:
+def test_each_answer_is_judged(answer: QueryAnswer, outcome: MeasurementOutcome) -> None:
     assert judge_value(LOW, answer, None).outcome is outcome
 
 
 def test_neither_condition_holding_is_inconclusive() -> None:
     both = replace(LOW, failure=program("result > 0.5"))
-    assert judge_value(both, QueryAnswer(0.3), None).outcome is Outcome.INCONCLUSIVE
-    assert judge_value(both, QueryAnswer(0.9), None).outcome is Outcome.FAILURE
+    assert judge_value(both, QueryAnswer(0.3), None).outcome is MeasurementOutcome.INCONCLUSIVE
+    assert judge_value(both, QueryAnswer(0.9), None).outcome is MeasurementOutcome.FAILURE
 
 
 def test_only_a_failure_condition_succeeds_when_it_does_not_hold() -> None:
     failing = MetricSpec("errors", "up", failure=program("result > 0.5"))
-    assert judge_value(failing, QueryAnswer(0.3), None).outcome is Outcome.SUCCESS
+    assert judge_value(failing, QueryAnswer(0.3), None).outcome is MeasurementOutcome.SUCCESS
 
 
 def test_a_baseline_comparison_is_one_line_and_a_missing_baseline_is_inconclusive() -> None:
     metric = MetricSpec(
         "errors", "up", success=program("result <= baseline * 1.2 + 0.001"), baseline=Baseline.PREVIOUS
     )
-    assert judge_value(metric, QueryAnswer(0.0115), QueryAnswer(0.01)).outcome is Outcome.SUCCESS
-    assert judge_value(metric, QueryAnswer(0.02), QueryAnswer(0.01)).outcome is Outcome.FAILURE
+    assert judge_value(metric, QueryAnswer(0.0115), QueryAnswer(0.01)).outcome is MeasurementOutcome.SUCCESS
+    assert judge_value(metric, QueryAnswer(0.02), QueryAnswer(0.01)).outcome is MeasurementOutcome.FAILURE
     judged = judge_value(metric, QueryAnswer(0.001), QueryAnswer(missing="the query gives no series"))
-    assert judged.outcome is Outcome.INCONCLUSIVE
+    assert judged.outcome is MeasurementOutcome.INCONCLUSIVE
     assert judged.detail == "no baseline (previous): the query gives no series"
 
 
 def test_all_good_measurements_succeed_after_count() -> None:
     counts = run(LOW, [QueryAnswer(0.0)] * 2)
-    assert verdict_of(LOW, counts)[0] is Verdict.RUNNING
+    assert verdict_of(LOW, counts)[0] is AnalysisVerdict.RUNNING
     counts = run(LOW, [QueryAnswer(0.0)] * 3)
-    assert verdict_of(LOW, counts) == (Verdict.SUCCESSFUL, "3 of 3 measurement(s) succeeded")
+    assert verdict_of(LOW, counts) == (AnalysisVerdict.SUCCESSFUL, "3 of 3 measurement(s) succeeded")
 
 
 def test_a_failure_beyond_the_limit_fails_at_once() -> None:
     counts = run(LOW, [QueryAnswer(0.0), QueryAnswer(0.9)])
-    assert verdict_of(LOW, counts) == (Verdict.FAILED, "1 failed measurement(s), 0 allowed")
+    assert verdict_of(LOW, counts) == (AnalysisVerdict.FAILED, "1 failed measurement(s), 0 allowed")
     tolerant = replace(LOW, failure_limit=1)
-    assert verdict_of(tolerant, counts)[0] is Verdict.RUNNING
+    assert verdict_of(tolerant, counts)[0] is AnalysisVerdict.RUNNING
 
 
 def test_no_series_past_the_limit_is_inconclusive_never_success() -> None:
     missing = QueryAnswer(missing="the query gives no series")
-    assert verdict_of(LOW, run(LOW, [missing]))[0] is Verdict.INCONCLUSIVE
+    assert verdict_of(LOW, run(LOW, [missing]))[0] is AnalysisVerdict.INCONCLUSIVE
     tolerant = replace(LOW, inconclusive_limit=5)
     assert verdict_of(tolerant, run(tolerant, [missing] * 3)) == (
-        Verdict.INCONCLUSIVE,
+        AnalysisVerdict.INCONCLUSIVE,
         "3 measurement(s) and not one success",
     )
 
@@ -99,9 +99,9 @@ def test_no_series_past_the_limit_is_inconclusive_never_success() -> None:
 def test_errors_in_a_row_past_the_limit_are_inconclusive_and_a_success_resets_the_row() -> None:
     down = QueryAnswer(error="connection refused")
     metric = replace(LOW, consecutive_error_limit=1, count=10)
-    assert verdict_of(metric, run(metric, [down, QueryAnswer(0.0), down]))[0] is Verdict.RUNNING
+    assert verdict_of(metric, run(metric, [down, QueryAnswer(0.0), down]))[0] is AnalysisVerdict.RUNNING
     assert verdict_of(metric, run(metric, [down, down])) == (
-        Verdict.INCONCLUSIVE,
+        AnalysisVerdict.INCONCLUSIVE,
         "2 errors in a row, 1 allowed",
     )
 
@@ -109,7 +109,10 @@ def test_errors_in_a_row_past_the_limit_are_inconclusive_and_a_success_resets_th
 def test_a_condition_that_cannot_be_evaluated_is_an_error_not_a_success() -> None:
     metric = MetricSpec("errors", "up", failure=program("int(result) > 0"))
     judged = judge_value(metric, QueryAnswer(1e300), None)
-    assert (judged.outcome, judged.detail) == (Outcome.ERROR, "int(result) > 0: double out of int64 range")
+    assert (judged.outcome, judged.detail) == (
+        MeasurementOutcome.ERROR,
+        "int(result) > 0: double out of int64 range",
+    )
 
 
 def test_the_next_measurement_waits_for_the_initial_delay_then_the_interval() -> None:

@@ -1,7 +1,7 @@
 """A failed wave: the clusters where the revision itself failed remember it, with the cause
 (``syncer.rollout.failures.blame``: not those that applied it cleanly, not those that were not
 healthy before it), and, when the policy asks for it, each is put back on the revision *it* last ran
-healthy (``syncer.rollout.rollback``), never on a revision voted by the fleet, never on the failing
+healthy (``syncer.rollout.rollback_targets``), never on a revision voted by the fleet, never on the failing
 one. Clusters without such a revision, clusters that were not healthy before the revision, and
 clusters a person holds (``held_now``: suspended, or pinned to another revision; a window does not
 hold a rollback) stay where they are, and the report says why."""
@@ -20,7 +20,7 @@ from syncer.engine.rollout_gate import RolloutParts
 from syncer.engine.rollout_model import RolloutOutcome, RolloutReport, WaveReport
 from syncer.rollout import Decision, Wave, phase_after_rollback
 from syncer.rollout.failures import Refusal, blame, not_blamed
-from syncer.rollout.rollback import good_before, rollback_targets
+from syncer.rollout.rollback_targets import good_before, rollback_targets
 from syncer.rollout.waves import for_going_back
 
 FleetsOf = Callable[[str], DesiredFleet | None]
