@@ -33,7 +33,7 @@ from syncer.controller.runner import run_controller
 from syncer.errors import ConfigError, Conflict, KubeError, NotFound
 from syncer.kube import ClusterClient
 from syncer.leader.election import LeaderElector
-from syncer.leader.fence import NO_LEASE, Fence
+from syncer.leader.fence import NO_LEASE, Fence, everywhere
 from syncer.status.metrics import SyncerMetrics
 
 log = logging.getLogger("syncer.agent")
@@ -141,12 +141,12 @@ def agent_process(
         replica = ShardedReplica(config, settings, metrics, stop)
         return AgentProcess(replica.agent, settings, stop, replica=replica)
     if not settings.leader_elect:
-        agent = Agent(config, settings, metrics, stop, Writing(fences=lambda _: NO_LEASE))
+        agent = Agent(config, settings, metrics, stop, Writing(fences=everywhere(NO_LEASE)))
         return AgentProcess(agent, settings, stop)
     identity = replica_identity(settings.shards.identity)
     leadership = Leadership.of(settings, identity)
     fence = leadership.fence
-    agent = Agent(config, settings, metrics, stop, Writing(fences=lambda _: fence), identity=identity)
+    agent = Agent(config, settings, metrics, stop, Writing(fences=everywhere(fence)), identity=identity)
     return AgentProcess(agent, settings, stop, leadership=leadership)
 
 

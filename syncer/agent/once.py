@@ -31,7 +31,7 @@ from syncer.domain.progress import Listener
 from syncer.errors import ConfigError, FencedOut, KubeError, SyncerError
 from syncer.kube import ClientOptions, ClusterClient, KubeApi
 from syncer.leader.election import LEASE_API, LeaderElector, LeaseRecord
-from syncer.leader.fence import NO_LEASE, Fence
+from syncer.leader.fence import NO_LEASE, Fence, everywhere
 from syncer.leader.shards import OWNER_LEASE
 from syncer.status.metrics import SyncerMetrics
 
@@ -76,7 +76,7 @@ class OncePass:
                 ) from err
             self.elector = LeaderElector(self.home, settings.lease, identity)
             fence = self.elector.fence(settings.lease.duration - settings.lease.renew_deadline)
-        writing = Writing(fences=lambda _: fence, client=ClientOptions(user_agent=user_agent(identity)))
+        writing = Writing(fences=everywhere(fence), client=ClientOptions(user_agent=user_agent(identity)))
         self.agent = Agent(config, settings, metrics, stop, writing, listener=listener, identity=identity)
 
     def close(self) -> None:

@@ -79,6 +79,15 @@ FenceOf = Callable[[str], Fence]
 """The fence that guards the writes to one cluster, by name."""
 
 
+def everywhere(fence: Fence) -> FenceOf:
+    """``fence`` for every cluster (the leader Lease's, or ``NO_LEASE``)."""
+
+    def of(_: str) -> Fence:
+        return fence
+
+    return of
+
+
 class FencedKube:
     """A ``KubeApi`` whose writes each pass ``fence`` once (see the module docstring). It takes
     ``inner`` over: every write through ``inner`` passes the fence from then on, so a client that

@@ -9,9 +9,9 @@ from pathlib import Path
 import yaml
 
 from syncer.agent.service import Writing
-from syncer.leader.fence import NO_LEASE
+from syncer.leader.fence import NO_LEASE, everywhere
 
-UNLEASED = Writing(fences=lambda _: NO_LEASE)
+UNLEASED = Writing(fences=everywhere(NO_LEASE))
 """How an agent writes that holds no Lease (as ``--no-leader-elect`` runs it)."""
 
 
