@@ -248,6 +248,11 @@ class FencedOut(SyncerError):
     or a cluster's state was written by a newer leader (a higher fencing token)."""
 
 
+class HeldSinceRead(SyncerError):
+    """A state write not made: a person's act recorded in the cluster since the writer read it (a
+    pin, a suspension) forbids what the write would start; the writer holds the cluster instead."""
+
+
 class RecordUnreadable(SyncerError):
     """A record a cluster keeps (its history of revisions) is not one this version can read; the
     message names the cluster, the ConfigMap and its key, and what is wrong."""

@@ -169,6 +169,14 @@ def _probe_limits(settings: HttpSettings) -> _Limits:
     )
 
 
+class _Deadline(threading.Timer):
+    """A timer that never keeps the process alive (a daemon thread)."""
+
+    def __init__(self, interval: float, function: Callable[[], None]) -> None:
+        super().__init__(interval, function)
+        self.daemon = True
+
+
 def _handler(endpoints: Endpoints, settings: HttpSettings, limits: _Limits) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "syncer"
@@ -178,8 +186,7 @@ def _handler(endpoints: Endpoints, settings: HttpSettings, limits: _Limits) -> t
         def setup(self) -> None:
             super().setup()
             # The whole request must be in within request_timeout: a client trickling bytes is cut off.
-            self._deadline = threading.Timer(limits.request_timeout, self._expire)
-            self._deadline.daemon = True
+            self._deadline = _Deadline(limits.request_timeout, self._expire)
             self._deadline.start()
 
         def _expire(self) -> None:

@@ -16,15 +16,16 @@ import datetime as dt
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from syncer.agent.http import POLL_STARTS, AgentServer, Endpoints, HookAnswer, ProbeServer
-from syncer.agent.service import Agent
-from syncer.agent.sharding import sharded
+from syncer.agent.service import Agent, Writing, replica_identity
+from syncer.agent.sharding import ShardedReplica, sharded
 from syncer.agent.ui import PageRoutes
+from syncer.config import AgentConfig
 from syncer.config.loading import read_agent_file
 from syncer.config.settings import AgentSettings
 from syncer.controller.model import CONTROLLER_LEASE, ControllerOptions
@@ -32,7 +33,8 @@ from syncer.controller.runner import run_controller
 from syncer.errors import ConfigError, Conflict, KubeError, NotFound
 from syncer.kube import ClusterClient
 from syncer.leader.election import LeaderElector
-from syncer.leader.fence import UNFENCED, Fence
+from syncer.leader.fence import NO_LEASE, Fence, everywhere
+from syncer.status.metrics import SyncerMetrics
 
 log = logging.getLogger("syncer.agent")
 
@@ -52,7 +54,7 @@ def start_controllers(agent: Agent, settings: AgentSettings, stop: threading.Eve
     if chosen.every_cluster:
         accesses = {name: agent.access(name) for name in agent.config.clusters}
         targets = [(agent.connections.kubeconfig_of(a), a.context, name) for name, a in accesses.items()]
-        follows = [agent.fences.settled_of(name) for name in accesses]
+        follows = [agent.writing.fences(name) for name in accesses]
     else:
         targets = [(settings.home.kubeconfig or settings.kubeconfig, settings.home.context, "")]
         follows = [None]
@@ -109,13 +111,63 @@ def read_secret(path: Path | None) -> str:
         raise ConfigError(f"{path}: the webhook secret is not UTF-8 text") from None
 
 
-class AgentProcess:
-    """Runs an Agent until ``stop`` is set."""
+@dataclass(frozen=True)
+class Leadership:
+    """How a leader-elected agent leads: its ``elector`` of the fleet's leader Lease, through the
+    ``home`` cluster's client, and the ``fence`` every write of its agent passes (open while it
+    holds the Lease for longer than the time the elector keeps leading without a renewal would
+    leave: a frozen leader cannot write)."""
 
-    def __init__(self, agent: Agent, settings: AgentSettings, stop: threading.Event) -> None:
+    home: ClusterClient
+    elector: LeaderElector
+    fence: Fence
+
+    @classmethod
+    def of(cls, settings: AgentSettings, identity: str) -> Leadership:
+        home = settings.home
+        client = ClusterClient.from_kubeconfig(home.kubeconfig or settings.kubeconfig, home.context)
+        elector = LeaderElector(client, settings.lease, identity)
+        margin = settings.lease.duration - settings.lease.renew_deadline
+        return cls(client, elector, elector.fence(margin))
+
+
+def agent_process(
+    config: AgentConfig, settings: AgentSettings, metrics: SyncerMetrics, stop: threading.Event
+) -> AgentProcess:
+    """The agent process ``settings`` ask for, built whole: one replica of a sharded group, one
+    agent leading by the fleet's Lease, or (without leader election) one agent holding no Lease
+    (``NO_LEASE``: a cluster whose state records a fencing token refuses it)."""
+    if settings.shards.group:
+        replica = ShardedReplica(config, settings, metrics, stop)
+        return AgentProcess(replica.agent, settings, stop, replica=replica)
+    if not settings.leader_elect:
+        agent = Agent(config, settings, metrics, stop, Writing(fences=everywhere(NO_LEASE)))
+        return AgentProcess(agent, settings, stop)
+    identity = replica_identity(settings.shards.identity)
+    leadership = Leadership.of(settings, identity)
+    fence = leadership.fence
+    agent = Agent(config, settings, metrics, stop, Writing(fences=everywhere(fence)), identity=identity)
+    return AgentProcess(agent, settings, stop, leadership=leadership)
+
+
+class AgentProcess:
+    """Runs an Agent until ``stop`` is set: as the ``replica`` of a sharded group, leading by its
+    ``leadership``, or (neither) alone."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        settings: AgentSettings,
+        stop: threading.Event,
+        *,
+        replica: ShardedReplica | None = None,
+        leadership: Leadership | None = None,
+    ) -> None:
         self.agent = agent
         self.settings = settings
         self.stop = stop
+        self.replica = replica
+        self.leadership = leadership
         self.leading = threading.Event()
         self._scheduler: BackgroundScheduler | None = None
         self._threads: list[threading.Thread] = []
@@ -163,7 +215,7 @@ class AgentProcess:
             self._polling, self._queued = True, False
         try:
             while True:
-                self._guarded("poll", self.agent.sync_once)()
+                self._guarded("poll", lambda: self.agent.sync_once(stop_leading))()
                 with self._poll_lock:
                     if not self._queued or stop_leading.is_set():
                         return
@@ -175,7 +227,6 @@ class AgentProcess:
 
     def _lead(self, stop_leading: threading.Event) -> None:
         self.leading.set()
-        self.agent.stop = stop_leading
         self.agent.metrics.leader.set(1)
         scheduler = BackgroundScheduler(timezone=dt.UTC)
         scheduler.add_job(
@@ -190,7 +241,7 @@ class AgentProcess:
             coalesce=True,
         )
         scheduler.add_job(
-            self._guarded("drift", self.agent.heal),
+            self._guarded("drift", lambda: self.agent.heal(stop_leading)),
             "interval",
             seconds=self.settings.drift_interval,
             id="drift",
@@ -240,36 +291,7 @@ class AgentProcess:
         log.info("listening on %s", server.host)
         self._start_controllers()
         try:
-            if self.settings.shards.group:
-                # One replica of a group: act at once, on the clusters this replica owns.
-                with sharded(self.agent, self.settings, self.stop):
-                    self._lead(self.stop)
-                return
-            if not self.settings.leader_elect:
-                self.agent.fences.use_for_all(UNFENCED)  # one agent by the operator's word: nothing fenced
-                self._lead(self.stop)
-                return
-            home = self.settings.home
-            client = ClusterClient.from_kubeconfig(home.kubeconfig or self.settings.kubeconfig, home.context)
-            identity = self.agent.identity
-            try:
-                elector = LeaderElector(client, self.settings.lease, identity)
-                # Writes go out only while the Lease is held for longer than the time the elector
-                # keeps leading without a renewal would leave: a frozen leader cannot write.
-                margin = self.settings.lease.duration - self.settings.lease.renew_deadline
-                fence = elector.fence(margin)
-                self.agent.fences.use_for_all(fence)
-                while not self.stop.is_set():
-                    # Losing the Lease, or its cluster, returns this replica to standby; it keeps
-                    # serving HTTP and trying again, it never exits for it.
-                    try:
-                        ensure_lease_namespace(client, self.settings.lease.namespace)
-                        elector.run(self.stop, self._lead)
-                    except KubeError as err:
-                        log.warning("the Lease's cluster does not answer: %s; trying again", err)
-                        self.stop.wait(self.settings.lease.retry_period)
-            finally:
-                client.close()
+            self._run()
         finally:
             self.agent.page.close()
             server.stop()
@@ -277,3 +299,27 @@ class AgentProcess:
             for thread in self._threads:
                 thread.join(timeout=70)
             self.agent.close()
+            if self.replica is not None:
+                self.replica.close()
+            if self.leadership is not None:
+                self.leadership.home.close()
+
+    def _run(self) -> None:
+        if self.replica is not None:
+            # One replica of a group: act at once, on the clusters this replica owns.
+            with sharded(self.replica, self.stop):
+                self._lead(self.stop)
+            return
+        if self.leadership is None:
+            self._lead(self.stop)  # one agent by the operator's word: no Lease
+            return
+        client, elector = self.leadership.home, self.leadership.elector
+        while not self.stop.is_set():
+            # Losing the Lease, or its cluster, returns this replica to standby; it keeps
+            # serving HTTP and trying again, it never exits for it.
+            try:
+                ensure_lease_namespace(client, self.settings.lease.namespace)
+                elector.run(self.stop, self._lead)
+            except KubeError as err:
+                log.warning("the Lease's cluster does not answer: %s; trying again", err)
+                self.stop.wait(self.settings.lease.retry_period)

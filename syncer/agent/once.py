@@ -6,7 +6,9 @@ and the clusters' states refuse a deposed or Lease-less writer. While a running 
 the pass waits for it, up to ``LeaseSettings.acquire_wait``, and then gives up with the holder's
 name: the running agent does the passes. A fleet run by sharded replicas is left to them: a cluster
 whose owner Lease a replica holds is never written by this command. Without leader election
-(``leader_elect`` off) the pass holds nothing, and a cluster whose state records a token refuses it.
+(``leader_elect`` off) the pass holds nothing (``NO_LEASE``), and a cluster whose state records a
+token refuses it: nothing is written there, drift repair included. ``OncePass`` builds the pass whole,
+its fence given to its agent when it is built.
 
 Must not: decide anything about the rollout, or act on any cluster before the Lease is held.
 """
@@ -18,18 +20,20 @@ import socket
 import threading
 import time
 import uuid
-from dataclasses import replace
 from datetime import UTC, datetime
 
 from syncer.agent.loop import ensure_lease_namespace
-from syncer.agent.service import Agent, PassResult
+from syncer.agent.service import Agent, PassResult, Writing
 from syncer.agent.sharding import user_agent
+from syncer.config import AgentConfig
 from syncer.config.settings import AgentSettings
+from syncer.domain.progress import Listener
 from syncer.errors import ConfigError, FencedOut, KubeError, SyncerError
-from syncer.kube import ClusterClient, KubeApi
+from syncer.kube import ClientOptions, ClusterClient, KubeApi
 from syncer.leader.election import LEASE_API, LeaderElector, LeaseRecord
-from syncer.leader.fence import UNFENCED
+from syncer.leader.fence import NO_LEASE, Fence, everywhere
 from syncer.leader.shards import OWNER_LEASE
+from syncer.status.metrics import SyncerMetrics
 
 log = logging.getLogger("syncer.agent")
 
@@ -39,42 +43,66 @@ def once_identity() -> str:
     return f"sync-once-{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
 
 
-def one_pass(agent: Agent, settings: AgentSettings) -> PassResult:
-    """One pass of ``agent`` holding the fleet's leader Lease (see the module docstring). FencedOut
-    when the Lease stays held by another agent, or a sharded replica owns a cluster."""
-    identity = agent.identity
-    # The apiservers' audit logs name this pass's requests apart from a running agent's.
-    agent.connections.options = replace(agent.connections.options, user_agent=user_agent(identity))
-    if not settings.leader_elect:
-        agent.fences.use_for_all(UNFENCED)
+class OncePass:
+    """One ``sync --once`` pass, built whole (see the module docstring): its own identity (named in
+    the apiservers' audit logs), and with leader election the home cluster's client and the elector
+    of the fleet's leader Lease, whose fence every write of ``agent`` passes; without it the agent
+    holds no Lease (``NO_LEASE``)."""
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        settings: AgentSettings,
+        metrics: SyncerMetrics,
+        stop: threading.Event,
+        listener: Listener | None = None,
+    ) -> None:
+        self.settings = settings
+        identity = once_identity()
+        self.home: ClusterClient | None = None
+        self.elector: LeaderElector | None = None
+        fence: Fence = NO_LEASE
+        if settings.leader_elect:
+            home = settings.home
+            try:
+                self.home = ClusterClient.from_kubeconfig(
+                    home.kubeconfig or settings.kubeconfig, home.context
+                )
+            except ConfigError as err:
+                raise ConfigError(
+                    f"the pass holds the fleet's Lease in the home cluster (--kubeconfig, --lease-context), "
+                    f"which cannot be reached: {err}; or run it with --no-leader-elect where no agent writes "
+                    "the fleet"
+                ) from err
+            self.elector = LeaderElector(self.home, settings.lease, identity)
+            fence = self.elector.fence(settings.lease.duration - settings.lease.renew_deadline)
+        writing = Writing(fences=everywhere(fence), client=ClientOptions(user_agent=user_agent(identity)))
+        self.agent = Agent(config, settings, metrics, stop, writing, listener=listener, identity=identity)
+
+    def close(self) -> None:
+        self.agent.close()
+        if self.home is not None:
+            self.home.close()
+
+
+def one_pass(once: OncePass) -> PassResult:
+    """One pass of ``once``'s agent holding the fleet's leader Lease (see the module docstring).
+    FencedOut when the Lease stays held by another agent, or a sharded replica owns a cluster."""
+    agent, settings, elector, client = once.agent, once.settings, once.elector, once.home
+    if elector is None or client is None:
         return agent.sync_once()
-    home = settings.home
-    try:
-        client = ClusterClient.from_kubeconfig(home.kubeconfig or settings.kubeconfig, home.context)
-    except ConfigError as err:
-        raise ConfigError(
-            f"the pass holds the fleet's Lease in the home cluster (--kubeconfig, --lease-context), which "
-            f"cannot be reached: {err}; or run it with --no-leader-elect where no agent writes the fleet"
-        ) from err
-    try:
-        _refuse_sharded(agent, settings)
-        elector = LeaderElector(client, settings.lease, identity)
-        ensure_lease_namespace(client, settings.lease.namespace)
-        _acquire(elector, client, settings, agent.stop)
-        fence = elector.fence(settings.lease.duration - settings.lease.renew_deadline)
-        agent.fences.use_for_all(fence)
-        results: list[PassResult] = []
+    _refuse_sharded(agent, settings)
+    ensure_lease_namespace(client, settings.lease.namespace)
+    _acquire(elector, client, settings, agent.stop)
+    results: list[PassResult] = []
 
-        def lead(stop_leading: threading.Event) -> None:
-            agent.stop = stop_leading
-            results.append(agent.sync_once())
+    def lead(stop_leading: threading.Event) -> None:
+        results.append(agent.sync_once(stop_leading))
 
-        elector.run(agent.stop, lead)
-        if not results:
-            raise FencedOut("stopped before the pass began")
-        return results[0]
-    finally:
-        client.close()
+    elector.run(agent.stop, lead)
+    if not results:
+        raise FencedOut("stopped before the pass began")
+    return results[0]
 
 
 def _acquire(elector: LeaderElector, client: KubeApi, settings: AgentSettings, stop: threading.Event) -> None:

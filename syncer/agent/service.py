@@ -17,6 +17,8 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 
 from syncer.agent.fleet_page import FleetPage
 from syncer.config import AgentConfig, ClusterAccess
@@ -25,18 +27,18 @@ from syncer.domain.changeset import ChangeSet
 from syncer.domain.progress import Listener, PassEvent, Step, to_all
 from syncer.domain.rollout_records import rebuild, records_of
 from syncer.engine.connections import KubeconfigConnections
-from syncer.engine.fleet_pass import FleetPass, PassResult, git_revisions
-from syncer.engine.guarding import RevisionGuard
+from syncer.engine.fleet_pass import FleetPass, PassResult, PassScope, git_revisions
+from syncer.engine.gate_questions import GateQuestions
 from syncer.engine.revision import PollOutcome, Stage
 from syncer.engine.rollout_model import RolloutOptions, RolloutOutcome
 from syncer.errors import VerificationError
-from syncer.kube import KubeApi
-from syncer.leader.fence import FleetFences
+from syncer.kube import ClientOptions, KubeApi
+from syncer.leader.fence import FenceOf
 from syncer.notify.notifier import RESULTS, Notifier
 from syncer.status.metrics import SyncerMetrics
 from syncer.status.report import EventReporter
 
-__all__ = ["Agent", "PassResult"]
+__all__ = ["Agent", "PassResult", "Writing"]
 
 log = logging.getLogger("syncer.agent")
 
@@ -63,14 +65,43 @@ class PassTally:
         return str(outcome)
 
 
+def _only(tells: Callable[[PassEvent], bool] | None, listener: Listener) -> Listener:
+    """``listener`` told only the events ``tells`` passes (all without it)."""
+    if tells is None:
+        return listener
+
+    def told(event: PassEvent) -> None:
+        if tells(event):
+            listener(event)
+
+    return told
+
+
 def replica_identity(configured: str) -> str:
     """This replica's name: the one configured, else the host name and a random suffix."""
     return configured or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
 
 
+@dataclass(frozen=True)
+class Writing:
+    """How an agent writes to the fleet, given whole when it is built. ``fences``: the fence of each
+    cluster's writes (the leader Lease's, each cluster's owner Lease for a sharded replica, or
+    ``NO_LEASE`` for an agent run without leader election); ``client``: the options of its
+    connections (its user agent names it in the apiservers' audit logs); a sharded replica's
+    ``scope`` (the clusters it owns, the revision in force), ``events`` (the clusters its Kubernetes
+    Events go to, from the connected ones) and ``tells`` (the notices that are its to send)."""
+
+    fences: FenceOf
+    client: ClientOptions = field(default_factory=ClientOptions)
+    scope: PassScope | None = None
+    events: Callable[[Mapping[str, KubeApi]], Mapping[str, KubeApi]] | None = None
+    tells: Callable[[PassEvent], bool] | None = None
+
+
 class Agent:
-    """Everything one agent process needs to take revisions from git to the fleet. ``identity`` names
-    this replica (its Lease holder, its user agent, who the clusters' history says applied)."""
+    """Everything one agent process needs to take revisions from git to the fleet, built whole:
+    ``writing`` says how it writes (its fences first). ``identity`` names this replica (its Lease
+    holder, its user agent, who the clusters' history says applied)."""
 
     def __init__(
         self,
@@ -78,14 +109,16 @@ class Agent:
         settings: AgentSettings,
         metrics: SyncerMetrics,
         stop: threading.Event,
-        listener: Listener | None = None,
+        writing: Writing,
         *,
+        listener: Listener | None = None,
         identity: str = "",
     ) -> None:
         self.config = config
         self.settings = settings
         self.metrics = metrics
         self.stop = stop
+        self.writing = writing
         self.identity = replica_identity(identity or settings.shards.identity)
         options = RolloutOptions(
             rollout=config.rollout,
@@ -95,27 +128,28 @@ class Agent:
             history_keep=config.history_keep,
             actor=f"agent {self.identity}",
         )
-        self.gate = git_revisions(config.source, config.trust)
-        self.connections = KubeconfigConnections(config.clusters, settings.kubeconfig)
-        # Every write to a cluster passes its fence first: open until a Lease is in use (loop.py,
-        # sharding.py, once.py).
-        self.fences = FleetFences()
-        self.fleet_pass = FleetPass(self.gate, self.connections, options, fences=self.fences.of)
-        # The gate judges a tip against the revisions the clusters record, read by the pass itself.
-        self.fleet_pass.known_clusters = tuple(config.clusters)
-        self.gate.recorded = self.fleet_pass.recorded_revisions
-        if not config.guards.empty:
-            # A tip that breaks a guard rule is rejected at the gate, planned as the sync would plan it.
-            self.gate.judge = RevisionGuard(config.guards, self.fleet_pass.plan_live).require
+        # The gate judges a tip against the revisions the clusters record, read by the pass itself,
+        # and (with guards) planned as the sync would plan it: asked of the pass made below.
+        questions = GateQuestions(config.guards)
+        judge = questions.judge if questions.judges else None
+        self.gate = git_revisions(config.source, config.trust, questions.recorded, judge)
+        self.connections = KubeconfigConnections(config.clusters, settings.kubeconfig, writing.client)
         waves = self.waves = tuple(wave.name for wave in config.rollout.waves)
-        self.reporter = EventReporter(metrics, self.fleet_pass.clients, settings.state_namespace, waves)
+        clients: dict[str, KubeApi] = {}  # the pass's connections, opened as it needs them
+        events = writing.events(clients) if writing.events is not None else clients
+        self.reporter = EventReporter(metrics, events, settings.state_namespace, waves)
         self.tally = PassTally()
         self.notifier = self._notifier()
         # The fleet page (/ui) follows the same events and the states each pass ends with.
         self.page = FleetPage(waves, config.clusters, lambda: self.gate.current)
-        self.fleet_pass.listener = to_all(
-            self.reporter, listener, self._tell_tally, self.notifier, self.page.tell
+        notices = _only(writing.tells, self.notifier) if self.notifier is not None else None
+        listeners = to_all(self.reporter, listener, self._tell_tally, notices, self.page.tell)
+        scope = replace(writing.scope or PassScope(), known=tuple(config.clusters))
+        # Every write to a cluster passes its fence first.
+        self.fleet_pass = FleetPass(
+            self.gate, self.connections, options, listeners, writing.fences, scope=scope, clients=clients
         )
+        questions.answered_by(self.fleet_pass.recorded_revisions, self.fleet_pass.plan_live)
         self._lock = threading.Lock()
         self.passes = 0
 
@@ -154,13 +188,14 @@ class Agent:
     def _tell_tally(self, event: PassEvent) -> None:
         self.tally(event)
 
-    def sync_once(self) -> PassResult:
-        """One pass: poll, verify and render a new tip, and roll the revision in force out."""
+    def sync_once(self, stop: threading.Event | None = None) -> PassResult:
+        """One pass: poll, verify and render a new tip, and roll the revision in force out; ``stop``
+        (default: the agent's) ends it at the next safe point (the leader lost its Lease)."""
         with self._lock:
             self.passes += 1
             self.tally = PassTally()
             started = time.monotonic()
-            result = self.fleet_pass.run_pass(self.stop)
+            result = self.fleet_pass.run_pass(stop or self.stop)
             self._count(result, time.monotonic() - started)
             # The rollout's status the clusters record: the page and syncer_wave_state agree with
             # syncer status, also after a restart.
@@ -169,10 +204,10 @@ class Agent:
             self.page.after_pass(result, rollout)
             return result
 
-    def heal(self) -> tuple[ChangeSet, ...]:
-        """Repair drift on the clusters already on the revision in force."""
+    def heal(self, stop: threading.Event | None = None) -> tuple[ChangeSet, ...]:
+        """Repair drift on the clusters already on the revision in force (``stop`` as in ``sync_once``)."""
         with self._lock:
-            repaired = self.fleet_pass.heal(self.stop)
+            repaired = self.fleet_pass.heal(stop or self.stop)
             self._count_objects(repaired)
             return repaired
 

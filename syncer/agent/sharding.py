@@ -1,9 +1,9 @@
 """Sharded ``syncer run`` replicas: the replicas of one group split the clusters of the agent config
 between them through Leases (``syncer.leader.shards``) and each acts only on the clusters it owns.
 
-``ShardedReplica.attach`` wires one agent for it: the fence of each cluster is its owner Lease (each
-write fenced on it, and the cluster's state records that Lease's token), the pass's rollout
-applies, checks and records only the clusters this replica owns (``FleetPass.owns``) and judges
+``ShardedReplica`` builds one replica and its agent whole: the fence of each cluster is its owner
+Lease (each write fenced on it, and the cluster's state records that Lease's token), the pass's
+rollout applies, checks and records only the clusters this replica owns (``PassScope.owns``) and judges
 the others from the sync states their owners record, and Kubernetes Events are written only to
 owned clusters. ``run`` renews the Leases every ``retry_period`` until stopped, then gives every
 Lease up at once so the others take over without waiting. Clusters the config does not list are
@@ -23,14 +23,18 @@ from dataclasses import replace
 from typing import Any
 
 from syncer import __version__
-from syncer.agent.service import Agent
+from syncer.agent.service import Agent, Writing, replica_identity
+from syncer.config import AgentConfig
 from syncer.config.settings import AgentSettings
-from syncer.domain.progress import PassEvent
+from syncer.domain.progress import Listener, PassEvent
+from syncer.engine.connections import KubeconfigConnections
+from syncer.engine.fleet_pass import PassScope
 from syncer.engine.in_force import POLICY_NOTE, InForce, policy_fingerprint
 from syncer.errors import Conflict, FencedOut, KubeError, NotFound
-from syncer.kube import ApplyOptions, ClusterClient, KubeApi, KubeObject
+from syncer.kube import ApplyOptions, ClientOptions, ClusterClient, KubeApi, KubeObject
 from syncer.leader.fence import UNFENCED, FencedKube
 from syncer.leader.shards import ShardOptions, Shards, ShardView
+from syncer.status.metrics import SyncerMetrics
 from syncer.status.revision_record import RevisionRecord
 
 log = logging.getLogger("syncer.agent")
@@ -85,31 +89,38 @@ class _Owned(Mapping[str, KubeApi]):
 
 
 class ShardedReplica:
-    """One replica of a group: its Shards over the clusters of the agent config, renewed by ``run``."""
+    """One replica of a group, built whole: its Shards over the clusters of the agent config, and
+    the agent whose passes act only on the clusters it owns (``agent``), renewed by ``run``."""
 
-    def __init__(self, agent: Agent, settings: AgentSettings) -> None:
+    def __init__(
+        self,
+        config: AgentConfig,
+        settings: AgentSettings,
+        metrics: SyncerMetrics,
+        stop: threading.Event,
+        listener: Listener | None = None,
+    ) -> None:
         lease, group = settings.lease, settings.shards.group
-        self.identity = agent.identity
+        self.identity = replica_identity(settings.shards.identity)
         self.settings = settings
-        names = sorted(agent.config.clusters)
+        names = sorted(config.clusters)
         if not names:
             raise KubeError(
                 f"replica group {group}: a sharded replica splits the clusters listed under the config's "
                 "clusters:, and it lists none"
             )
-        connections = agent.connections
         # A write begun just before the fence closed must end before another replica may take the
         # cluster over: lease_duration - renew_deadline later. Requests time out well within that.
         margin = lease.duration - lease.renew_deadline
-        connections.options = replace(
-            connections.options,
-            user_agent=user_agent(self.identity),
-            timeout=min(connections.options.timeout, max(1.0, margin * 0.8)),
-        )
-        self.raw = {name: connections(name) for name in names}
+        client = ClientOptions(user_agent=user_agent(self.identity))
+        client = replace(client, timeout=min(client.timeout, max(1.0, margin * 0.8)))
+        # The Leases have clients of their own, never fenced; the pass's are each fenced on its
+        # cluster's owner Lease.
+        self._connections = KubeconfigConnections(config.clusters, settings.kubeconfig, client)
+        self.raw = {name: self._connections(name) for name in names}
         home = settings.home
         self.home = ClusterClient.from_kubeconfig(
-            home.kubeconfig or settings.kubeconfig, home.context, "home", connections.options
+            home.kubeconfig or settings.kubeconfig, home.context, "home", client
         )
         options = ShardOptions(
             group=group,
@@ -119,27 +130,26 @@ class ShardedReplica:
             lease_duration=lease.duration,
             renew_deadline=lease.renew_deadline,
             retry_period=lease.retry_period,
-            notes={POLICY_NOTE: policy_fingerprint(agent.config.rollout)},
+            notes={POLICY_NOTE: policy_fingerprint(config.rollout)},
         )
         self.shards = Shards(self.home, self.raw, options)
-        self.agent = agent
         self._ready: set[tuple[str, str]] = set()
-        self.owned_metric = agent.metrics.cluster_owner
+        self.owned_metric = metrics.cluster_owner
         self._exported: set[tuple[str, str]] = set()
-
-    def attach(self) -> None:
-        """Make the agent's passes act only on the clusters this replica owns, every write fenced."""
-        fleet_pass = self.agent.fleet_pass
-        # The pass has clients of its own (the Leases keep theirs), each fenced on its cluster's owner
-        # Lease. A cluster missing from the config has no owner Lease: its writes are always refused.
-        self.agent.fences.use(self.shards.fence)
-        fleet_pass.owns = self.shards.holds
         # The replicas roll out one revision in force, recorded beside their Leases in the home cluster.
-        record = RevisionRecord(self.home, self.settings.lease.namespace, self.identity)
-        fleet_pass.in_force = InForce(record, policy_fingerprint(self.agent.config.rollout), self._policies)
-        self.agent.reporter.clients = _Owned(fleet_pass.clients, self.shards.holds)
-        if self.agent.notifier is not None:
-            self.agent.notifier.tells = self.tells
+        record = RevisionRecord(self.home, lease.namespace, self.identity)
+        in_force = InForce(record, policy_fingerprint(config.rollout), self._policies)
+        # A cluster missing from the config has no owner Lease: its writes are always refused.
+        writing = Writing(
+            fences=self.shards.fence,
+            client=client,
+            scope=PassScope(owns=self.shards.holds, in_force=in_force),
+            events=lambda clients: _Owned(clients, self.shards.holds),
+            tells=self.tells,
+        )
+        self.agent = Agent(
+            config, settings, metrics, stop, writing, listener=listener, identity=self.identity
+        )
 
     def tells(self, event: PassEvent) -> bool:
         """Whether this replica tells people about ``event`` (each notice is sent by one replica):
@@ -225,22 +235,20 @@ class ShardedReplica:
 
     def close(self) -> None:
         self.home.close()
+        self._connections.close()
 
 
 @contextlib.contextmanager
-def sharded(agent: Agent, settings: AgentSettings, stop: threading.Event) -> Iterator[ShardedReplica]:
-    """``agent`` as one replica of its group while inside: the Leases are renewed in a thread from
-    the first round on; on exit (after the caller's passes have ended) every Lease is given up."""
-    replica = ShardedReplica(agent, settings)
-    replica.attach()
+def sharded(replica: ShardedReplica, stop: threading.Event) -> Iterator[ShardedReplica]:
+    """``replica`` renewing its Leases while inside, in a thread from the first round on; on exit
+    (after the caller's passes have ended, or ``stop``) every Lease is given up."""
     quit_renewing = threading.Event()
     replica.round()
     thread = threading.Thread(target=replica.run, args=(quit_renewing,), daemon=True, name="shards")
     thread.start()
-    log.info("replica %s of group %s", replica.identity, settings.shards.group)
+    log.info("replica %s of group %s", replica.identity, replica.settings.shards.group)
     try:
         yield replica
     finally:
         quit_renewing.set()
-        thread.join(timeout=settings.lease.duration * 2)
-        replica.close()
+        thread.join(timeout=replica.settings.lease.duration * 2)

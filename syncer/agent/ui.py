@@ -91,8 +91,8 @@ class PageRoutes:
 
     @staticmethod
     def _headers(handler: BaseHTTPRequestHandler, status: HTTPStatus, content_type: str) -> None:
-        handler.close_connection = True
         handler.send_response(status)
+        handler.send_header("Connection", "close")  # one request per connection
         handler.send_header("Content-Type", content_type)
         handler.send_header("Content-Security-Policy", CSP)
         handler.send_header("X-Content-Type-Options", "nosniff")

@@ -16,21 +16,21 @@ from syncer.analysis.measure import Judged, advance, judge_value, next_due, verd
 from syncer.analysis.model import AnalysisPolicy, Baseline, MetricSpec, PrometheusSource, WebSource
 from syncer.analysis.query import ARGUMENTS, QueryArgs, check_query, render_query
 from syncer.analysis.response import QueryAnswer, Series, read_answer
-from syncer.domain.analysis import MetricCounts, Outcome, Verdict
+from syncer.domain.analysis import AnalysisVerdict, MeasurementOutcome, MetricCounts
 
 __all__ = [
     "ARGUMENTS",
     "AnalysisPolicy",
+    "AnalysisVerdict",
     "Baseline",
     "Judged",
+    "MeasurementOutcome",
     "MetricCounts",
     "MetricSpec",
-    "Outcome",
     "PrometheusSource",
     "QueryAnswer",
     "QueryArgs",
     "Series",
-    "Verdict",
     "WebSource",
     "advance",
     "check_query",

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from syncer.analysis.model import Baseline, MetricSpec
 from syncer.analysis.response import QueryAnswer
-from syncer.domain.analysis import MetricCounts, Outcome, Verdict
+from syncer.domain.analysis import AnalysisVerdict, MeasurementOutcome, MetricCounts
 from syncer.guards.language import Program
 
 
@@ -19,7 +19,7 @@ from syncer.guards.language import Program
 class Judged:
     """One measurement judged: its outcome, the value (None: none) and why, for people."""
 
-    outcome: Outcome
+    outcome: MeasurementOutcome
     value: float | None
     detail: str
     baseline: float | None = None
@@ -68,43 +68,48 @@ def judge_value(metric: MetricSpec, answer: QueryAnswer, baseline: QueryAnswer |
     """One measurement of ``metric`` judged from its answer and (when it uses one) its baseline's.
     A condition over a number reads the one number; one over the list of series reads every series."""
     if answer.error:
-        return Judged(Outcome.ERROR, None, answer.error)
+        return Judged(MeasurementOutcome.ERROR, None, answer.error)
     if answer.value is None and not answer.series:
-        return Judged(Outcome.INCONCLUSIVE, None, answer.missing or "no value")
+        return Judged(MeasurementOutcome.INCONCLUSIVE, None, answer.missing or "no value")
     misfit = _misfit(metric, answer)
     if misfit:
-        return Judged(Outcome.INCONCLUSIVE, answer.value, misfit)
+        return Judged(MeasurementOutcome.INCONCLUSIVE, answer.value, misfit)
     base: float | None = None
     if metric.baseline is not Baseline.NONE:
         if baseline is None or baseline.value is None:
             why = "none measured" if baseline is None else baseline.error or baseline.missing
-            return Judged(Outcome.INCONCLUSIVE, answer.value, f"no baseline ({metric.baseline}): {why}")
+            return Judged(
+                MeasurementOutcome.INCONCLUSIVE, answer.value, f"no baseline ({metric.baseline}): {why}"
+            )
         base = baseline.value
     said = f"result {_shown(answer)}" + (f", baseline {base:g}" if base is not None else "")
-    for program, outcome in ((metric.failure, Outcome.FAILURE), (metric.success, Outcome.SUCCESS)):
+    for program, outcome in (
+        (metric.failure, MeasurementOutcome.FAILURE),
+        (metric.success, MeasurementOutcome.SUCCESS),
+    ):
         if program is None:
             continue
         holds = _holds(program, answer, base)
         if isinstance(holds, str):
-            return Judged(Outcome.ERROR, answer.value, holds)
+            return Judged(MeasurementOutcome.ERROR, answer.value, holds)
         if holds:
             return Judged(outcome, answer.value, f"{said}: {program.source}", base)
     if metric.success is not None and metric.failure is None:
-        return Judged(Outcome.FAILURE, answer.value, f"{said}: not {metric.success.source}", base)
+        return Judged(MeasurementOutcome.FAILURE, answer.value, f"{said}: not {metric.success.source}", base)
     if metric.failure is not None and metric.success is None:
-        return Judged(Outcome.SUCCESS, answer.value, f"{said}: not {metric.failure.source}", base)
-    return Judged(Outcome.INCONCLUSIVE, answer.value, f"{said}: neither condition holds", base)
+        return Judged(MeasurementOutcome.SUCCESS, answer.value, f"{said}: not {metric.failure.source}", base)
+    return Judged(MeasurementOutcome.INCONCLUSIVE, answer.value, f"{said}: neither condition holds", base)
 
 
 def advance(counts: MetricCounts, judged: Judged, at: float) -> MetricCounts:
     """``counts`` with one more measurement, taken at ``at``."""
-    errors = judged.outcome is Outcome.ERROR
+    errors = judged.outcome is MeasurementOutcome.ERROR
     return replace(
         counts,
         taken=counts.taken + 1,
-        successes=counts.successes + (judged.outcome is Outcome.SUCCESS),
-        failures=counts.failures + (judged.outcome is Outcome.FAILURE),
-        inconclusive=counts.inconclusive + (judged.outcome is Outcome.INCONCLUSIVE),
+        successes=counts.successes + (judged.outcome is MeasurementOutcome.SUCCESS),
+        failures=counts.failures + (judged.outcome is MeasurementOutcome.FAILURE),
+        inconclusive=counts.inconclusive + (judged.outcome is MeasurementOutcome.INCONCLUSIVE),
         errors=counts.errors + errors,
         consecutive_errors=counts.consecutive_errors + 1 if errors else 0,
         last_at=at,
@@ -112,26 +117,29 @@ def advance(counts: MetricCounts, judged: Judged, at: float) -> MetricCounts:
     )
 
 
-def verdict_of(metric: MetricSpec, counts: MetricCounts) -> tuple[Verdict, str]:
+def verdict_of(metric: MetricSpec, counts: MetricCounts) -> tuple[AnalysisVerdict, str]:
     """The verdict on ``metric`` after ``counts``, and why. A metric that ends without one success
     is inconclusive, never successful."""
     if counts.failures > metric.failure_limit:
-        return Verdict.FAILED, f"{counts.failures} failed measurement(s), {metric.failure_limit} allowed"
+        return (
+            AnalysisVerdict.FAILED,
+            f"{counts.failures} failed measurement(s), {metric.failure_limit} allowed",
+        )
     if counts.inconclusive > metric.inconclusive_limit:
         return (
-            Verdict.INCONCLUSIVE,
+            AnalysisVerdict.INCONCLUSIVE,
             f"{counts.inconclusive} inconclusive measurement(s), {metric.inconclusive_limit} allowed",
         )
     if counts.consecutive_errors > metric.consecutive_error_limit:
         return (
-            Verdict.INCONCLUSIVE,
+            AnalysisVerdict.INCONCLUSIVE,
             f"{counts.consecutive_errors} errors in a row, {metric.consecutive_error_limit} allowed",
         )
     if counts.taken < metric.count:
-        return Verdict.RUNNING, f"{counts.taken} of {metric.count} measurement(s) taken"
+        return AnalysisVerdict.RUNNING, f"{counts.taken} of {metric.count} measurement(s) taken"
     if counts.successes == 0:
-        return Verdict.INCONCLUSIVE, f"{counts.taken} measurement(s) and not one success"
-    return Verdict.SUCCESSFUL, f"{counts.successes} of {counts.taken} measurement(s) succeeded"
+        return AnalysisVerdict.INCONCLUSIVE, f"{counts.taken} measurement(s) and not one success"
+    return AnalysisVerdict.SUCCESSFUL, f"{counts.successes} of {counts.taken} measurement(s) succeeded"
 
 
 def next_due(metric: MetricSpec, counts: MetricCounts, started: float) -> float:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from syncer.analysis.model import MetricSpec
-from syncer.domain.analysis import Verdict
+from syncer.domain.analysis import AnalysisVerdict
 
 
 @dataclass(frozen=True)
@@ -15,7 +15,7 @@ class MetricStanding:
     """Where one metric stands on one cluster, why, and when it is next measured (epoch seconds)."""
 
     metric: MetricSpec
-    verdict: Verdict
+    verdict: AnalysisVerdict
     reason: str
     due: float = 0.0
 
@@ -25,7 +25,7 @@ class WaveAnalysisVerdict:
     """The wave's analysis: ``verdict`` (running: wait ``wait`` seconds), why, the clusters that
     failed or were inconclusive (each with why), and what the dry-run metrics found."""
 
-    verdict: Verdict
+    verdict: AnalysisVerdict
     reason: str
     wait: float = 0.0
     clusters: tuple[tuple[str, str], ...] = ()
@@ -43,19 +43,19 @@ def judge_analysis(standings: Mapping[str, tuple[MetricStanding, ...]], now: flo
     for cluster, metrics in sorted(standings.items()):
         for standing in metrics:
             said = f"{standing.metric.name}: {standing.reason}"
-            if standing.verdict is Verdict.RUNNING:
+            if standing.verdict is AnalysisVerdict.RUNNING:
                 due.append(standing.due)
             elif standing.metric.dry_run:
-                if standing.verdict is not Verdict.SUCCESSFUL:
+                if standing.verdict is not AnalysisVerdict.SUCCESSFUL:
                     dry.append(
                         f"{cluster}: {standing.metric.name} {standing.verdict} (dry run): {standing.reason}"
                     )
-            elif standing.verdict is Verdict.FAILED:
+            elif standing.verdict is AnalysisVerdict.FAILED:
                 failed.setdefault(cluster, []).append(said)
-            elif standing.verdict is Verdict.INCONCLUSIVE:
+            elif standing.verdict is AnalysisVerdict.INCONCLUSIVE:
                 inconclusive.setdefault(cluster, []).append(said)
     dry_run = "; ".join(dry)
-    for verdict, found in ((Verdict.FAILED, failed), (Verdict.INCONCLUSIVE, inconclusive)):
+    for verdict, found in ((AnalysisVerdict.FAILED, failed), (AnalysisVerdict.INCONCLUSIVE, inconclusive)):
         if found:
             clusters = tuple((name, f"analysis {verdict}: " + "; ".join(why)) for name, why in found.items())
             reason = "; ".join(f"{name}: {why}" for name, why in clusters)
@@ -63,8 +63,8 @@ def judge_analysis(standings: Mapping[str, tuple[MetricStanding, ...]], now: flo
     if due:
         wait = max(0.0, min(due) - now)
         return WaveAnalysisVerdict(
-            Verdict.RUNNING, f"analysis running: next measurement in {wait:.0f}s", wait
+            AnalysisVerdict.RUNNING, f"analysis running: next measurement in {wait:.0f}s", wait
         )
     count = sum(len(m) for m in standings.values())
     reason = f"analysis successful ({count} metric verdict(s))" + (f"; {dry_run}" if dry_run else "")
-    return WaveAnalysisVerdict(Verdict.SUCCESSFUL, reason, dry_run=dry_run)
+    return WaveAnalysisVerdict(AnalysisVerdict.SUCCESSFUL, reason, dry_run=dry_run)

@@ -14,9 +14,8 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
-from syncer.agent.loop import AgentProcess, start_controllers
-from syncer.agent.once import once_identity, one_pass
-from syncer.agent.service import Agent
+from syncer.agent.loop import agent_process, start_controllers
+from syncer.agent.once import OncePass, one_pass
 from syncer.cli.controller import admission_options, serve_admission, stop_admission
 from syncer.cli.tables import markup_safe
 from syncer.config import AgentConfig, load_agent_config
@@ -315,8 +314,7 @@ def run(**opts: Any) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        agent = Agent(config, settings, SyncerMetrics(), stop)
-        AgentProcess(agent, settings, stop).run()
+        agent_process(config, settings, SyncerMetrics(), stop).run()
     except SyncerError as err:
         logging.getLogger("syncer.agent").error("%s", err)
         sys.exit(EXIT_ERROR)
@@ -384,14 +382,12 @@ def sync(**opts: Any) -> None:
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     try:
-        agent = Agent(
-            config, settings, SyncerMetrics(), stop, listener=_printer(console), identity=once_identity()
-        )
+        once = OncePass(config, settings, SyncerMetrics(), stop, _printer(console))
     except SyncerError as err:
         raise _ConfigProblem(str(err)) from err
-    controllers = start_controllers(agent, settings, stop)
+    controllers = start_controllers(once.agent, settings, stop)
     try:
-        result = one_pass(agent, settings)
+        result = one_pass(once)
     except SyncerError as err:
         console.print(f"[red]error:[/red] {markup_safe(err)}", highlight=False)
         sys.exit(EXIT_ERROR)
@@ -399,7 +395,7 @@ def sync(**opts: Any) -> None:
         stop.set()
         for thread in controllers:
             thread.join(timeout=70)
-        agent.close()
+        once.close()
     advance = result.advance
     if advance.rejection is not None:
         console.print(f"[red]rejected:[/red] {markup_safe(advance.rejection.message)}", highlight=False)

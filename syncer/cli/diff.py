@@ -36,7 +36,7 @@ FORMATS = ("text", "json", "yaml", "unified")
 def _pinned_fleet(repo: str, revision: str) -> DesiredFleet | None:
     """The desired fleet of ``revision`` a person pinned clusters to, from the same repository (None
     when it cannot be rendered: the pinned clusters are then shown against the revision diffed)."""
-    from syncer.engine.render import RenderRequest, load_desired
+    from syncer.engine.rendered_fleet import RenderRequest, load_desired
     from syncer.errors import SyncerError
 
     try:
@@ -172,7 +172,7 @@ def diff(
     from syncer.config.loading import check_kubeconfig
     from syncer.config.rollout import RolloutPolicy, load_rollout_policy
     from syncer.engine.diff import DiffOptions, diff_fleet, offline_plan
-    from syncer.engine.render import RenderRequest, load_desired
+    from syncer.engine.rendered_fleet import RenderRequest, load_desired
     from syncer.errors import ManifestError, SyncerError
 
     try:

@@ -17,7 +17,7 @@ from rich.console import Console
 from syncer.cli.status_rollout import print_rollout, rollout_json, rollout_of
 from syncer.cli.tables import Column, console_for, fit_table
 from syncer.config.settings import AGENT_NAMESPACE
-from syncer.domain.history import HistoryEntry
+from syncer.domain.revision_history import HistoryEntry
 from syncer.domain.rollout_records import ClusterRecord, going_back
 from syncer.domain.rollout_status import RolloutStatus
 

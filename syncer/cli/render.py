@@ -94,7 +94,7 @@ def render(
     a short digest unless --show-secrets is given. Exits 2 and lists every problem as
     file:line:col: kind: message when the manifests are invalid.
     """
-    from syncer.engine.render import RenderRequest, load_desired
+    from syncer.engine.rendered_fleet import RenderRequest, load_desired
 
     try:
         with tempfile.TemporaryDirectory(prefix="syncer-render-") as cache:

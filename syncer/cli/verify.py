@@ -16,7 +16,7 @@ from syncer.config import VerifyMode, load_trust_policy
 from syncer.config.settings import GIT_TIMEOUT
 from syncer.engine.verification import verify_repository
 from syncer.errors import ConfigError, SourceError, VerificationError
-from syncer.verify.model import Verdict, VerificationResult, VerifyOptions
+from syncer.verify.results import Verdict, VerificationResult, VerifyOptions
 
 EXIT_TRUSTED, EXIT_UNTRUSTED, EXIT_ERROR = 0, 1, 2
 _STYLE = {Verdict.TRUSTED: "green"}

@@ -31,7 +31,7 @@ LABEL_WRITERS = 8  # pods labelled at once
 
 
 @dataclass(frozen=True)
-class Change:
+class MembershipChange:
     pod: Pod
     member: bool
 
@@ -40,10 +40,10 @@ def departing(spec: ClusterSpec, pod: Pod) -> bool:
     return not 0 <= pod.shard < spec.shards or pod.ordinal >= spec.pods_per_shard
 
 
-def changes(spec: ClusterSpec, pods: Sequence[Pod], judged: Membership | None) -> list[Change]:
+def changes(spec: ClusterSpec, pods: Sequence[Pod], judged: Membership | None) -> list[MembershipChange]:
     """The label changes a pass asks for; ``judged`` None (no pass judged the nodes) changes only
     departing pods, which lose the label whatever Redis says."""
-    found: list[Change] = []
+    found: list[MembershipChange] = []
     for pod in pods:
         if departing(spec, pod):
             wanted = False
@@ -52,11 +52,11 @@ def changes(spec: ClusterSpec, pods: Sequence[Pod], judged: Membership | None) -
         else:
             wanted = listed(pod, judged)
         if wanted != pod.member:
-            found.append(Change(pod, wanted))
+            found.append(MembershipChange(pod, wanted))
     return found
 
 
-def write(kube: KubeApi, spec: ClusterSpec, change: Change) -> bool:
+def write(kube: KubeApi, spec: ClusterSpec, change: MembershipChange) -> bool:
     """Apply the pod's membership label (or its removal: the label left out of what the controller
     applies); False when the pod is gone or was replaced since it was listed."""
     meta = {

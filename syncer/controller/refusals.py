@@ -54,7 +54,7 @@ SPEC_CHANGED = "request.operation == 'CREATE' || !has(oldObject.spec) || object.
 
 
 @dataclass(frozen=True)
-class Refusal:
+class SpecRefusal:
     """One refused spec. ``check(new, old)`` gives the reason text, ``""`` when it does not apply;
     ``expression`` (CEL, true when allowed) and ``message_expression`` (CEL giving the same text) are
     its rule in the ValidatingAdmissionPolicy; ``controller`` says whether the controller stalls on it."""
@@ -214,10 +214,10 @@ def _shard_memory(new: Obj, old: Obj | None) -> str:
     return SHARDS_MESSAGE
 
 
-def _required_refusal(key: str) -> Refusal:
+def _required_refusal(key: str) -> SpecRefusal:
     needed, why = REQUIRED_VALUES[key]
     config = "object.spec.redisConfig"
-    return Refusal(
+    return SpecRefusal(
         f"required-{key}",
         _required(key),
         f"!has({config}) || !('{key}' in {config}) || {config}['{key}'].trim().lowerAscii() == '{needed}'",
@@ -229,14 +229,14 @@ def _cel_list(items: tuple[str, ...]) -> str:
     return "[" + ", ".join(f"'{item}'" for item in items) + "]"
 
 
-REFUSALS: tuple[Refusal, ...] = (
-    Refusal(
+REFUSALS: tuple[SpecRefusal, ...] = (
+    SpecRefusal(
         "version",
         _version,
         f"object.spec.version.matches('{VERSION_PATTERN}') && int(object.spec.version.split('.')[0]) >= 6",
         cel_string(VERSION_MESSAGE),
     ),
-    Refusal(
+    SpecRefusal(
         "config-names",
         _config_names,
         "size(variables.badConfigNames) == 0",
@@ -244,7 +244,7 @@ REFUSALS: tuple[Refusal, ...] = (
         " + (size(variables.badConfigNames) > 1"
         " ? ' (nor are ' + string(size(variables.badConfigNames) - 1) + ' more)' : '')",
     ),
-    Refusal(
+    SpecRefusal(
         "reserved-directives",
         _reserved,
         "size(variables.reservedDirectives) == 0",
@@ -253,7 +253,7 @@ REFUSALS: tuple[Refusal, ...] = (
         " + ' set by the controller and cannot be overridden'",
     ),
     *(_required_refusal(key) for key in sorted(REQUIRED_VALUES)),
-    Refusal(
+    SpecRefusal(
         "downgrade",
         _downgrade,
         "!variables.downgrade || variables.downgradeAllowed",
@@ -265,7 +265,7 @@ REFUSALS: tuple[Refusal, ...] = (
         # admission judged the change (a person who asks for it at admission is told why).
         controller=False,
     ),
-    Refusal(
+    SpecRefusal(
         "storage-shrinks",
         _storage,
         "!variables.updating || variables.oldSize == ''"
@@ -274,7 +274,7 @@ REFUSALS: tuple[Refusal, ...] = (
         cel_string(STORAGE_MESSAGE),
         controller=False,
     ),
-    Refusal(
+    SpecRefusal(
         "shards-and-memory",
         _shard_memory,
         "!variables.updating || object.spec.shards >= oldObject.spec.shards"

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 
-class Outcome(StrEnum):
+class MeasurementOutcome(StrEnum):
     """What one measurement says."""
 
     SUCCESS = "success"
@@ -16,7 +16,7 @@ class Outcome(StrEnum):
     ERROR = "error"
 
 
-class Verdict(StrEnum):
+class AnalysisVerdict(StrEnum):
     """Where a metric's analysis stands."""
 
     RUNNING = "running"
@@ -72,8 +72,8 @@ class Measurement:
     metric: str
     value: float | None
     threshold: str
-    outcome: Outcome
-    verdict: Verdict
+    outcome: MeasurementOutcome
+    verdict: AnalysisVerdict
     detail: str
     dry_run: bool = False
     baseline: float | None = None

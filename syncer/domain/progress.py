@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
 
-from syncer.domain.analysis import Measurement, Verdict
+from syncer.domain.analysis import AnalysisVerdict, Measurement
 from syncer.domain.changeset import ChangeSet
 from syncer.domain.health import Health, ObjectHealth
 from syncer.errors import SyncerError
@@ -105,7 +105,7 @@ class PassEvent:
     waiting: Waiting | None = None
     health: Health | None = None
     measurement: Measurement | None = None
-    analysis: Verdict | None = None
+    analysis: AnalysisVerdict | None = None
     changes: ChangeSet | None = None
     objects_health: tuple[ObjectHealth, ...] = ()
     clusters: tuple[str, ...] = ()

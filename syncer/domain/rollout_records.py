@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from syncer.domain.history import HistoryEntry, Outcome
+from syncer.domain.revision_history import HistoryEntry, Outcome
 from syncer.domain.rollout_status import (
     ENDED_BADLY,
     HoldCause,

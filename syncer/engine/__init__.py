@@ -2,7 +2,7 @@
 
 Owns: the order of the stages and passing each one's result to the next: the agent's pass in one call
 (``fleet_pass.FleetPass.run_pass``), the wave-by-wave rollout and drift repair (``rollout``), the
-revision gate (``revision``), the diff (``diff``) and the unverified render path (``render``). Must
+revision gate (``revision``), the diff (``diff``) and the unverified render path (``rendered_fleet``). Must
 not: hold stage logic; decisions are made by the pure stages from the values passed in.
 Submodules are imported by what uses them, so that a command pays only for the stages it runs.
 """

@@ -16,8 +16,8 @@ from syncer.analysis import (
     AnalysisPolicy,
     Baseline,
     Judged,
+    MeasurementOutcome,
     MetricSpec,
-    Outcome,
     PrometheusSource,
     QueryAnswer,
     QueryArgs,
@@ -31,7 +31,7 @@ from syncer.analysis import (
 from syncer.analysis.model import FirstRollout
 from syncer.analysis.query import uses_objects
 from syncer.analysis.wave import MetricStanding, WaveAnalysisVerdict, judge_analysis
-from syncer.domain.analysis import AnalysisRecord, Measurement, Verdict
+from syncer.domain.analysis import AnalysisRecord, AnalysisVerdict, Measurement
 from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import Listener, PassEvent, Step
 from syncer.domain.sync_state import ClusterSyncState
@@ -45,7 +45,12 @@ WebFn = Callable[[WebSource, QueryArgs], QueryAnswer]
 """Asks a web metric's endpoint for the number it gives now, its arguments filled from the args."""
 
 # Worst first: the outcome a cluster's measurement takes when it is measured once per object.
-_WORST = (Outcome.FAILURE, Outcome.ERROR, Outcome.INCONCLUSIVE, Outcome.SUCCESS)
+_WORST = (
+    MeasurementOutcome.FAILURE,
+    MeasurementOutcome.ERROR,
+    MeasurementOutcome.INCONCLUSIVE,
+    MeasurementOutcome.SUCCESS,
+)
 _REDIS_CLUSTER = "RedisCluster"
 
 
@@ -107,8 +112,8 @@ class AnalysisGate:
                 due = next_due(metric, counts, record.started)
                 if not measured:
                     # Looked at again within an interval: its owner measures it when due.
-                    due = max(due, now + metric.interval) if verdict is Verdict.RUNNING else due
-                elif verdict is Verdict.RUNNING and due <= now:
+                    due = max(due, now + metric.interval) if verdict is AnalysisVerdict.RUNNING else due
+                elif verdict is AnalysisVerdict.RUNNING and due <= now:
                     judged = self._measure(metric, policy, (cluster, name), fleet, states)
                     counts = advance(counts, judged, now)
                     verdict, reason = verdict_of(metric, counts)
@@ -142,13 +147,13 @@ class AnalysisGate:
         cluster, wave = where
         source = policy.source_for(cluster)
         if source is None and metric.web is None:
-            return Judged(Outcome.ERROR, None, f"no Prometheus for cluster {cluster}")
+            return Judged(MeasurementOutcome.ERROR, None, f"no Prometheus for cluster {cluster}")
         args = [QueryArgs(cluster, fleet.revision, wave)]
         if uses_objects(metric.template):
             keys = [m.key for m in fleet.clusters[cluster].manifests if m.key.kind == _REDIS_CLUSTER]
             args = [replace(args[0], namespace=k.namespace, name=k.name) for k in keys]
         if not args:
-            return Judged(Outcome.INCONCLUSIVE, None, "no RedisCluster on the cluster to measure")
+            return Judged(MeasurementOutcome.INCONCLUSIVE, None, "no RedisCluster on the cluster to measure")
         first = metric.baseline is Baseline.PREVIOUS and not any(
             s.revision and s.revision != fleet.revision for other, s in states.items() if other != cluster
         )
@@ -157,7 +162,9 @@ class AnalysisGate:
             # compared with, and none will until this one passes. Judged as the metric says.
             why = f"first rollout: no cluster runs a previous revision (firstRollout: {metric.first_rollout})"
             passes = metric.first_rollout is FirstRollout.PASS
-            return Judged(Outcome.SUCCESS if passes else Outcome.INCONCLUSIVE, None, why)
+            return Judged(
+                MeasurementOutcome.SUCCESS if passes else MeasurementOutcome.INCONCLUSIVE, None, why
+            )
         if metric.web is not None:
             web = metric.web
             judged = [judge_value(metric, self.web(web, arg), None) for arg in args]
@@ -199,7 +206,7 @@ class AnalysisGate:
         return QueryAnswer(fmean(values))
 
     def _tell(
-        self, metric: MetricSpec, judged: Judged, verdict: Verdict, where: tuple[str, str, str]
+        self, metric: MetricSpec, judged: Judged, verdict: AnalysisVerdict, where: tuple[str, str, str]
     ) -> None:
         wave, cluster, revision = where
         measurement = Measurement(

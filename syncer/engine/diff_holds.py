@@ -22,7 +22,7 @@ from syncer.domain.plans import ClusterPlan, WavePlan
 from syncer.domain.sync_state import ClusterSyncState
 from syncer.rollout import is_done, judge_promotion, people_needed
 from syncer.rollout.held import hold_of
-from syncer.rollout.rollback import wave_passed
+from syncer.rollout.rollback_targets import wave_passed
 from syncer.rollout.waves import Wave
 
 AWAITING_PROMOTION = "awaiting-promotion"

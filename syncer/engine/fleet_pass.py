@@ -20,10 +20,10 @@ from typing import Protocol
 
 from syncer.config import SourceOptions, TrustPolicy
 from syncer.domain.changeset import ChangeSet
-from syncer.domain.history import HistoryEntry
 from syncer.domain.objects import ClusterManifests, DesiredFleet
 from syncer.domain.plans import ClusterPlan
 from syncer.domain.progress import Listener, PassEvent, Step
+from syncer.domain.revision_history import HistoryEntry
 from syncer.domain.sync_state import ClusterSyncState
 from syncer.engine.diff import plan_live_cluster
 from syncer.engine.in_force import InForce
@@ -109,9 +109,28 @@ class PassResult:
         }
 
 
-def git_revisions(source: SourceOptions, trust: TrustPolicy) -> RevisionGate:
-    """The revisions of the fleet repository at ``source``, judged under ``trust``."""
-    return RevisionGate(GitSource(source), trust, RevisionOptions(timeout=source.timeout))
+def git_revisions(
+    source: SourceOptions,
+    trust: TrustPolicy,
+    recorded: Callable[[], Mapping[str, str]] | None = None,
+    judge: Callable[[DesiredFleet, DesiredFleet | None], object] | None = None,
+) -> RevisionGate:
+    """The revisions of the fleet repository at ``source``, judged under ``trust`` (``recorded`` and
+    ``judge``: see ``RevisionGate``)."""
+    options = RevisionOptions(timeout=source.timeout)
+    return RevisionGate(GitSource(source), trust, options, recorded, judge=judge)
+
+
+@dataclass(frozen=True)
+class PassScope:
+    """The clusters a pass answers for: ``known`` are the agent config's (their records join the
+    history check of a new tip); a sharded replica writes only those it ``owns`` now (None: every
+    cluster) and settles the one revision in force with the other replicas (``in_force``; None:
+    this replica alone decides)."""
+
+    known: tuple[str, ...] = ()
+    owns: Callable[[str], bool] | None = None
+    in_force: InForce | None = None
 
 
 def signer_of(prepared: PreparedRevision) -> str:
@@ -137,18 +156,20 @@ class FleetPass:
         options: RolloutOptions = RolloutOptions(),
         listener: Listener | None = None,
         fences: FenceOf = lambda _: UNFENCED,
+        *,
+        scope: PassScope = PassScope(),
+        clients: dict[str, KubeApi] | None = None,
     ) -> None:
+        """``clients``: where the connections opened are kept (shared with who writes Events)."""
         self.revisions = revisions
         self.connect = connect
         self.options = options
         self.listener = listener or (lambda _: None)
         self.fences = fences
-        self.clients: dict[str, KubeApi] = {}
-        # Sharded replicas: whether this replica may write to a cluster now (None: every cluster),
-        # and how the replicas settle the one revision in force (None: this replica alone decides).
-        self.owns: Callable[[str], bool] | None = None
-        self.in_force: InForce | None = None
-        self.known_clusters: tuple[str, ...] = ()
+        self.clients: dict[str, KubeApi] = clients if clients is not None else {}
+        self.owns = scope.owns
+        self.in_force = scope.in_force
+        self.known_clusters = scope.known
         self._seen_rejection: Rejection | None = None
         self._stop = threading.Event()
         # What this pass read (each cluster's state at most once) and could not read or connect to.
@@ -213,7 +234,7 @@ class FleetPass:
             if cluster in self._unread or not self._connect(cluster):
                 return None
             try:
-                self._read[cluster] = self._new_rollout(self._stop).load_state(cluster)
+                self._read[cluster] = self._new_rollout(self._stop).records.load_state(cluster)
             except KubeError as err:
                 self._unread[cluster] = err
                 return None
@@ -325,7 +346,7 @@ class FleetPass:
                 advance, new_rejection = self._source_fault(advance, new_rejection, fault)
         states = MappingProxyType(dict(rollout.states))
         unreachable = MappingProxyType(dict(rollout.unreachable))
-        histories = MappingProxyType(rollout.histories())
+        histories = MappingProxyType(rollout.records.histories())
         return PassResult(advance, report, new_rejection, states, unreachable, histories)
 
     def _roll(
@@ -342,10 +363,10 @@ class FleetPass:
         else:
             rollout.states.update(superseded.states)
             rollout.unsaved.update(superseded.unsaved)
-        context = (self.listener, rollout.clock())
+        context = (self.listener, rollout.records.clock())
         ignore_unknown(rollout.states, rollout.unsaved, self.revisions.unknown, current.revision, context)
-        rollout.hold_back(current.revision)
-        rollout.save_unsaved()
+        rollout.records.hold_back(current.revision)
+        rollout.records.save_unsaved()
         # A cluster a person pinned to another revision (``syncer rollback``) is left out of the
         # revision in force, and gets its pinned revision through the same rollout instead.
         pins = pins_away(rollout.states, current.revision)

@@ -14,29 +14,29 @@ from dataclasses import replace
 from syncer.domain.gates import AwaitingPromotion
 from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import PassEvent, Step, Waiting
-from syncer.engine.rollback import FleetsOf, roll_back_wave
-from syncer.engine.rollout_gate import RolloutGate
+from syncer.engine.failed_wave import FleetsOf, roll_back_wave
+from syncer.engine.rollout_gate import RolloutParts
 from syncer.engine.rollout_model import RolloutOutcome, RolloutReport, WaveReport
 from syncer.rollout import Decision, GateVerdict, Wave, judge_abort, judge_promotion, people_needed
 
 
-def hold_for_promotion(rollout: RolloutGate, wave: Wave, fleet: DesiredFleet) -> str:
+def hold_for_promotion(rollout: RolloutParts, wave: Wave, fleet: DesiredFleet) -> str:
     """Why ``wave`` may not start rolling ``fleet`` out yet ("" when it may): it has a manual gate
     and not enough distinct people promoted the revision. What the wave waits for is recorded in
     the clusters this replica owns, and told (``awaiting-promotion``, or ``promoted`` as it opens:
     once, by the pass that records the end of the wait, however many passes a suspension or a
     window holds the wave after, and across restarts)."""
     labels = {name: fleet.clusters[name].labels for name in wave.clusters if name in fleet.clusters}
-    needed = people_needed(rollout.options.two_person, labels)
-    check = judge_promotion(wave, rollout.states, fleet.revision, needed)
+    needed = people_needed(rollout.records.options.two_person, labels)
+    check = judge_promotion(wave, rollout.records.states, fleet.revision, needed)
     awaiting = AwaitingPromotion() if check.open else AwaitingPromotion(wave.name, fleet.revision)
     ended = _end_waits(rollout, wave, awaiting)
     if check.open:
         if check.people and any(w == (wave.name, fleet.revision) for w in ended):
             event = PassEvent(Step.PROMOTED, wave.name, revision=fleet.revision, reason=check.reason)
-            rollout.listener(event)
+            rollout.records.listener(event)
         return ""
-    rollout.listener(
+    rollout.records.listener(
         PassEvent(
             Step.AWAITING_PROMOTION,
             wave.name,
@@ -48,24 +48,24 @@ def hold_for_promotion(rollout: RolloutGate, wave: Wave, fleet: DesiredFleet) ->
     return check.reason
 
 
-def _end_waits(rollout: RolloutGate, wave: Wave, awaiting: AwaitingPromotion) -> list[tuple[str, str]]:
+def _end_waits(rollout: RolloutParts, wave: Wave, awaiting: AwaitingPromotion) -> list[tuple[str, str]]:
     """Record ``awaiting`` (none, or the wait of ``wave``) in the clusters of ``wave`` this replica
     owns that record another; returns the waits (wave, revision) this ended."""
     ended = []
     for name in wave.clusters:
-        state = rollout.states.get(name)
-        if state is None or name in rollout.unreachable or not rollout.owns(name):
+        state = rollout.records.states.get(name)
+        if state is None or name in rollout.records.unreachable or not rollout.records.owns(name):
             continue
         if (state.awaiting.wave, state.awaiting.revision) != (awaiting.wave, awaiting.revision):
             if state.awaiting.active:
                 ended.append((state.awaiting.wave, state.awaiting.revision))
-            since = rollout.clock() if awaiting.active else 0.0
-            rollout._save(name, replace(state, awaiting=replace(awaiting, since=since)))
+            since = rollout.records.clock() if awaiting.active else 0.0
+            rollout.records.save(name, replace(state, awaiting=replace(awaiting, since=since)))
     return ended
 
 
 def stop_at_gate(
-    rollout: RolloutGate,
+    rollout: RolloutParts,
     wave: Wave,
     fleet: DesiredFleet,
     fleets: FleetsOf,
@@ -77,19 +77,19 @@ def stop_at_gate(
     (``hold_for_promotion``), or it waits because clusters of it may not be changed now
     (``held_now``: a suspension, a window). ``done`` holds the reports of the waves before."""
     reports, earlier = done
-    aborted = judge_abort(wave, rollout.states, fleet.revision)
+    aborted = judge_abort(wave, rollout.records.states, fleet.revision)
     if aborted is None and earlier is not None:
         aborted = replace(earlier, decision=Decision.HALT, failed=(), reasons=())
     if aborted is not None:
         return abort_wave(rollout, wave, fleet, fleets, (reports, aborted))
     reason = hold_for_promotion(rollout, wave, fleet)
     if not reason:
-        held = rollout.held_now(wave.clusters, fleet, wave.name)
+        held = rollout.applier.held_now(wave.clusters, fleet, wave.name)
         if not held:
             return None
         reason = held.reason
         waits = held.waiting
-        rollout.listener(
+        rollout.records.listener(
             PassEvent(Step.GATE_WAIT, wave.name, revision=fleet.revision, reason=reason, waiting=waits)
         )
     waiting = WaveReport(wave.name, wave.clusters, Decision.WAIT, reason)
@@ -97,7 +97,7 @@ def stop_at_gate(
 
 
 def abort_wave(
-    rollout: RolloutGate,
+    rollout: RolloutParts,
     wave: Wave,
     fleet: DesiredFleet,
     fleets: FleetsOf,
@@ -112,7 +112,7 @@ def abort_wave(
     ended = _end_waits(rollout, wave, AwaitingPromotion())  # the wave waits for no promotion any more
     if verdict.decision is Decision.ROLLBACK or (wave.name, fleet.revision) in ended:
         event = PassEvent(Step.ROLLOUT_ABORTED, wave.name, revision=fleet.revision, reason=verdict.reason)
-        rollout.listener(event)
+        rollout.records.listener(event)
     report = WaveReport(wave.name, wave.clusters, verdict.decision, verdict.reason, (), verdict.reasons)
     if verdict.decision is Decision.ROLLBACK:
         return roll_back_wave(rollout, wave, fleet, fleets, (Decision.ROLLBACK, (*reports, report)))

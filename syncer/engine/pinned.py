@@ -41,7 +41,7 @@ def _pinned_fleet(
             if pinned is None
             else "the pinned revision has no objects for it"
         )
-        rollout.listener(PassEvent(Step.PIN_UNAVAILABLE, cluster=name, revision=revision, reason=why))
+        rollout.records.listener(PassEvent(Step.PIN_UNAVAILABLE, cluster=name, revision=revision, reason=why))
     if pinned is None or len(missing) == len(names):
         return None
     return restricted(pinned, names)
@@ -53,11 +53,13 @@ def roll_pins(rollout: FleetRollout, pins: Mapping[str, str], fleet_of: FleetOf)
     each wave waits for health alone unless the policy asks for its bake and analysis
     (``rollbackChecks``)."""
     for revision, names in by_revision(pins).items():
-        if rollout.stop.is_set():
+        if rollout.records.stop.is_set():
             return
         for name in names:
             why = rollout.states[name].pin.describe()
-            rollout.listener(PassEvent(Step.CLUSTER_PINNED, cluster=name, revision=revision, reason=why))
+            rollout.records.listener(
+                PassEvent(Step.CLUSTER_PINNED, cluster=name, revision=revision, reason=why)
+            )
         pinned = _pinned_fleet(rollout, revision, names, fleet_of)
         if pinned is not None:
             rollout.roll_out(pinned, fleet_of, going_back=True)

@@ -154,6 +154,8 @@ class RevisionGate:
         policy: TrustPolicy,
         options: RevisionOptions = RevisionOptions(),
         recorded: Callable[[], Mapping[str, str]] | None = None,
+        *,
+        judge: Callable[[DesiredFleet, DesiredFleet | None], object] | None = None,
     ):
         """``recorded`` returns the revisions the fleet's clusters record as applied (each with who
         records it): every new tip must descend from them, and those that verify give the base of
@@ -168,7 +170,7 @@ class RevisionGate:
         self._cache_fault: Rejection | None = None
         # The last check of a tip that passed source, verify and manifests (the guard policy): it
         # raises GuardRejected to reject the tip; it gets the tip's fleet and the one in force.
-        self.judge: Callable[[DesiredFleet, DesiredFleet | None], object] | None = None
+        self.judge = judge
         self._descends: dict[tuple[str, str], bool] = {}
         self.bases = BaseJudge(source, policy, options.mode, options.timeout)
 

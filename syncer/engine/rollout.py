@@ -9,41 +9,97 @@ leader lease) resumes from the clusters: finished waves are not redone, applied 
 re-applied, and health timeouts and bake times count from the times recorded there.
 
 A cluster's fault stays that cluster's: one that cannot be read is left out and its wave applies to
-the others, then waits for it; a wave that passed is only watched (``rollout_gate``). The parts:
-``rollout_state`` (the states), ``rollout_apply`` (applies and repairs), ``rollout_gate`` (health),
-``rollback`` (a failed wave), ``manual_gate`` (a person's promotion and abort).
+the others, then waits for it; a wave that passed is only watched (``rollout_gate``). The parts,
+composed here, none inheriting from another: ``rollout_state`` (the clusters' records),
+``rollout_apply`` (applies and repairs), ``rollout_gate`` (health); and functions over them:
+``failed_wave`` (a failed wave's failures and rollback), ``manual_gate`` (a person's promotion and
+abort).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import threading
+import time
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 
 from syncer.domain.changeset import ChangeSet
 from syncer.domain.objects import DesiredFleet
-from syncer.domain.progress import PassEvent, Step
+from syncer.domain.progress import Listener, PassEvent, Step
+from syncer.domain.sync_state import ClusterSyncState
+from syncer.engine.failed_wave import FleetsOf, roll_back_wave
 from syncer.engine.failures import refusals
 from syncer.engine.manual_gate import abort_wave, stop_at_gate
-from syncer.engine.rollback import FleetsOf, roll_back_wave
-from syncer.engine.rollout_gate import RolloutGate, Superseded
-from syncer.engine.rollout_model import RolloutOutcome, RolloutReport, WaveReport
+from syncer.engine.rollout_apply import WaveApplier
+from syncer.engine.rollout_gate import HealthGate, RolloutParts, Superseded
+from syncer.engine.rollout_model import (
+    RolloutHooks,
+    RolloutOptions,
+    RolloutOutcome,
+    RolloutReport,
+    WaveReport,
+)
+from syncer.engine.rollout_state import RolloutStates
+from syncer.errors import KubeError
+from syncer.kube import KubeApi
 from syncer.rollout import Decision, GateVerdict, Wave, is_done, judge_abort, plan_waves
 from syncer.rollout.pins import restricted
-from syncer.rollout.rollback import wave_passed
+from syncer.rollout.rollback_targets import wave_passed
 from syncer.rollout.waves import for_going_back, waves_without
+from syncer.status.state_store import LoadedState
 
 __all__ = ["FleetRollout"]
 
 
-class FleetRollout(RolloutGate):
-    """Rolls revisions out to the clusters it has clients for, and repairs their drift."""
+class FleetRollout:
+    """Rolls revisions out to the clusters it has clients for, and repairs their drift: composed of
+    the clusters' records (``RolloutStates``), the applier (``WaveApplier``) and the health gate
+    (``HealthGate``), built here from what the rollout asks outside itself (``hooks``)."""
+
+    def __init__(
+        self,
+        clients: Mapping[str, KubeApi],
+        options: RolloutOptions = RolloutOptions(),
+        *,
+        stop: threading.Event | None = None,
+        clock: Callable[[], float] = time.time,
+        listener: Listener | None = None,
+        hooks: RolloutHooks = RolloutHooks(),
+    ) -> None:
+        self.records = RolloutStates(clients, options, stop=stop, clock=clock, listener=listener, hooks=hooks)
+        self.applier = WaveApplier(self.records)
+        self.gate = HealthGate(self.records, self.applier, hooks.query)
+        self.parts = RolloutParts(self.records, self.applier, self.gate)
+
+    @property
+    def states(self) -> dict[str, ClusterSyncState]:
+        """Each read cluster's state, kept current as the rollout writes it."""
+        return self.records.states
+
+    @property
+    def unreachable(self) -> dict[str, str]:
+        """The clusters that cannot be used this pass, each with why."""
+        return self.records.unreachable
+
+    @property
+    def unsaved(self) -> dict[str, str]:
+        """The clusters whose latest state could not be written, each with the error."""
+        return self.records.unsaved
+
+    def read_states(
+        self,
+        preloaded: Mapping[str, LoadedState] | None = None,
+        failed: Mapping[str, KubeError] | None = None,
+    ) -> dict[str, ClusterSyncState]:
+        """Every cluster's stored state, read once per pass (``RolloutStates.read_states``)."""
+        return self.records.read_states(preloaded, failed)
 
     # -- the rollout ------------------------------------------------------------------------------
 
     def sync(self, fleet: DesiredFleet, last_good: DesiredFleet | None = None) -> RolloutReport:
         """Read the clusters' states, then roll ``fleet`` out (see ``roll_out``); ``last_good`` is the
         one older revision a failed wave's clusters may go back to (each only if it ran it healthy)."""
-        self.read_states()
+        self.records.read_states()
 
         def fleets(revision: str) -> DesiredFleet | None:
             return last_good if last_good is not None and last_good.revision == revision else None
@@ -65,58 +121,66 @@ class FleetRollout(RolloutGate):
         ``going_back``: a person's rollback (``syncer rollback``): its waves wait for health alone
         unless the policy asks for checks (``for_going_back``)."""
         labels = {name: c.labels for name, c in fleet.clusters.items()}
-        waves = waves_without(plan_waves(labels, self.options.rollout), left_out)
+        waves = waves_without(plan_waves(labels, self.records.options.rollout), left_out)
         if going_back:
-            waves = tuple(for_going_back(w, self.options.rollout.rollback_checks) for w in waves)
+            waves = tuple(for_going_back(w, self.records.options.rollout.rollback_checks) for w in waves)
         fleet = restricted(fleet, set(fleet.clusters) - set(left_out))
-        missing = sorted(set(fleet.clusters) - set(self.clients) - set(self.unreachable))
+        missing = sorted(set(fleet.clusters) - set(self.records.clients) - set(self.records.unreachable))
         if missing:
             return RolloutReport(
                 fleet.revision, RolloutOutcome.HALTED, message=f"no connection for {', '.join(missing)}"
             )
-        unread = sorted(set(fleet.clusters) - set(self.states) - set(self.unreachable))
+        unread = sorted(set(fleet.clusters) - set(self.records.states) - set(self.records.unreachable))
         if unread:
             raise ValueError(f"roll_out before read_states: no state for {', '.join(unread)}")
         report = self._roll_out(fleet, waves, fleets or (lambda _: None))
-        return replace(report, unsaved=tuple(sorted(self.unsaved.items())))
+        return replace(report, unsaved=tuple(sorted(self.records.unsaved.items())))
 
     def _roll_out(self, fleet: DesiredFleet, waves: tuple[Wave, ...], fleets: FleetsOf) -> RolloutReport:
         reports: list[WaveReport] = []
         touched = judged = False  # judged: the last wave went through its gate in this pass
         aborted: GateVerdict | None = None  # a person's abort that sent a passed wave back
         for wave in waves:
-            if self.stop.is_set():
+            if self.records.stop.is_set():
                 return RolloutReport(
                     fleet.revision, RolloutOutcome.INTERRUPTED, tuple(reports), "stopped between waves"
                 )
-            if touched and self.newer():
+            if touched and self.records.newer():
                 message = "a newer verified revision takes over at this wave boundary"
                 return RolloutReport(fleet.revision, RolloutOutcome.SUPERSEDED, tuple(reports), message)
-            if wave_passed(wave.clusters, self.states, fleet.revision):
+            if wave_passed(wave.clusters, self.records.states, fleet.revision):
                 wrote, aborted = self._pass_over(wave, fleet, fleets, reports, aborted)
                 touched = touched or wrote
                 judged = False
                 continue
-            reachable = tuple(c for c in wave.clusters if c not in self.unreachable)
-            refused = refusals(self.clients, reachable, fleet, self.states, self.options.apply.field_manager)
+            reachable = tuple(c for c in wave.clusters if c not in self.records.unreachable)
+            refused = refusals(
+                self.records.clients,
+                reachable,
+                fleet,
+                self.records.states,
+                self.records.options.apply.field_manager,
+            )
             if refused:
                 reason = "; ".join(r.reason for r in refused)
                 reports.append(WaveReport(wave.name, wave.clusters, Decision.HALT, reason))
                 return RolloutReport(fleet.revision, RolloutOutcome.HALTED, tuple(reports), reason)
-            stopped = stop_at_gate(self, wave, fleet, fleets, (tuple(reports), aborted))
+            stopped = stop_at_gate(self.parts, wave, fleet, fleets, (tuple(reports), aborted))
             if stopped is not None:  # an abort, a manual gate, a suspension or a closed window
                 return stopped
-            if len(reachable) < len(wave.clusters) and wave_passed(reachable, self.states, fleet.revision):
+            if len(reachable) < len(wave.clusters) and wave_passed(
+                reachable, self.records.states, fleet.revision
+            ):
                 # The ones that answer passed before: while the wave waits they are watched, not re-judged.
-                observed = self._observe(replace(wave, clusters=reachable), fleet)
+                observed = self.gate.observe(replace(wave, clusters=reachable), fleet)
                 return self._wait_for(wave, fleet, fleets, (tuple(reports), observed.change_sets))
             self._tell_started(wave.name, fleet)
-            change_sets = self._apply_wave(wave, fleet)
+            change_sets = self.applier.apply_wave(wave, fleet)
             touched = touched or any(cs.writes for cs in change_sets)
-            if any(c in self.unreachable for c in wave.clusters):  # also: suspended while applying
+            if any(c in self.records.unreachable for c in wave.clusters):  # also: suspended while applying
                 return self._wait_for(wave, fleet, fleets, (tuple(reports), change_sets))
             try:
-                verdict = self._gate(wave, fleet, rolling_out=True)
+                verdict = self.gate.decide(wave, fleet, rolling_out=True)
             except Superseded:
                 message = "a newer verified revision takes over while the wave waits"
                 return RolloutReport(fleet.revision, RolloutOutcome.SUPERSEDED, tuple(reports), message)
@@ -126,12 +190,12 @@ class FleetRollout(RolloutGate):
                 )
             )
             if verdict.decision is Decision.WAIT:
-                if self.stop.is_set():
+                if self.records.stop.is_set():
                     message = "stopped while waiting"
                     return RolloutReport(fleet.revision, RolloutOutcome.INTERRUPTED, tuple(reports), message)
                 return RolloutReport(fleet.revision, RolloutOutcome.WAITING, tuple(reports), verdict.reason)
             if verdict.decision is not Decision.PROCEED:
-                return roll_back_wave(self, wave, fleet, fleets, (verdict.decision, tuple(reports)))
+                return roll_back_wave(self.parts, wave, fleet, fleets, (verdict.decision, tuple(reports)))
             judged = True
         self._tell_finished(fleet, len(waves), judged)
         outcome = RolloutOutcome.APPLIED if touched else RolloutOutcome.UNCHANGED
@@ -150,24 +214,28 @@ class FleetRollout(RolloutGate):
         back too, each cluster to the revision it ran healthy before (``abort_wave``), and no later
         wave takes the revision (``stop_at_gate``); otherwise its clusters are looked at: later
         unhealthiness is degradation, never a failure."""
-        found = judge_abort(wave, self.states, fleet.revision)
+        found = judge_abort(wave, self.records.states, fleet.revision)
         if found is not None:
-            back = abort_wave(self, wave, fleet, fleets, (tuple(reports), found))
+            back = abort_wave(self.parts, wave, fleet, fleets, (tuple(reports), found))
             reports.extend(back.waves[len(reports) :])
             return False, found
-        reports.append(self._observe(wave, fleet))
+        reports.append(self.gate.observe(wave, fleet))
         return any(cs.writes for cs in reports[-1].change_sets), aborted
 
     def _tell_started(self, wave: str, fleet: DesiredFleet) -> None:
         """``rollout-started`` before a wave applies, when no cluster records the revision yet."""
-        if not any(self.states[c].revision == fleet.revision for c in fleet.clusters if c in self.states):
-            self.listener(PassEvent(Step.ROLLOUT_STARTED, wave, revision=fleet.revision))
+        if not any(
+            self.records.states[c].revision == fleet.revision
+            for c in fleet.clusters
+            if c in self.records.states
+        ):
+            self.records.listener(PassEvent(Step.ROLLOUT_STARTED, wave, revision=fleet.revision))
 
     def _tell_finished(self, fleet: DesiredFleet, waves: int, judged: bool) -> None:
         """``rollout-finished`` when the last wave passed its gate in this pass (``judged``)."""
         if judged:
             done = f"{waves} wave(s) healthy"
-            self.listener(PassEvent(Step.ROLLOUT_FINISHED, revision=fleet.revision, reason=done))
+            self.records.listener(PassEvent(Step.ROLLOUT_FINISHED, revision=fleet.revision, reason=done))
 
     def _wait_for(
         self,
@@ -180,18 +248,18 @@ class FleetRollout(RolloutGate):
         own (and fail or roll back as one) unless they passed before, then the wave waits for the
         rest, with the reason."""
         reports, change_sets = done
-        blocked = [c for c in wave.clusters if c in self.unreachable]
-        reachable = tuple(c for c in wave.clusters if c not in self.unreachable)
+        blocked = [c for c in wave.clusters if c in self.records.unreachable]
+        reachable = tuple(c for c in wave.clusters if c not in self.records.unreachable)
         part = replace(wave, clusters=reachable)
-        if reachable and not wave_passed(reachable, self.states, fleet.revision):
-            verdict = self._gate(part, fleet)
+        if reachable and not wave_passed(reachable, self.records.states, fleet.revision):
+            verdict = self.gate.decide(part, fleet)
             if verdict.decision in {Decision.HALT, Decision.ROLLBACK}:
                 failed = WaveReport(
                     wave.name, reachable, verdict.decision, verdict.reason, change_sets, verdict.reasons
                 )
-                return roll_back_wave(self, part, fleet, fleets, (verdict.decision, (*reports, failed)))
-        reason = "waiting for " + "; ".join(f"{c}: {self.unreachable[c]}" for c in blocked)
-        self.listener(PassEvent(Step.GATE_WAIT, wave.name, revision=fleet.revision, reason=reason))
+                return roll_back_wave(self.parts, part, fleet, fleets, (verdict.decision, (*reports, failed)))
+        reason = "waiting for " + "; ".join(f"{c}: {self.records.unreachable[c]}" for c in blocked)
+        self.records.listener(PassEvent(Step.GATE_WAIT, wave.name, revision=fleet.revision, reason=reason))
         waiting = WaveReport(wave.name, wave.clusters, Decision.WAIT, reason, change_sets)
         return RolloutReport(fleet.revision, RolloutOutcome.WAITING, (*reports, waiting), reason)
 
@@ -203,13 +271,13 @@ class FleetRollout(RolloutGate):
         now). Clusters still rolling out, and clusters whose state cannot be read, are left out.
         The states are read first (``read``; else the ones read last are used). Returns the change
         sets that wrote or failed."""
-        states = self.read_states() if read else dict(self.states)
+        states = self.records.read_states() if read else dict(self.records.states)
         repaired: list[ChangeSet] = []
         for name in fleet.clusters:
             state = states.get(name)
             if state is None or not is_done(state, fleet.revision):
                 continue
-            result = self.repair_drift(fleet, name)
+            result = self.applier.repair_drift(fleet, name)
             if result is not None:
                 repaired.append(result)
         return tuple(repaired)

@@ -23,7 +23,7 @@ from syncer.errors import FencedOut, KubeError
 from syncer.rollout import Held, Wave, is_done
 from syncer.rollout.failures import apply_failure
 from syncer.rollout.held import HoldKind, person_hold
-from syncer.rollout.windows import WindowOverride, judge_cluster
+from syncer.rollout.window_judge import WindowOverride, judge_cluster
 
 
 def _inventory(desired: ClusterManifests, applied: ChangeSet) -> tuple[InventoryEntry, ...]:
@@ -36,25 +36,31 @@ def _inventory(desired: ClusterManifests, applied: ChangeSet) -> tuple[Inventory
     )
 
 
-class WaveApply(RolloutStates):
-    """Applies revisions to clusters and repairs their drift (see the module docstring)."""
+class WaveApplier:
+    """Applies revisions to clusters and repairs their drift (see the module docstring), writing
+    each step to the clusters' ``records``."""
 
-    def _apply_wave(
-        self, wave: Wave, fleet: DesiredFleet, taking_over: bool = False
-    ) -> tuple[ChangeSet, ...]:
+    def __init__(self, records: RolloutStates) -> None:
+        self.records = records
+
+    def apply_wave(self, wave: Wave, fleet: DesiredFleet, taking_over: bool = False) -> tuple[ChangeSet, ...]:
         """Apply the wave to the reachable clusters this replica owns that are not done; those that
         are done have their drift repaired (``repair_drift``) unless ``taking_over`` (clusters gained
         while waiting at the gate: only those not done)."""
-        reachable = [c for c in wave.clusters if c not in self.unreachable and self.owns(c)]
-        todo = [c for c in reachable if not is_done(self.states[c], fleet.revision)]
+        reachable = [c for c in wave.clusters if c not in self.records.unreachable and self.records.owns(c)]
+        todo = [c for c in reachable if not is_done(self.records.states[c], fleet.revision)]
         if taking_over and todo:
             # Gained from another replica: what it recorded last is read again, and a cluster it put
             # on a revision this one does not descend from is left as it is (``hold_back``).
             for name in todo:
                 with contextlib.suppress(KubeError):
-                    self.states[name] = self.load_state(name).state
-            self.hold_back(fleet.revision, todo)
-            todo = [c for c in todo if c in self.states and not is_done(self.states[c], fleet.revision)]
+                    self.records.states[name] = self.records.load_state(name).state
+            self.records.hold_back(fleet.revision, todo)
+            todo = [
+                c
+                for c in todo
+                if c in self.records.states and not is_done(self.records.states[c], fleet.revision)
+            ]
         repairs: list[ChangeSet] = []
         for name in reachable:
             if name in todo or taking_over:
@@ -62,59 +68,53 @@ class WaveApply(RolloutStates):
             repaired = self.repair_drift(fleet, name, wave.name)
             if repaired is not None:
                 repairs.append(repaired)
-            elif not self.sharded:
-                self.listener(PassEvent(Step.ALREADY_APPLIED, wave.name, name, fleet.revision))
+            elif not self.records.sharded:
+                self.records.listener(PassEvent(Step.ALREADY_APPLIED, wave.name, name, fleet.revision))
         if not todo:
             return tuple(repairs)
         with ThreadPoolExecutor(max_workers=max(1, wave.gate.max_concurrent)) as pool:
-            applied = pool.map(lambda c: self._apply_cluster(wave, fleet.clusters[c], fleet.revision), todo)
+            applied = pool.map(lambda c: self.apply_cluster(wave, fleet.clusters[c], fleet.revision), todo)
             return (*repairs, *applied)
 
-    def _apply_cluster(self, wave: Wave, desired: ClusterManifests, revision: str) -> ChangeSet:
+    def apply_cluster(self, wave: Wave, desired: ClusterManifests, revision: str) -> ChangeSet:
         try:
             return self._apply_owned(wave, desired, revision)
         except FencedOut as err:
-            if not self.sharded:
+            if not self.records.sharded:
                 raise  # this replica lost the Lease: the pass ends here
             # Lost the cluster to another replica mid-apply: it carries on from the cluster's state.
-            self.listener(
+            self.records.listener(
                 PassEvent(Step.NOT_OWNER, wave.name, desired.cluster, revision, error=str(err), cause=err)
             )
             return ChangeSet(desired.cluster, revision, error=str(err))
 
     def _apply_owned(self, wave: Wave, desired: ClusterManifests, revision: str) -> ChangeSet:
         name = desired.cluster
-        api = self.clients[name]
-        state = self.states[name]
+        api = self.records.clients[name]
+        state = self.records.states[name]
         if person_hold(state, revision) is not None:
             return self._not_applied(wave, name, revision)
-        self.listener(PassEvent(Step.APPLYING, wave.name, name, revision))
+        self.records.listener(PassEvent(Step.APPLYING, wave.name, name, revision))
         before = state.degraded_before if state.revision == revision else health_before(api, state)
-        self._save(
-            name,
-            replace(
-                state,
-                revision=revision,
-                phase=SyncPhase.APPLYING,
-                wave=wave.name,
-                last_error="",
-                apply_failure=None,
-                degraded_before=before,
-            ),
+        applying = replace(
+            state,
+            revision=revision,
+            phase=SyncPhase.APPLYING,
+            wave=wave.name,
+            last_error="",
+            apply_failure=None,
+            degraded_before=before,
         )
-        now_held = self.states[name]
-        if person_hold(now_held, revision) is not None:  # since the pass read it
-            self._save(
-                name, replace(self.states[name], revision=state.revision, phase=state.phase, wave=state.wave)
-            )
+        if not self.records.save(name, applying, held=lambda now: person_hold(now, revision) is not None):
+            # A person pinned or suspended it since the pass read it: nothing is written to it.
             return self._not_applied(wave, name, revision)
         inventory = state.applied_inventory()
-        rules = self.options.apply.rules
+        rules = self.records.options.apply.rules
         try:
             plan = with_retries(
-                lambda: plan_live_cluster(api, desired, self.options.diff, inventory, rules),
-                self.options.apply.retry,
-                self.stop,
+                lambda: plan_live_cluster(api, desired, self.records.options.diff, inventory, rules),
+                self.records.options.apply.retry,
+                self.records.stop,
             )
         except KubeError as err:
             plan = None
@@ -124,11 +124,13 @@ class WaveApply(RolloutStates):
         if plan is None or error:
             result = ChangeSet(name, revision, error=error)
         else:
-            result = ClusterApplier(api, self.options.apply, self.stop).apply(desired, plan, revision)
-        now = self.clock()
+            result = ClusterApplier(api, self.records.options.apply, self.records.stop).apply(
+                desired, plan, revision
+            )
+        now = self.records.clock()
         if result.ok:
             applied = replace(
-                self.states[name],
+                self.records.states[name],
                 phase=SyncPhase.APPLIED,
                 applied_at=now,
                 healthy_since=0.0,
@@ -139,16 +141,16 @@ class WaveApply(RolloutStates):
             versions |= {m.key: m.api_version for m in desired.manifests}
             failure = apply_failure(result, versions, desired.content_hash, now)
             applied = replace(
-                self.states[name],
+                self.records.states[name],
                 phase=SyncPhase.FAILED,
                 applied_at=now,
                 last_error=result.error,
                 apply_failure=failure,
             )
-        self._save(name, applied)
+        self.records.save(name, applied)
         step = Step.APPLIED if result.ok else Step.APPLY_FAILED
         kept = result.kept()
-        self.listener(
+        self.records.listener(
             PassEvent(
                 step,
                 wave.name,
@@ -182,14 +184,14 @@ class WaveApply(RolloutStates):
         suspended: list[str] = []
         pinned: list[str] = []
         for name in sorted(clusters):
-            state = self.states.get(name)
+            state = self.records.states.get(name)
             if state is None or (pending_only and is_done(state, fleet.revision)):
                 continue
             hold = person_hold(state, fleet.revision)
             if hold is None:
                 continue
             step = Step.CLUSTER_SUSPENDED if hold.kind is HoldKind.SUSPENDED else Step.CLUSTER_PINNED
-            self.listener(PassEvent(step, wave, name, fleet.revision, reason=hold.why))
+            self.records.listener(PassEvent(step, wave, name, fleet.revision, reason=hold.why))
             (suspended if hold.kind is HoldKind.SUSPENDED else pinned).append(f"{name}: {hold.why}")
         held = {line.split(": ", 1)[0] for line in (*suspended, *pinned)}
         open_ones = tuple(c for c in clusters if c not in held)
@@ -212,13 +214,13 @@ class WaveApply(RolloutStates):
         telling the same judgement every poll).
         Every replica judges every cluster the same way, from its labels, the clock and the override
         recorded in its state, so a wave waits as a whole whichever replica applies it."""
-        windows = self.options.rollout.windows
+        windows = self.records.options.rollout.windows
         if not windows:
             return []
         closed = []
-        now = self.clock()
+        now = self.records.clock()
         for name in sorted(clusters):
-            state = self.states.get(name)
+            state = self.records.states.get(name)
             if state is None or (pending_only and is_done(state, fleet.revision)):
                 continue
             override = WindowOverride(state.window_override, state.window_override_until)
@@ -229,25 +231,25 @@ class WaveApply(RolloutStates):
             recorded = "" if verdict.open else verdict.reason
             if not changes_only or state.window != recorded:
                 event = PassEvent(step, wave, name, fleet.revision, reason=verdict.reason, waiting=waiting)
-                self.listener(event)
+                self.records.listener(event)
             if not verdict.open:
                 closed.append(f"{name}: {verdict.reason}")
-            if self.owns(name) and record_due(state, recorded, now, WINDOW_RECORD_REFRESH):
-                self._save(name, replace(state, window=recorded, window_at=now))
+            if self.records.owns(name) and record_due(state, recorded, now, WINDOW_RECORD_REFRESH):
+                self.records.save(name, replace(state, window=recorded, window_at=now))
         return closed
 
     def _not_applied(self, wave: Wave, name: str, revision: str) -> ChangeSet:
         """A cluster a person suspended, or pinned to another revision: nothing is written to it, and
         the wave waits for it."""
-        hold = person_hold(self.states[name], revision)
+        hold = person_hold(self.records.states[name], revision)
         why = hold.why if hold is not None else ""
         step = (
             Step.CLUSTER_PINNED
             if hold is not None and hold.kind is HoldKind.PINNED
             else Step.CLUSTER_SUSPENDED
         )
-        self.listener(PassEvent(step, wave.name, name, revision, reason=why))
-        self.unreachable[name] = why
+        self.records.listener(PassEvent(step, wave.name, name, revision, reason=why))
+        self.records.unreachable[name] = why
         return ChangeSet(name, revision, error=why)
 
     # -- drift repair -----------------------------------------------------------------------------
@@ -261,14 +263,18 @@ class WaveApply(RolloutStates):
         write to it (it owns it; every write passes the fence) and it is inside its maintenance
         window (a repair is a change like a rollout; found drift then waits, said as
         ``drift-repair-waiting``). None when nothing drifted or it waits."""
-        state = self.states.get(name)
-        if state is None or name in self.unreachable or not self.owns(name):
+        state = self.records.states.get(name)
+        if state is None or name in self.records.unreachable or not self.records.owns(name):
             return None
         desired = fleet.clusters[name]
-        api = self.clients[name]
+        api = self.records.clients[name]
         try:
             plan = plan_live_cluster(
-                api, desired, self.options.diff, state.applied_inventory(), self.options.apply.rules
+                api,
+                desired,
+                self.records.options.diff,
+                state.applied_inventory(),
+                self.records.options.apply.rules,
             )
         except KubeError as err:
             result = ChangeSet(name, state.revision, error=f"drift check failed: {err}")
@@ -277,7 +283,7 @@ class WaveApply(RolloutStates):
                 return None
             held = self.held_now((name,), fleet, wave, pending_only=False)
             if held:
-                self.listener(
+                self.records.listener(
                     PassEvent(
                         Step.DRIFT_REPAIR_WAITING,
                         wave,
@@ -291,7 +297,7 @@ class WaveApply(RolloutStates):
             if plan.error:
                 result = ChangeSet(name, state.revision, error=plan.error)
             else:  # a blocked plan (a conflict under the report policy) comes back as a failed repair
-                result = ClusterApplier(api, self.options.apply, self.stop).apply(
+                result = ClusterApplier(api, self.records.options.apply, self.records.stop).apply(
                     desired, plan, state.revision
                 )
         if result.error:
@@ -300,7 +306,7 @@ class WaveApply(RolloutStates):
             step = Step.DRIFT_REPAIRED
         else:
             return result
-        self.listener(
+        self.records.listener(
             PassEvent(
                 step,
                 wave,

@@ -9,18 +9,19 @@ revision is never marked bad for it and nothing halts.
 
 from __future__ import annotations
 
-import contextlib
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from syncer.domain.analysis import Verdict
+from syncer.domain.analysis import AnalysisVerdict
 from syncer.domain.changeset import ChangeSet
 from syncer.domain.health import Health, ObjectHealth
 from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import PassEvent, Step, Waiting
 from syncer.domain.sync_state import SyncPhase
+from syncer.engine.analysis_gate import AnalysisGate, QueryFn
 from syncer.engine.live import live_health
-from syncer.engine.rollout_apply import WaveApply
+from syncer.engine.rollout_apply import WaveApplier
 from syncer.engine.rollout_model import WaveReport
+from syncer.engine.rollout_state import RolloutStates
 from syncer.errors import KubeError
 from syncer.rollout import (
     ClusterProgress,
@@ -46,80 +47,91 @@ _GATE_STEPS = {
 }
 
 
-class RolloutGate(WaveApply):
-    """Judges and watches the health of waves (see the module docstring)."""
+class HealthGate:
+    """Judges and watches the health of waves (see the module docstring): the clusters' ``records``
+    are read and written, the ``applier`` applies clusters a sharded replica gains while it waits,
+    and ``query`` asks Prometheus for a wave's analysis."""
+
+    def __init__(self, records: RolloutStates, applier: WaveApplier, query: QueryFn) -> None:
+        self.records = records
+        self.applier = applier
+        self.analysis = AnalysisGate(query, records.clock, records.listener)
 
     def _health(self, name: str, fleet: DesiredFleet) -> tuple[Health, str]:
         """A cluster's health now (told to the listener as it is judged, for the health gauge)."""
         objects: tuple[ObjectHealth, ...] = ()
         try:
-            health = live_health(self.clients[name], fleet.clusters[name])
+            health = live_health(self.records.clients[name], fleet.clusters[name])
             verdict, detail, objects = health.health, health.summary(), health.objects
         except KubeError as err:
             verdict, detail = Health.PROGRESSING, f"health check failed: {err}"
-        self.listener(
+        self.records.listener(
             PassEvent(
                 Step.HEALTH_CHECKED, cluster=name, reason=detail, health=verdict, objects_health=objects
             )
         )
         return verdict, detail
 
-    def _observe(self, wave: Wave, fleet: DesiredFleet) -> WaveReport:
+    def observe(self, wave: Wave, fleet: DesiredFleet) -> WaveReport:
         """Watch a wave that passed: re-apply what drifted on its clusters, record their health, and
         report a cluster that turned unhealthy (degraded) or healthy again."""
         degraded = []
         repairs: list[ChangeSet] = []
         for name in wave.clusters:
-            if name in self.unreachable or not self.owns(name):
+            if name in self.records.unreachable or not self.records.owns(name):
                 continue
             # What the cluster records of its window stays current, so that status never shows a
             # window that has since opened or closed.
-            self.closed_windows((name,), fleet, pending_only=False, changes_only=True)
-            repaired = self.repair_drift(fleet, name, wave.name)
+            self.applier.closed_windows((name,), fleet, pending_only=False, changes_only=True)
+            repaired = self.applier.repair_drift(fleet, name, wave.name)
             repairs.extend([repaired] if repaired is not None else [])
-            state = self.states[name]
+            state = self.records.states[name]
             verdict, detail = self._health(name, fleet)
             if verdict is not Health.HEALTHY:
                 degraded.append(f"{name}: {verdict}: {detail}")
             if (state.health == str(Health.HEALTHY)) != (verdict is Health.HEALTHY):
                 step = Step.CLUSTER_RECOVERED if verdict is Health.HEALTHY else Step.CLUSTER_DEGRADED
                 reason = detail if verdict is not Health.HEALTHY else "healthy again"
-                self.listener(PassEvent(step, wave.name, name, fleet.revision, reason=reason, health=verdict))
-            since = (state.healthy_since or self.clock()) if verdict is Health.HEALTHY else 0.0
-            self._save(name, replace(state, health=str(verdict), health_detail=detail, healthy_since=since))
+                self.records.listener(
+                    PassEvent(step, wave.name, name, fleet.revision, reason=reason, health=verdict)
+                )
+            since = (state.healthy_since or self.records.clock()) if verdict is Health.HEALTHY else 0.0
+            self.records.save(
+                name, replace(state, health=str(verdict), health_detail=detail, healthy_since=since)
+            )
         reason = "passed; degraded since: " + "; ".join(degraded) if degraded else "passed"
         return WaveReport(wave.name, wave.clusters, Decision.PROCEED, reason, tuple(repairs))
 
     def _recorded(self, name: str, revision: str) -> ClusterProgress:
         """A cluster another replica owns: its progress as its owner last recorded it."""
-        with contextlib.suppress(KubeError):  # else judged from the state read last
-            self.states[name] = self.stores[name].load().state
-        return recorded_progress(self.states[name], revision)
+        return recorded_progress(self.records.reload(name), revision)
 
     def _progress(self, wave: Wave, fleet: DesiredFleet, revision: str) -> dict[str, ClusterProgress]:
         progress = {}
         for name in wave.clusters:
-            if name in self.unreachable:
+            if name in self.records.unreachable:
                 progress[name] = ClusterProgress(name)  # left out meanwhile: waited for, with why
                 continue
-            if not self.owns(name):
+            if not self.records.owns(name):
                 progress[name] = self._recorded(name, revision)
                 continue
-            state = self.states[name]
+            state = self.records.states[name]
             failed = failed_apply(state, revision)
             if failed is not None:
                 progress[name] = failed
                 continue
             verdict, detail = self._health(name, fleet)
-            now = self.clock()
+            now = self.records.clock()
             since = (state.healthy_since or now) if verdict is Health.HEALTHY else 0.0
-            self._save(name, replace(state, health=str(verdict), health_detail=detail, healthy_since=since))
+            self.records.save(
+                name, replace(state, health=str(verdict), health_detail=detail, healthy_since=since)
+            )
             progress[name] = ClusterProgress(
                 name, state.applied_at or None, "", verdict, since or None, detail
             )
         return progress
 
-    def _gate(
+    def decide(
         self,
         wave: Wave,
         fleet: DesiredFleet,
@@ -137,31 +149,31 @@ class RolloutGate(WaveApply):
         changed now (``held_now``: a person's suspension or pin, its window) ends it at once, saying
         so. A wave healthy and baked is then judged by its analysis (``analysed``; a rollback's gate
         is not)."""
-        allowed = self.options.rollout.rollback if rollback is None else rollback
-        entered = self.clock()
+        allowed = self.records.options.rollout.rollback if rollback is None else rollback
+        entered = self.records.clock()
         waited = False  # the person's acts read with the states are current until the gate waits
         while True:
-            if self.sharded:
-                self._apply_wave(wave, fleet, taking_over=True)  # clusters gained meanwhile
-                if rolling_out and self.newer():
+            if self.records.sharded:
+                self.applier.apply_wave(wave, fleet, taking_over=True)  # clusters gained meanwhile
+                if rolling_out and self.records.newer():
                     raise Superseded
             progress = self._progress(wave, fleet, fleet.revision)
             aborted = self._aborted(wave, fleet.revision, learn=waited) if rolling_out else None
             if aborted is not None:
                 return aborted
             waited = True
-            verdict = judge_wave(wave, progress, self.clock(), rollback=allowed)
+            verdict = judge_wave(wave, progress, self.records.clock(), rollback=allowed)
             elsewhere = self._elsewhere(wave, fleet.revision)
             if verdict.decision is Decision.WAIT and elsewhere:
                 # A cluster a person holds (or its window) cannot change until that ends: no wait.
-                held = self.held_now(self._not_on(wave, fleet.revision), fleet, wave.name)
-                late = self.clock() - entered >= wave.gate.health_timeout
+                held = self.applier.held_now(self._not_on(wave, fleet.revision), fleet, wave.name)
+                late = self.records.clock() - entered >= wave.gate.health_timeout
                 lines = (*held.suspended, *held.pinned, *held.closed) if held else elsewhere
                 reason = "waiting for " + "; ".join(lines)
                 verdict = replace(verdict, reason=reason, decision=Decision.WAIT)
                 if held or late:
                     waits = held.waiting if held else None
-                    self.listener(
+                    self.records.listener(
                         PassEvent(
                             Step.GATE_WAIT, wave.name, revision=fleet.revision, reason=reason, waiting=waits
                         )
@@ -174,7 +186,7 @@ class RolloutGate(WaveApply):
             step = _GATE_STEPS[verdict.decision]
             if still:
                 step = Step.GATE_STILL_HEALTHY
-            self.listener(
+            self.records.listener(
                 PassEvent(
                     step,
                     wave.name,
@@ -186,12 +198,13 @@ class RolloutGate(WaveApply):
                 )
             )
             if verdict.decision is Decision.PROCEED:
-                for name in filter(self.owns, wave.clusters):
-                    self._save(
-                        name, replace(self.states[name], phase=SyncPhase.HEALTHY, last_good=fleet.revision)
+                for name in filter(self.records.owns, wave.clusters):
+                    self.records.save(
+                        name,
+                        replace(self.records.states[name], phase=SyncPhase.HEALTHY, last_good=fleet.revision),
                     )
-            if verdict.decision is not Decision.WAIT or self.stop.wait(
-                min(verdict.wait, self.options.health_poll)
+            if verdict.decision is not Decision.WAIT or self.records.stop.wait(
+                min(verdict.wait, self.records.options.health_poll)
             ):
                 return verdict
 
@@ -200,29 +213,28 @@ class RolloutGate(WaveApply):
         since the states were read) the acts are read again first: a wave that bakes writes nothing
         that would learn them."""
         for name in wave.clusters if learn else ():
-            if name in self.states and name not in self.unreachable:
-                with contextlib.suppress(KubeError):
-                    self.states[name] = self.stores[name].with_acts(self.states[name])
-        verdict = judge_abort(wave, self.states, revision)
+            if name in self.records.states and name not in self.records.unreachable:
+                self.records.learn_acts(name)
+        verdict = judge_abort(wave, self.records.states, revision)
         if verdict is not None:
             why = verdict.reason
-            self.listener(PassEvent(Step.ROLLOUT_ABORTED, wave.name, revision=revision, reason=why))
+            self.records.listener(PassEvent(Step.ROLLOUT_ABORTED, wave.name, revision=revision, reason=why))
         return verdict
 
     def _analysed(self, wave: Wave, fleet: DesiredFleet, healthy: GateVerdict, rollback: bool) -> GateVerdict:
         """The verdict on a healthy, baked wave once its analysis looked (``engine.analysis_gate``):
         wait for the next measurement, proceed, fail (halt or roll back) or halt for a person when it
         is inconclusive (``syncer retry`` measures again). The counts are recorded first."""
-        looked = self.analysis.look(wave, fleet, self.states, self.owns)
+        looked = self.analysis.look(wave, fleet, self.records.states, self.records.owns)
         for name, state in looked.states.items():
-            self._save(name, state)
+            self.records.save(name, state)
         found = looked.verdict
-        if found.verdict is Verdict.RUNNING:
+        if found.verdict is AnalysisVerdict.RUNNING:
             return GateVerdict(Decision.WAIT, found.reason, found.wait, waiting=Waiting.ANALYSIS)
-        if found.verdict is Verdict.SUCCESSFUL:
+        if found.verdict is AnalysisVerdict.SUCCESSFUL:
             return replace(healthy, reason=f"{healthy.reason}; {found.reason}", analysis=found.verdict)
         failed = tuple(name for name, _ in found.clusters)
-        if found.verdict is Verdict.FAILED:
+        if found.verdict is AnalysisVerdict.FAILED:
             decision = Decision.ROLLBACK if rollback else Decision.HALT
             return GateVerdict(
                 decision, found.reason, failed=failed, reasons=found.clusters, analysis=found.verdict
@@ -237,9 +249,9 @@ class RolloutGate(WaveApply):
         return tuple(
             name
             for name in wave.clusters
-            if not self.owns(name)
-            and name not in self.unreachable
-            and (state := self.states.get(name)) is not None
+            if not self.records.owns(name)
+            and name not in self.records.unreachable
+            and (state := self.records.states.get(name)) is not None
             and state.revision != revision
         )
 
@@ -248,11 +260,11 @@ class RolloutGate(WaveApply):
         they record instead, and those left out meanwhile, with why."""
         found = []
         for name in wave.clusters:
-            state = self.states.get(name)
-            if name in self.unreachable:
-                found.append(f"{name}: {self.unreachable[name]}")
+            state = self.records.states.get(name)
+            if name in self.records.unreachable:
+                found.append(f"{name}: {self.records.unreachable[name]}")
                 continue
-            if self.owns(name) or state is None or state.revision == revision:
+            if self.records.owns(name) or state is None or state.revision == revision:
                 continue
             recorded = state.revision[:12] or "nothing yet"
             found.append(f"{name}: its owner has not put it on {revision[:12]} (it records {recorded})")
@@ -262,8 +274,18 @@ class RolloutGate(WaveApply):
         """Every cluster of ``wave`` was already recorded healthy on ``revision`` (a pass that found
         nothing to do)."""
         return all(
-            (state := self.states[name]).phase is SyncPhase.HEALTHY
+            (state := self.records.states[name]).phase is SyncPhase.HEALTHY
             and state.revision == revision
             and state.last_good == revision
             for name in wave.clusters
         )
+
+
+@dataclass(frozen=True)
+class RolloutParts:
+    """The collaborators of a fleet rollout, as the rollback of a failed wave and the manual gates
+    use them: the clusters' ``records``, the ``applier`` and the ``gate``."""
+
+    records: RolloutStates
+    applier: WaveApplier
+    gate: HealthGate

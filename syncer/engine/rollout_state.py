@@ -1,22 +1,22 @@
 """What a rollout knows of its clusters: their sync states, read once per pass and kept current as
 the rollout writes them, the clusters it could not read (they wait) and the states it could not
-write (remembered for the report and the next pass). The apply, gate and rollout parts build on it.
+write (remembered for the report and the next pass). The applier, the gate and the rollout hold it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import time
 from collections.abc import Callable, Mapping
 
 from syncer.apply import with_retries
-from syncer.domain.history import Actor, HistoryEntry
 from syncer.domain.progress import Listener, PassEvent, Step
+from syncer.domain.revision_history import Actor, HistoryEntry
 from syncer.domain.sync_state import ClusterSyncState
-from syncer.engine.analysis_gate import AnalysisGate
 from syncer.engine.rollout_model import RolloutHooks, RolloutOptions
-from syncer.errors import FencedOut, KubeError, RecordUnreadable
+from syncer.errors import FencedOut, HeldSinceRead, KubeError, RecordUnreadable
 from syncer.kube import KubeApi
 from syncer.status.state_store import LoadedState, StateStore
 
@@ -44,7 +44,6 @@ class RolloutStates:
         self.stop = stop or threading.Event()
         self.clock = clock
         self.listener = listener or (lambda _: None)
-        self.analysis = AnalysisGate(hooks.query, clock, self.listener)
         self.stores = {
             name: StateStore(api, options.state_namespace, hooks.fences(name), options.history_keep)
             for name, api in clients.items()
@@ -97,6 +96,19 @@ class RolloutStates:
                 self.listener(PassEvent(Step.CLUSTER_UNREACHABLE, cluster=name, error=refused))
         return dict(self.states)
 
+    def reload(self, cluster: str) -> ClusterSyncState:
+        """``cluster``'s state as it is recorded now (one read, no rebuild; what was read last when
+        it cannot be read): a cluster another replica owns is judged from what its owner recorded."""
+        with contextlib.suppress(KubeError):
+            self.states[cluster] = self.stores[cluster].load().state
+        return self.states[cluster]
+
+    def learn_acts(self, cluster: str) -> None:
+        """Learn the person's acts ``cluster`` records now (one read; kept as they were when it
+        cannot be read): a rollout that waits without writing (a bake) learns an abort meanwhile."""
+        with contextlib.suppress(KubeError):
+            self.states[cluster] = self.stores[cluster].with_acts(self.states[cluster])
+
     def histories(self) -> dict[str, tuple[HistoryEntry, ...]]:
         """Each read cluster's history of revisions as its ConfigMap was last read or written (no I/O);
         a cluster whose record is unreadable is left out, as its next state write starts it again."""
@@ -134,10 +146,15 @@ class RolloutStates:
         for cluster in sorted(self.unsaved):
             state = self.states.get(cluster)
             if state is not None and self.owns(cluster):
-                self._save(cluster, state)
+                self.save(cluster, state)
 
-    def _save(self, cluster: str, state: ClusterSyncState) -> None:
-        """Record ``state`` as the cluster's state and write it to the cluster.
+    def save(
+        self, cluster: str, state: ClusterSyncState, held: Callable[[ClusterSyncState], bool] | None = None
+    ) -> bool:
+        """Record ``state`` as the cluster's state and write it to the cluster; False when ``held``
+        (a person's act forbids the write: see ``StateStore.save``) was found true of the acts the
+        cluster records now, read again because someone wrote its record since the pass read it:
+        nothing is written, and the cluster's state is the one read with those acts.
 
         A write that fails (the apiserver is unreachable) does not stop the rollout: the rollout goes
         on from ``state``, the error is kept in ``unsaved`` for the report, and the cluster keeps its
@@ -147,21 +164,24 @@ class RolloutStates:
         """
         with self._locks[cluster]:
             if self.states.get(cluster) == state and cluster not in self.unsaved:
-                return
+                return True
             try:
                 by = self.options.actor
                 if state.pin.active and state.pin.revision == state.revision:
                     by = f"{by}, for syncer rollback by {state.pin.by}: {state.pin.reason}"
                 actor = Actor(by, self.signer(state.revision))
-                self.states[cluster] = self.stores[cluster].save(state, self.clock(), actor)
+                self.states[cluster] = self.stores[cluster].save(state, self.clock(), actor, held)
                 self.unsaved.pop(cluster, None)
-                return
+                return True
+            except HeldSinceRead:
+                self.states[cluster] = self.stores[cluster].learnt(self.states[cluster])
+                return False
             except FencedOut:
                 if not self.sharded:
                     raise
                 # Another replica owns the cluster now: what it records is the cluster's state.
                 self.states[cluster] = state
-                return
+                return True
             except KubeError as err:
                 self.states[cluster] = state
                 self.unsaved[cluster] = problem = str(err)
@@ -169,3 +189,4 @@ class RolloutStates:
         self.listener(
             PassEvent(Step.STATE_UNSAVED, state.wave, cluster, state.revision, error=problem, cause=cause)
         )
+        return True

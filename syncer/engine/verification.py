@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from syncer.config import SourceOptions, TrustPolicy
-from syncer.engine.render import looks_like_url
+from syncer.engine.rendered_fleet import looks_like_url
 from syncer.errors import SourceError
 from syncer.source import GitSource
 from syncer.verify import VerificationResult, VerifyOptions, verify_revision

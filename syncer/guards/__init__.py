@@ -19,7 +19,7 @@ from syncer.lazy import lazy_getattr
 if TYPE_CHECKING:
     from syncer.guards.judge import change_inputs, judge_revision, referenced_paths
     from syncer.guards.language import VARIABLES, CelProblem, Evaluation, Program, compile_expression
-    from syncer.guards.model import (
+    from syncer.guards.policy import (
         DEFAULT_ACTIONS,
         ChangeKind,
         ChangeRule,
@@ -34,7 +34,7 @@ __getattr__ = lazy_getattr(
     {
         "judge": ("change_inputs", "judge_revision", "referenced_paths"),
         "language": ("VARIABLES", "CelProblem", "Evaluation", "Program", "compile_expression"),
-        "model": (
+        "policy": (
             "DEFAULT_ACTIONS",
             "ChangeKind",
             "ChangeRule",

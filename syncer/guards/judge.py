@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from syncer.guards.language import VARIABLES
-from syncer.guards.model import ChangeRule, GuardPolicy, PlannedChange, RevisionLimit
+from syncer.guards.policy import ChangeRule, GuardPolicy, PlannedChange, RevisionLimit
 from syncer.guards.verdicts import GuardOutcome, GuardReport, LimitVerdict, RuleVerdict
 
 _STRING_LITERAL = re.compile(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"")

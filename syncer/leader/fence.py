@@ -11,16 +11,15 @@ carrying an older token of the same Lease, or none at all, is refused (``syncer.
 ``FencedKube`` is the one decorator that applies a fence: each write through the ``KubeApi`` seam
 (apply, create, replace, delete) passes the fence exactly once, right before the request leaves when
 the client can say when that is (``ClusterClient.guard_writes``: after waiting for its own limits),
-else before the call; reads pass through. ``FleetFences`` says which fence guards each cluster: none
-until the agent knows how it runs, then the leader Lease's for every cluster or, for a sharded
-replica, each cluster's owner Lease's (``syncer.leader.shards``). ``FleetFences.settled_of`` is the
-same fence for a writer that must not act before then (the agent's embedded controllers, which
-``syncer.leader.follow`` runs only while it is open): closed until the agent knows.
+else before the call; reads pass through. Each agent is built with the fence of each cluster
+(``FenceOf``): the leader Lease's for every cluster, each cluster's owner Lease's for a sharded
+replica (``syncer.leader.shards``), or ``NO_LEASE`` for an agent run without leader election; the
+agent's embedded controllers follow the same fences (``syncer.leader.follow`` runs them only while
+open).
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, Protocol
@@ -71,87 +70,22 @@ class Unfenced:
 
 UNFENCED: Fence = Unfenced()
 
+NO_LEASE: Fence = UNFENCED
+"""The writer that holds no Lease, by the operator's word (``--no-leader-elect``): it writes nothing
+to a cluster whose state records a fencing token (``StateStore.refusal``), drift repair included."""
 
-class Unsettled:
-    """The fence of a writer that may not write yet: its agent does not know yet whether it leads."""
-
-    token = 0
-    lease = ""
-
-    def check(self) -> None:
-        raise FencedOut(
-            "not writing: this agent does not know yet whether it leads or which clusters it owns"
-        )
-
-    @contextmanager
-    def writing(self) -> Iterator[None]:
-        self.check()
-        yield
-
-
-UNSETTLED: Fence = Unsettled()
 
 FenceOf = Callable[[str], Fence]
 """The fence that guards the writes to one cluster, by name."""
 
 
-class FleetFences:
-    """Which fence guards each cluster's writes: ``UNFENCED`` until ``use`` says (the agent builds its
-    pass before it knows whether it leads, is one replica of a sharded group, or neither). A fence
-    given by ``of`` follows a later ``use``."""
+def everywhere(fence: Fence) -> FenceOf:
+    """``fence`` for every cluster (the leader Lease's, or ``NO_LEASE``)."""
 
-    def __init__(self) -> None:
-        self._one: Fence = UNFENCED
-        self._of: FenceOf | None = None
-        self.settled = threading.Event()  # set by the first ``use`` or ``use_for_all``
+    def of(_: str) -> Fence:
+        return fence
 
-    def use(self, of: FenceOf) -> None:
-        """Guard each cluster with its own fence (a sharded replica: each cluster's owner Lease)."""
-        self._of = of
-        self.settled.set()
-
-    def use_for_all(self, fence: Fence) -> None:
-        """Guard every cluster with one fence (the leader Lease; ``UNFENCED`` without one)."""
-        self._one, self._of = fence, None
-        self.settled.set()
-
-    def of(self, cluster: str) -> Fence:
-        return _FollowedFence(self, cluster)
-
-    def settled_of(self, cluster: str) -> Fence:
-        """``of(cluster)``, but closed (``UNSETTLED``) until ``use`` or ``use_for_all`` is called."""
-        return _FollowedFence(self, cluster, settled=True)
-
-    def current(self, cluster: str) -> Fence:
-        return self._of(cluster) if self._of is not None else self._one
-
-
-class _FollowedFence:
-    """One cluster's fence as ``FleetFences`` gives it at the time of each question."""
-
-    def __init__(self, fences: FleetFences, cluster: str, settled: bool = False) -> None:
-        self._fences = fences
-        self._cluster = cluster
-        self._settled = settled
-
-    def _current(self) -> Fence:
-        if self._settled and not self._fences.settled.is_set():
-            return UNSETTLED
-        return self._fences.current(self._cluster)
-
-    @property
-    def token(self) -> int:
-        return self._current().token
-
-    @property
-    def lease(self) -> str:
-        return self._current().lease
-
-    def check(self) -> None:
-        self._current().check()
-
-    def writing(self) -> AbstractContextManager[None]:
-        return self._current().writing()
+    return of
 
 
 class FencedKube:

@@ -70,16 +70,22 @@ class _Holder:
     """One Lease this replica wants to hold: create, take over, renew and release it."""
 
     def __init__(
-        self, kube: KubeApi, name: str, namespace: str, options: ShardOptions, clock: Callable[[], float]
+        self,
+        kube: KubeApi,
+        where: tuple[str, str],
+        options: ShardOptions,
+        clock: Callable[[], float],
+        annotations: Mapping[str, str] | None = None,
     ) -> None:
+        """The Lease ``where`` names (its name and namespace); ``annotations`` are published on it
+        while held."""
         self.kube = kube
-        self.name = name
-        self.namespace = namespace
+        self.name, self.namespace = where
         self.options = options
         self.clock = clock
         self.record: LeaseRecord | None = None
         self.renewed_at: float | None = None
-        self.annotations: Mapping[str, str] = {}
+        self.annotations: Mapping[str, str] = dict(annotations or {})
         self._seen: tuple[str, str, str] | None = None
         self._seen_at = 0.0
 
@@ -140,6 +146,10 @@ class _Holder:
         self.renewed_at = started
         return True
 
+    def stop_renewing(self) -> None:
+        """No new write starts under this Lease (it is about to be released)."""
+        self.renewed_at = None
+
     def valid(self, renew_deadline: float) -> bool:
         return self.renewed_at is not None and self.clock() - self.renewed_at < renew_deadline
 
@@ -159,6 +169,15 @@ class _Writes:
 
     count: int = 0
     idle: threading.Condition = field(default_factory=threading.Condition)
+
+    def begin(self) -> None:
+        """One more write in flight (called holding ``idle``)."""
+        self.count += 1
+
+    def end(self) -> None:
+        """One write fewer in flight (called holding ``idle``); a waiting release is woken."""
+        self.count -= 1
+        self.idle.notify_all()
 
 
 @dataclass(frozen=True)
@@ -186,12 +205,11 @@ class Shards:
         self.options = options
         self.clock = clock
         member_name = f"{options.group}-{options.identity}"
-        self.member = _Holder(home, member_name, options.namespace, options, clock)
-        self.member.annotations = dict(options.notes)
+        self.member = _Holder(home, (member_name, options.namespace), options, clock, options.notes)
         self._notes: dict[str, Mapping[str, str]] = {}
         self._home = home
         self.owners = {
-            name: _Holder(api, OWNER_LEASE, options.owner_namespace, options, clock)
+            name: _Holder(api, (OWNER_LEASE, options.owner_namespace), options, clock)
             for name, api in clusters.items()
         }
         self._writes = {name: _Writes() for name in clusters}
@@ -270,7 +288,7 @@ class Shards:
         writes = self._writes[cluster]
         holder = self.owners[cluster]
         with writes.idle:
-            holder.renewed_at = None  # no new write starts
+            holder.stop_renewing()
             writes.idle.wait_for(lambda: writes.count == 0, timeout=self.options.lease_duration)
         holder.release()
         log.info("released cluster %s to its new owner", cluster)
@@ -309,13 +327,12 @@ class Shards:
             raise FencedOut(f"not writing to {cluster}: {self.options.identity} has no owner lease for it")
         with writes.idle:
             self.fence(cluster).check()
-            writes.count += 1
+            writes.begin()
         try:
             yield
         finally:
             with writes.idle:
-                writes.count -= 1
-                writes.idle.notify_all()
+                writes.end()
 
 
 class ClusterFence:

@@ -14,7 +14,7 @@ from enum import Enum
 from types import MappingProxyType
 
 from syncer.config.settings import NotifySettings
-from syncer.domain.analysis import Verdict
+from syncer.domain.analysis import AnalysisVerdict
 from syncer.domain.notices import Notice, NoticeClass, Severity
 from syncer.domain.progress import PassEvent, Step, Waiting
 from syncer.domain.rollout_status import ENDED_BADLY, RolloutStatus, advance, initial
@@ -100,12 +100,12 @@ RULES: Mapping[Step, Rule | None] = MappingProxyType(
 )
 
 # The reason word of a gate's decision that followed the wave's analysis, not its health.
-ANALYSED: Mapping[Verdict, str] = MappingProxyType(
+ANALYSED: Mapping[AnalysisVerdict, str] = MappingProxyType(
     {
-        Verdict.FAILED: "analysis-failed",
-        Verdict.INCONCLUSIVE: "analysis-inconclusive",
-        Verdict.SUCCESSFUL: "healthy",
-        Verdict.RUNNING: "analysis-running",
+        AnalysisVerdict.FAILED: "analysis-failed",
+        AnalysisVerdict.INCONCLUSIVE: "analysis-inconclusive",
+        AnalysisVerdict.SUCCESSFUL: "healthy",
+        AnalysisVerdict.RUNNING: "analysis-running",
     }
 )
 

@@ -7,7 +7,7 @@ clusters may not be changed now (``Held``: a suspension, a pin, a window), wheth
 gate may start and whether a person aborted a revision (``promotion``), and
 what the clusters' recorded states say about revisions (``revisions``: what is done, how a
 rollback ends; ``failures``: where a revision failed, for which cause, and what refuses it;
-``rollback``: each cluster's own rollback target; ``pins``: which clusters a person's pin keeps on
+``rollback_targets``: each cluster's own rollback target; ``pins``: which clusters a person's pin keeps on
 a revision, and which revisions a cluster's history lets it be pinned to). Must not do I/O
 or apply anything, nor read the clock; the engine passes progress, states and the time in and acts
 on the decision.
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from syncer.rollout.promotion import PromotionCheck, judge_abort, judge_promotion, people_needed
     from syncer.rollout.revisions import failed_apply, is_done, phase_after_rollback
     from syncer.rollout.waves import Wave, plan_waves, stable_rank
-    from syncer.rollout.windows import WindowOverride, WindowVerdict, judge_cluster, judge_clusters
+    from syncer.rollout.window_judge import WindowOverride, WindowVerdict, judge_cluster, judge_clusters
 
 __getattr__ = lazy_getattr(
     __name__,
@@ -40,7 +40,7 @@ __getattr__ = lazy_getattr(
         "promotion": ("PromotionCheck", "judge_abort", "judge_promotion", "people_needed"),
         "revisions": ("failed_apply", "is_done", "phase_after_rollback"),
         "waves": ("Wave", "plan_waves", "stable_rank"),
-        "windows": ("WindowOverride", "WindowVerdict", "judge_cluster", "judge_clusters"),
+        "window_judge": ("WindowOverride", "WindowVerdict", "judge_cluster", "judge_clusters"),
     },
 )
 

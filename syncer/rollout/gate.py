@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from syncer.domain.analysis import Verdict
+from syncer.domain.analysis import AnalysisVerdict
 from syncer.domain.health import Health
 from syncer.domain.progress import Waiting
 from syncer.rollout.waves import Wave
@@ -48,7 +48,7 @@ class GateVerdict:
     waiting: Waiting | None = None
     reasons: tuple[tuple[str, str], ...] = ()
     aborted: bool = False
-    analysis: Verdict | None = None
+    analysis: AnalysisVerdict | None = None
 
 
 def judge_wave(

@@ -15,7 +15,7 @@ from syncer.config.windows import MaintenanceWindow
 from syncer.domain.progress import Waiting
 from syncer.domain.sync_state import ClusterSyncState
 from syncer.rollout.pins import pinned_away
-from syncer.rollout.windows import WindowOverride, judge_cluster
+from syncer.rollout.window_judge import WindowOverride, judge_cluster
 
 
 class HoldKind(StrEnum):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from syncer.domain.history import HistoryEntry, Outcome
 from syncer.domain.objects import DesiredFleet
+from syncer.domain.revision_history import HistoryEntry, Outcome
 from syncer.domain.sync_state import ClusterSyncState
 from syncer.errors import RollbackRefused
 from syncer.rollout.revision_names import matches, resolve, well_formed

@@ -2,7 +2,7 @@
 
 Whether a cluster still has to be applied and what phase a cluster of a rolled-back wave ends in.
 Which clusters refuse a revision that failed there before is ``syncer.rollout.failures``. Where a
-failed cluster goes back to is ``syncer.rollout.rollback``: per cluster, never a vote of the fleet.
+failed cluster goes back to is ``syncer.rollout.rollback_targets``: per cluster, never a vote of the fleet.
 """
 
 from __future__ import annotations

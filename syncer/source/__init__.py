@@ -9,7 +9,7 @@ errors). Must not: judge signatures, parse manifests or talk to clusters.
 """
 
 from syncer.source.git_source import GitSource
-from syncer.source.model import PollResult, Snapshot, SourceOptions
 from syncer.source.runner import redact
+from syncer.source.snapshots import PollResult, Snapshot, SourceOptions
 
 __all__ = ["GitSource", "PollResult", "Snapshot", "SourceOptions", "redact"]

@@ -42,8 +42,8 @@ from syncer.source.cache import (
     remove_tree,
     touch,
 )
-from syncer.source.model import PollResult, Snapshot, SourceOptions
 from syncer.source.runner import GitRunner, check_argument
+from syncer.source.snapshots import PollResult, Snapshot, SourceOptions
 
 _FETCHED = "refs/syncer/fetched"
 _ACCEPTED = "refs/syncer/accepted"

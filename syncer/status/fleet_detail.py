@@ -18,9 +18,9 @@ from typing import Any
 from syncer.domain.analysis import Measurement
 from syncer.domain.changeset import ChangeEntry, ChangeSet
 from syncer.domain.health import ObjectHealth
-from syncer.domain.history import HistoryEntry, bounded
 from syncer.domain.plans import Action, FieldChange
 from syncer.domain.progress import PassEvent, Step
+from syncer.domain.revision_history import HistoryEntry, bounded
 from syncer.errors import GuardFailure
 
 SHORT_SHA = 12

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from syncer.domain.history import HistoryEntry
 from syncer.domain.progress import PassEvent, Step
+from syncer.domain.revision_history import HistoryEntry
 from syncer.domain.rollout_records import reconcile
 from syncer.domain.rollout_status import RolloutStatus, WavePhase, WaveStatus, advance
 from syncer.domain.rollout_status import initial as initial_rollout

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -24,7 +24,7 @@ from syncer.domain.analysis import AnalysisRecord, MetricCounts
 from syncer.domain.applied import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from syncer.domain.changeset import FailureCause
 from syncer.domain.gates import AwaitingPromotion
-from syncer.domain.history import Actor, HistoryEntry, note
+from syncer.domain.revision_history import Actor, HistoryEntry, note
 from syncer.domain.sync_state import (
     ClusterSyncState,
     FailedRevision,
@@ -32,7 +32,7 @@ from syncer.domain.sync_state import (
     SyncPhase,
     UnknownRecord,
 )
-from syncer.errors import Conflict, FencedOut, NotFound, RecordUnreadable
+from syncer.errors import Conflict, FencedOut, HeldSinceRead, NotFound, RecordUnreadable
 from syncer.kube import ApplyOptions, KubeApi
 from syncer.leader.fence import UNFENCED, Fence
 from syncer.status import acts
@@ -331,11 +331,21 @@ class StateStore:
         return ClusterSyncState(self.kube.cluster, inventory=inventory_of(objects), rebuilt=True)
 
     def save(
-        self, state: ClusterSyncState, now: float | None = None, actor: Actor = Actor()
+        self,
+        state: ClusterSyncState,
+        now: float | None = None,
+        actor: Actor = Actor(),
+        held: Callable[[ClusterSyncState], bool] | None = None,
     ) -> ClusterSyncState:
         """Write ``state`` (stamped with ``updated_at``) and the history it makes (written by
         ``actor``), creating the namespace if needed; FencedOut when a newer leader's token is
-        recorded."""
+        recorded.
+
+        The write is tied to the ConfigMap as read (its resourceVersion): when someone wrote it
+        since (the apiserver's 409), it is read again and the write judged again. ``held``: a write
+        a person's act may forbid (one that starts a revision): when the acts the ConfigMap records
+        make ``held`` true of ``state``, nothing is written and HeldSinceRead is raised
+        (``learnt`` gives the cluster's state with those acts)."""
         stamped = replace(
             state, updated_at=now if now is not None else time.time(), rebuilt=False, stored=True
         )
@@ -355,6 +365,9 @@ class StateStore:
             body["metadata"]["annotations"] = {FENCING_TOKEN: str(token), FENCING_LEASE: lease}
         for attempt in range(2):
             current = self._seen if self._seen is not None and not attempt else self._read()
+            if held is not None and held(with_acts(stamped, current)):
+                cluster = self.kube.cluster
+                raise HeldSinceRead(f"{cluster}: a person's act recorded since it was read holds it")
             self._refuse_stale(stored_token(current), stored_lease(current), token, lease)
             body["data"][HISTORY_KEY] = self._history(current, stamped, actor)
             version = (current.get("metadata") or {}).get("resourceVersion")
@@ -376,6 +389,10 @@ class StateStore:
         """The history of revisions the ConfigMap records as last read or written here (none when
         not read yet); RecordUnreadable when it cannot be read."""
         return history_of(self._seen or {}, self.kube.cluster)
+
+    def learnt(self, state: ClusterSyncState) -> ClusterSyncState:
+        """``state`` with the person's acts of the ConfigMap as last read or written here (no I/O)."""
+        return with_acts(state, self._seen or {})
 
     def with_acts(self, state: ClusterSyncState) -> ClusterSyncState:
         """``state`` with the person's acts the cluster records now (one read of the ConfigMap), for

@@ -9,7 +9,7 @@ take any trust from the repository it verifies (its git config, keys, files, rep
 nor fetch (not even lazily), check out or parse manifests.
 """
 
-from syncer.verify.model import CommitVerdict, Verdict, VerificationResult, VerifyOptions
+from syncer.verify.results import CommitVerdict, Verdict, VerificationResult, VerifyOptions
 from syncer.verify.verifier import approve_clusters, verify_revision
 
 __all__ = [

@@ -21,7 +21,7 @@ from pathlib import Path
 from syncer.config import KeyKind, Signer, TrustPolicy, VerifyMode
 from syncer.errors import HistoryRewritten, SourceError, VerificationError
 from syncer.verify.environment import PinnedGit
-from syncer.verify.model import CommitVerdict, Verdict, VerificationResult, VerifyOptions
+from syncer.verify.results import CommitVerdict, Verdict, VerificationResult, VerifyOptions
 from syncer.verify.scope import merge_paths, outside
 from syncer.verify.status import (
     SignatureCheck,

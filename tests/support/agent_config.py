@@ -8,6 +8,12 @@ from pathlib import Path
 
 import yaml
 
+from syncer.agent.service import Writing
+from syncer.leader.fence import NO_LEASE, everywhere
+
+UNLEASED = Writing(fences=everywhere(NO_LEASE))
+"""How an agent writes that holds no Lease (as ``--no-leader-elect`` runs it)."""
+
 
 def acts_config(root: Path, kubeconfig: Path, clusters: Iterable[str]) -> Path:
     """``root/agent.yaml`` naming ``clusters`` (contexts of ``kubeconfig``) with an open trust policy

@@ -12,8 +12,8 @@ from syncer.config import VerifyMode
 from syncer.domain.objects import ClusterManifests, DesiredFleet, Manifest, ObjectKey, api_group
 from syncer.engine.revision import Advance, PollOutcome, PreparedRevision, Rejection, Stage
 from syncer.errors import Location, SourceError, SyncerError
-from syncer.source.model import Snapshot
-from syncer.verify.model import VerificationResult
+from syncer.source.snapshots import Snapshot
+from syncer.verify.results import VerificationResult
 
 
 def desired_fleet(

@@ -30,6 +30,7 @@ from syncer.status import StateStore
 from syncer.status.metrics import SyncerMetrics
 from tests.integration.conftest import FleetHandle
 from tests.integration.verify.kit import GitRepo, SshKey, bare_remote, write_policy
+from tests.support.agent_config import UNLEASED
 from tests.support.namespaces import delete_namespaces
 
 pytestmark = pytest.mark.integration
@@ -94,7 +95,9 @@ class Setup:
         self.metrics = SyncerMetrics()
         self.stop = threading.Event()
         self.steps: list[PassEvent] = []
-        self.agent = Agent(agent_config, self.settings, self.metrics, self.stop, self.steps.append)
+        self.agent = Agent(
+            agent_config, self.settings, self.metrics, self.stop, UNLEASED, listener=self.steps.append
+        )
 
     def restart(self, config: Path, rollout: RolloutPolicy | None = None) -> None:
         """A new agent in all but process: ``config`` (the agent config) loaded afresh, with
@@ -107,7 +110,8 @@ class Setup:
             self.settings,
             self.metrics,
             self.stop,
-            self.steps.append,
+            UNLEASED,
+            listener=self.steps.append,
         )
 
     def commit(self, message: str, objects: list[dict[str, Any]], *, signed: bool = True) -> str:

@@ -16,6 +16,7 @@ from syncer.config.settings import AgentSettings
 from syncer.engine.revision import Stage
 from syncer.status.metrics import SyncerMetrics
 from tests.integration.verify.kit import GitRepo, SshKey, bare_remote, write_policy
+from tests.support.agent_config import UNLEASED
 
 pytestmark = pytest.mark.integration
 
@@ -31,7 +32,7 @@ def test_an_unreachable_remote_counts_as_an_error_not_a_rejection(tmp_path: Path
     (tmp_path / "agent.yaml").write_text(yaml.safe_dump(config))
     metrics = SyncerMetrics()
     settings = AgentSettings()
-    agent = Agent(load_agent_config(tmp_path / "agent.yaml"), settings, metrics, threading.Event())
+    agent = Agent(load_agent_config(tmp_path / "agent.yaml"), settings, metrics, threading.Event(), UNLEASED)
     try:
         for _ in range(3):
             result = agent.sync_once()
@@ -62,7 +63,9 @@ def test_a_revision_holding_a_5000_digit_integer_is_counted_rejected_once_and_ne
     }
     (tmp_path / "agent.yaml").write_text(yaml.safe_dump(config))
     metrics = SyncerMetrics()
-    agent = Agent(load_agent_config(tmp_path / "agent.yaml"), AgentSettings(), metrics, threading.Event())
+    agent = Agent(
+        load_agent_config(tmp_path / "agent.yaml"), AgentSettings(), metrics, threading.Event(), UNLEASED
+    )
     try:
         results = [agent.sync_once() for _ in range(3)]
     finally:

@@ -26,6 +26,7 @@ from syncer.status.acts import OVERRIDE_FIELD_MANAGER
 from syncer.status.state_store import STATE_CONFIGMAP
 from tests.integration.agent.test_agent_e2e import ROLLOUT, Setup, redis_cluster, states
 from tests.integration.agent.test_agent_e2e import setup as e2e_setup
+from tests.support.agent_config import UNLEASED
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
@@ -54,7 +55,8 @@ def with_deny_window(setup: Setup, root: Path, lasting: float) -> float:
         setup.settings,
         setup.metrics,
         setup.stop,
-        setup.steps.append,
+        UNLEASED,
+        listener=setup.steps.append,
     )
     return started.timestamp() + duration
 

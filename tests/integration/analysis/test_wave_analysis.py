@@ -19,7 +19,7 @@ import pytest
 from devfleet import prometheus
 from devfleet.prometheus import LocalPrometheus
 from syncer.config.rollout import RolloutPolicy, parse_rollout_policy
-from syncer.domain.analysis import Outcome, Verdict
+from syncer.domain.analysis import AnalysisVerdict, MeasurementOutcome
 from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import PassEvent, Step
 from syncer.domain.sync_state import ClusterSyncState, RetryRequest, SyncPhase
@@ -84,7 +84,7 @@ def state(clients: dict[str, ClusterClient], prefix: str, name: str) -> ClusterS
     return StateStore(clients[name], f"{prefix}-state").load().state
 
 
-def measured(log: list[PassEvent]) -> list[tuple[str, Outcome, float | None]]:
+def measured(log: list[PassEvent]) -> list[tuple[str, MeasurementOutcome, float | None]]:
     return [
         (e.cluster, e.measurement.outcome, e.measurement.value)
         for e in log
@@ -92,7 +92,7 @@ def measured(log: list[PassEvent]) -> list[tuple[str, Outcome, float | None]]:
     ]
 
 
-def gate_verdicts(log: list[PassEvent]) -> list[tuple[Step, Verdict | None]]:
+def gate_verdicts(log: list[PassEvent]) -> list[tuple[Step, AnalysisVerdict | None]]:
     """The gate's failing decisions and the analysis verdict each followed (None: health)."""
     return [(e.step, e.analysis) for e in log if e.step in (Step.GATE_HALT, Step.GATE_ROLLBACK)]
 
@@ -109,7 +109,7 @@ def test_a_healthy_revision_proceeds_with_its_measurements_recorded(
         ("rest", Decision.PROCEED),
     ]
     assert "analysis successful" in report.waves[0].reason
-    assert measured(log) == [("canary", Outcome.SUCCESS, 0.01)] * 3
+    assert measured(log) == [("canary", MeasurementOutcome.SUCCESS, 0.01)] * 3
     counts = state(clients, prefix, "canary").analysis
     assert counts.revision == "rev-1"
     assert [(c.metric, c.taken, c.successes, c.last_value) for c in counts.metrics] == [
@@ -130,8 +130,10 @@ def test_a_measurably_bad_canary_fails_analysis_and_rolls_back_later_waves_untou
     assert report.outcome is RolloutOutcome.ROLLED_BACK, report
     assert [w.name for w in report.waves] == ["canary"], "later waves must not start"
     assert "canary: analysis failed: error-rate: 1 failed measurement(s), 0 allowed" in report.message
-    assert measured(log) == [("canary", Outcome.FAILURE, 0.5)]
-    assert gate_verdicts(log) == [(Step.GATE_ROLLBACK, Verdict.FAILED)], "the gate says analysis decided"
+    assert measured(log) == [("canary", MeasurementOutcome.FAILURE, 0.5)]
+    assert gate_verdicts(log) == [(Step.GATE_ROLLBACK, AnalysisVerdict.FAILED)], (
+        "the gate says analysis decided"
+    )
     canary = state(clients, prefix, "canary")
     assert (canary.revision, canary.phase) == ("rev-good", SyncPhase.ROLLED_BACK)
     assert "rev-bad" in canary.bad_revisions
@@ -162,7 +164,7 @@ def test_a_condition_over_every_series_fails_on_one_series_of_three(
     assert "canary: analysis failed: error-rate: 1 failed measurement(s), 0 allowed" in report.message
     [event] = [e for e in log if e.step is Step.ANALYSIS_MEASURED and e.measurement is not None]
     assert event.measurement is not None
-    assert event.measurement.outcome is Outcome.FAILURE
+    assert event.measurement.outcome is MeasurementOutcome.FAILURE
     detail = event.measurement.detail
     for said in ("0.5 {", "cluster=canary", "cluster=eu-1", "cluster=us-1", "not len(result) == 3"):
         assert said in detail, detail
@@ -216,10 +218,10 @@ def test_one_template_with_arguments_judges_two_waves_each_by_its_own_threshold(
     assert report.waves[0].decision is Decision.PROCEED, told
     assert report.outcome is RolloutOutcome.ROLLED_BACK, report
     assert sorted(measured(log)) == [
-        ("canary", Outcome.SUCCESS, 0.05),
-        ("canary", Outcome.SUCCESS, 0.05),
-        ("eu-1", Outcome.FAILURE, 0.05),
-        ("us-1", Outcome.FAILURE, 0.05),
+        ("canary", MeasurementOutcome.SUCCESS, 0.05),
+        ("canary", MeasurementOutcome.SUCCESS, 0.05),
+        ("eu-1", MeasurementOutcome.FAILURE, 0.05),
+        ("us-1", MeasurementOutcome.FAILURE, 0.05),
     ]
     assert "error-rate: 1 failed measurement(s), 0 allowed" in report.message
 
@@ -236,7 +238,7 @@ def test_a_query_with_no_series_is_inconclusive_and_halts_for_a_person(
         repo.write("rev-next", errors="0"), last_good=good
     )
     assert report.outcome is RolloutOutcome.HALTED, report
-    assert gate_verdicts(log) == [(Step.GATE_HALT, Verdict.INCONCLUSIVE)]
+    assert gate_verdicts(log) == [(Step.GATE_HALT, AnalysisVerdict.INCONCLUSIVE)]
     assert [w.name for w in report.waves] == ["canary"]
     assert (
         "canary: analysis inconclusive: error-rate: 1 inconclusive measurement(s), 0 allowed"
@@ -271,7 +273,11 @@ def test_prometheus_stopped_mid_analysis_is_inconclusive_and_a_retry_measures_ag
     )
     assert report.outcome is RolloutOutcome.HALTED, report
     assert "error-rate: 2 errors in a row, 1 allowed; waiting for a person" in report.message
-    assert [outcome for _, outcome, _ in measured(log)] == [Outcome.SUCCESS, Outcome.ERROR, Outcome.ERROR]
+    assert [outcome for _, outcome, _ in measured(log)] == [
+        MeasurementOutcome.SUCCESS,
+        MeasurementOutcome.ERROR,
+        MeasurementOutcome.ERROR,
+    ]
     assert state(clients, prefix, "eu-1").revision == "rev-good", "later waves must not start"
 
     prometheus.start(fleet.state.root, say=lambda msg: None)
@@ -283,7 +289,7 @@ def test_prometheus_stopped_mid_analysis_is_inconclusive_and_a_retry_measures_ag
     log.clear()
     resumed = rollout(clients, prefix, tolerant, log).sync(following, last_good=good)
     assert resumed.outcome is RolloutOutcome.APPLIED, resumed
-    assert measured(log) == [("canary", Outcome.SUCCESS, 0.001)] * 5, "the retry measures afresh"
+    assert measured(log) == [("canary", MeasurementOutcome.SUCCESS, 0.001)] * 5, "the retry measures afresh"
 
 
 def test_a_baseline_of_the_clusters_not_yet_changed_passes_a_like_canary_and_fails_a_degraded_one(
@@ -306,7 +312,7 @@ def test_a_baseline_of_the_clusters_not_yet_changed_passes_a_like_canary_and_fai
         rollout(clients, prefix, compared, log).sync(like, last_good=first).outcome is RolloutOutcome.APPLIED
     )
     told = [e.measurement for e in log if e.measurement is not None]
-    assert [(m.value, m.baseline, m.outcome) for m in told] == [(0.011, 0.01, Outcome.SUCCESS)] * 2
+    assert [(m.value, m.baseline, m.outcome) for m in told] == [(0.011, 0.01, MeasurementOutcome.SUCCESS)] * 2
 
     degraded = repo.write("rev-3", errors="0.05")
     log.clear()
@@ -314,7 +320,7 @@ def test_a_baseline_of_the_clusters_not_yet_changed_passes_a_like_canary_and_fai
     assert report.outcome is RolloutOutcome.ROLLED_BACK, report
     assert "canary: analysis failed: error-rate: 1 failed measurement(s), 0 allowed" in report.message
     told = [e.measurement for e in log if e.measurement is not None]
-    assert [(m.value, m.baseline, m.outcome) for m in told] == [(0.05, 0.011, Outcome.FAILURE)]
+    assert [(m.value, m.baseline, m.outcome) for m in told] == [(0.05, 0.011, MeasurementOutcome.FAILURE)]
     assert [state(clients, prefix, n).revision for n in ("canary", "eu-1", "us-1")] == ["rev-2"] * 3
 
 
@@ -341,7 +347,10 @@ def test_a_first_rollout_with_a_previous_baseline_passes_as_stated_or_halts_when
     assert report.outcome is RolloutOutcome.APPLIED, report
     told = [e.measurement for e in log if e.measurement is not None]
     assert [(m.outcome, m.detail) for m in told] == [
-        (Outcome.SUCCESS, "first rollout: no cluster runs a previous revision (firstRollout: pass)")
+        (
+            MeasurementOutcome.SUCCESS,
+            "first rollout: no cluster runs a previous revision (firstRollout: pass)",
+        )
     ]
 
 
@@ -357,7 +366,7 @@ def test_a_failing_dry_run_metric_lets_the_wave_proceed_and_says_so(
     )
     assert report.outcome is RolloutOutcome.APPLIED, report
     assert "canary: error-rate failed (dry run): 1 failed measurement(s), 0 allowed" in report.waves[0].reason
-    assert measured(log) == [("canary", Outcome.FAILURE, 0.5)]
+    assert measured(log) == [("canary", MeasurementOutcome.FAILURE, 0.5)]
     assert state(clients, prefix, "us-1").revision == "rev-worse"
 
 

@@ -16,7 +16,7 @@ import pytest
 from devfleet import audit
 from devfleet import fleet as devfleet
 from syncer.controller import children
-from syncer.controller.membership import Change, write
+from syncer.controller.membership import MembershipChange, write
 from syncer.controller.model import API_VERSION, FIELD_MANAGER, KIND, LABEL_MEMBER, parse
 from syncer.controller.topology_link import Pod
 from syncer.kube import ApplyOptions
@@ -121,13 +121,13 @@ def test_the_label_is_written_only_on_the_pod_that_was_judged(redis_scene: Scene
                 LABEL_MEMBER
             )
 
-        assert not write(s.kube, spec, Change(replace(pod, uid="another-pods-uid"), True))
+        assert not write(s.kube, spec, MembershipChange(replace(pod, uid="another-pods-uid"), True))
         assert label() is None
-        assert write(s.kube, spec, Change(pod, True))
+        assert write(s.kube, spec, MembershipChange(pod, True))
         assert label() == "true"
-        assert write(s.kube, spec, Change(replace(pod, member=True), False))
+        assert write(s.kube, spec, MembershipChange(replace(pod, member=True), False))
         assert label() is None
         s.kube.delete("v1", "Pod", pod.name, s.namespace)
         eventually("the pod gone", lambda: not s.kube.list("v1", "Pod", namespace=s.namespace).items, 60)
-        assert not write(s.kube, spec, Change(pod, True))
+        assert not write(s.kube, spec, MembershipChange(pod, True))
         assert not s.kube.list("v1", "Pod", namespace=s.namespace).items, "the apply made a pod"

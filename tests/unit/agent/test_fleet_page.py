@@ -14,9 +14,9 @@ from syncer.domain.sync_state import ClusterSyncState, SyncPhase
 from syncer.engine.fleet_pass import PassResult
 from syncer.engine.revision import Advance, PollOutcome, PreparedRevision
 from syncer.engine.rollout_model import RolloutOutcome, RolloutReport
-from syncer.source.model import Snapshot
+from syncer.source.snapshots import Snapshot
 from syncer.status.fleet_view import RevisionView
-from syncer.verify.model import CommitVerdict, Verdict, VerificationResult
+from syncer.verify.results import CommitVerdict, Verdict, VerificationResult
 
 SHA = "d" * 40
 

@@ -55,5 +55,5 @@ def test_version_and_help_import_neither_the_commands_nor_the_kubernetes_client(
 def test_an_offline_diff_and_a_render_do_not_import_the_kubernetes_client() -> None:
     for argv in (("render", "--repo", "examples/repo"), ("diff", "--offline", "--repo", "examples/repo")):
         imported = _imported_by(*argv)
-        assert "syncer.engine.render" in imported or "syncer.engine.diff" in imported, argv
+        assert "syncer.engine.rendered_fleet" in imported or "syncer.engine.diff" in imported, argv
         assert [m for m in imported if m.split(".")[0] in ("kubernetes", "urllib3")] == [], argv

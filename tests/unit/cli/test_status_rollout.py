@@ -9,7 +9,7 @@ import io
 from rich.console import Console
 
 from syncer.cli.status_rollout import print_rollout, rollout_json, wave_order
-from syncer.domain.history import HistoryEntry, Outcome
+from syncer.domain.revision_history import HistoryEntry, Outcome
 from syncer.domain.rollout_records import ClusterRecord
 from syncer.domain.rollout_status import RolloutStatus, WavePhase, WaveStatus
 from syncer.domain.sync_state import ClusterSyncState

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from syncer.controller.children import client_service
-from syncer.controller.membership import Change, changes, members_only
+from syncer.controller.membership import MembershipChange, changes, members_only
 from syncer.controller.model import ClusterSpec
 from syncer.controller.status import StallCause, TopologyVerdict
 from syncer.controller.topology_link import Pod, TopologyPass, held_out
@@ -26,21 +26,21 @@ MASTER, REPLICA = pod(0, "10.0.0.1", member=True), pod(1, "10.0.0.2")
 def test_a_member_gains_the_label_and_an_outsider_loses_it() -> None:
     back = pod(1, "10.0.0.2", member=True)
     judged = Membership(frozenset({MASTER.node}), frozenset({back.node}))
-    assert changes(SPEC, [MASTER, back], judged) == [Change(back, False)]
+    assert changes(SPEC, [MASTER, back], judged) == [MembershipChange(back, False)]
     judged = Membership(frozenset({MASTER.node, REPLICA.node}))
-    assert changes(SPEC, [MASTER, REPLICA], judged) == [Change(REPLICA, True)]
+    assert changes(SPEC, [MASTER, REPLICA], judged) == [MembershipChange(REPLICA, True)]
 
 
 def test_a_pod_whose_node_was_not_judged_keeps_what_it_has() -> None:
     judged = Membership(frozenset({REPLICA.node}))
-    assert changes(SPEC, [MASTER, REPLICA], judged) == [Change(REPLICA, True)]
+    assert changes(SPEC, [MASTER, REPLICA], judged) == [MembershipChange(REPLICA, True)]
     assert changes(SPEC, [MASTER, REPLICA], Membership()) == []
 
 
 def test_departing_pods_lose_the_label_even_when_nothing_was_judged() -> None:
     beyond, other_shard = pod(2, "10.0.0.3", member=True), pod(0, "10.0.0.4", member=True, shard=1)
     judged = Membership(frozenset({beyond.node, other_shard.node, MASTER.node}))
-    expected = [Change(beyond, False), Change(other_shard, False)]
+    expected = [MembershipChange(beyond, False), MembershipChange(other_shard, False)]
     assert changes(SPEC, [MASTER, beyond, other_shard], judged) == expected
     assert changes(SPEC, [MASTER, beyond, other_shard], None) == expected
 

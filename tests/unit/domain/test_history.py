@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from syncer.domain.history import MAX_ENTRY_TEXT, Actor, HistoryEntry, Outcome, note
+from syncer.domain.revision_history import MAX_ENTRY_TEXT, Actor, HistoryEntry, Outcome, note
 from syncer.domain.sync_state import ClusterSyncState, Suspension, SyncPhase
 
 AGENT = Actor("agent a-1", "ops")

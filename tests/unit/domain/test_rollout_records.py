@@ -1,5 +1,5 @@
 """The rollout's status rebuilt from the clusters' records (states and histories written as the engine
-writes them, through ``syncer.domain.history.note``), and put beside the status an agent folded."""
+writes them, through ``syncer.domain.revision_history.note``), and put beside the status an agent folded."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from dataclasses import replace
 
 from syncer.domain.changeset import FailureCause
 from syncer.domain.gates import Abort, AwaitingPromotion
-from syncer.domain.history import Actor, HistoryEntry, note
 from syncer.domain.progress import PassEvent, Step
+from syncer.domain.revision_history import Actor, HistoryEntry, note
 from syncer.domain.rollout_records import ClusterRecord, going_back, rebuild, reconcile
 from syncer.domain.rollout_status import HoldCause, RolloutStatus, WavePhase, advance, initial
 from syncer.domain.sync_state import (

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from syncer.analysis import AnalysisPolicy, Baseline, MetricSpec, PrometheusSource, QueryAnswer
 from syncer.config.rollout import WaveGate
-from syncer.domain.analysis import AnalysisRecord, MetricCounts, Outcome, Verdict
+from syncer.domain.analysis import AnalysisRecord, AnalysisVerdict, MeasurementOutcome, MetricCounts
 from syncer.domain.objects import ClusterManifests, DesiredFleet, Manifest, ObjectKey
 from syncer.domain.progress import PassEvent
 from syncer.domain.sync_state import ClusterSyncState, RetryRequest
@@ -85,11 +85,11 @@ def test_the_baseline_is_the_mean_of_the_clusters_on_the_previous_revision_each_
     )
     told: list[PassEvent] = []
     looked = AnalysisGate(answers, lambda: 100.0, told.append).look(wave(metric), FLEET, states())
-    assert looked.verdict.verdict is Verdict.SUCCESSFUL
+    assert looked.verdict.verdict is AnalysisVerdict.SUCCESSFUL
     (event,) = told
     assert event.measurement is not None
     assert (event.measurement.value, event.measurement.baseline) == (0.0125, 0.011)
-    assert event.measurement.outcome is Outcome.SUCCESS
+    assert event.measurement.outcome is MeasurementOutcome.SUCCESS
 
 
 def test_a_baseline_before_is_asked_at_the_apply_time() -> None:
@@ -112,7 +112,7 @@ def test_a_query_naming_objects_is_asked_per_redis_cluster_and_the_worst_counts(
         }
     )
     looked = AnalysisGate(answers, lambda: 100.0, lambda _: None).look(wave(metric), FLEET, states())
-    assert looked.verdict.verdict is Verdict.FAILED
+    assert looked.verdict.verdict is AnalysisVerdict.FAILED
     assert looked.verdict.clusters == (
         ("canary", "analysis failed: lag: 1 failed measurement(s), 0 allowed"),
     )
@@ -125,11 +125,11 @@ def test_nothing_is_asked_before_it_is_due_and_recorded_counts_go_on() -> None:
     gate = AnalysisGate(answers, lambda: 100.0, lambda _: None)
     looked = gate.look(wave(metric), FLEET, states(canary=replace(states()["canary"], analysis=record)))
     assert answers.asked == []
-    assert (looked.verdict.verdict, looked.verdict.wait) == (Verdict.RUNNING, 5.0)
+    assert (looked.verdict.verdict, looked.verdict.wait) == (AnalysisVerdict.RUNNING, 5.0)
     assert looked.states == {}, "nothing measured, nothing to write"
     later = AnalysisGate(answers, lambda: 105.0, lambda _: None)
     looked = later.look(wave(metric), FLEET, states(canary=replace(states()["canary"], analysis=record)))
-    assert looked.verdict.verdict is Verdict.SUCCESSFUL
+    assert looked.verdict.verdict is AnalysisVerdict.SUCCESSFUL
     assert looked.states["canary"].analysis.counts("errors").taken == 3
 
 
@@ -141,7 +141,7 @@ def test_a_retry_after_the_analysis_began_starts_it_afresh() -> None:
     looked = AnalysisGate(answers, lambda: 100.0, lambda _: None).look(
         wave(metric), FLEET, states(canary=retried)
     )
-    assert looked.verdict.verdict is Verdict.SUCCESSFUL
+    assert looked.verdict.verdict is AnalysisVerdict.SUCCESSFUL
     assert looked.states["canary"].analysis.counts("errors") == MetricCounts(
         "errors", 1, 1, last_at=100.0, last_value=0.0
     )
@@ -158,5 +158,5 @@ def test_a_retry_of_another_revision_keeps_the_counts_of_the_analysis_in_progres
     looked = AnalysisGate(answers, lambda: 100.0, lambda _: None).look(
         wave(metric), FLEET, states(canary=retried)
     )
-    assert looked.verdict.verdict is Verdict.FAILED, looked.verdict
+    assert looked.verdict.verdict is AnalysisVerdict.FAILED, looked.verdict
     assert answers.asked == [], "a failed analysis measures no more"

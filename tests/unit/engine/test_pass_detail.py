@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from syncer.domain.changeset import EntryOutcome
 from syncer.domain.health import Health
-from syncer.domain.history import Outcome
 from syncer.domain.plans import Action
 from syncer.domain.progress import Step
+from syncer.domain.revision_history import Outcome
 from syncer.status.history import history_of
 from syncer.status.state_store import STATE_CONFIGMAP
 from tests.unit.engine.test_fleet_pass import CLUSTERS, STATE_NAMESPACE, Rig, fleet, rig

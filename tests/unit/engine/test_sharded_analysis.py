@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from syncer.analysis import AnalysisPolicy, MetricSpec, PrometheusSource, QueryAnswer
 from syncer.config.rollout import WaveGate
-from syncer.domain.analysis import MetricCounts, Verdict
+from syncer.domain.analysis import AnalysisVerdict, MetricCounts
 from syncer.domain.progress import PassEvent, Step, Waiting
 from syncer.engine.rollout import FleetRollout
 from syncer.engine.rollout_model import RolloutHooks, RolloutOptions, RolloutOutcome
@@ -129,5 +129,5 @@ def test_a_replica_owning_none_of_the_canary_fails_the_wave_on_the_counts_its_ow
     assert other.asked == []
     assert applies(kube) == {**before, "canary": before["canary"] + 1}, "no later wave may start"
     assert [w.decision for w in report.waves] == [Decision.ROLLBACK], report
-    assert [e.analysis for e in other.gate(Step.GATE_ROLLBACK)] == [Verdict.FAILED]
+    assert [e.analysis for e in other.gate(Step.GATE_ROLLBACK)] == [AnalysisVerdict.FAILED]
     assert [e.clusters for e in other.gate(Step.GATE_ROLLBACK)] == [("canary",)], "wave-failed names it"

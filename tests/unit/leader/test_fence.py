@@ -16,8 +16,8 @@ import pytest
 from syncer.config.settings import LeaseSettings
 from syncer.errors import Conflict, FencedOut, NotFound
 from syncer.leader import LeaderElector
-from syncer.leader.fence import UNFENCED, UNSETTLED, FencedKube, FleetFences
-from syncer.leader.follow import follow, is_open
+from syncer.leader.fence import UNFENCED, FencedKube
+from syncer.leader.follow import follow
 
 
 class Leases:
@@ -120,34 +120,6 @@ def test_renewals_keep_the_fence_open_and_reads_never_need_it() -> None:
     assert UNFENCED.token == 0
 
 
-def test_a_settled_fence_is_closed_until_the_agent_says_how_it_runs_then_follows_it() -> None:
-    leases, clock = Leases(), Clock()
-    fences = FleetFences()
-    pass_fence, controller_fence = fences.of("eu-1"), fences.settled_of("eu-1")
-    pass_fence.check()  # the pass's fence is open until a Lease is in use, as before
-    with pytest.raises(FencedOut, match="does not know yet"):
-        controller_fence.check()
-    leader = elector(leases, clock, "a")
-    fences.use_for_all(leader.fence(margin=1.0))
-    with pytest.raises(FencedOut, match="no longer holds"):
-        controller_fence.check()  # the Lease is not held yet
-    assert leader.try_acquire_or_renew()
-    controller_fence.check()
-    assert controller_fence.token == leader.token
-    clock.now += 3.5
-    with pytest.raises(FencedOut):
-        controller_fence.check()
-
-
-def test_without_a_lease_the_settled_fence_opens_once_the_agent_says_so() -> None:
-    fences = FleetFences()
-    fence = fences.settled_of("eu-1")
-    assert not is_open(fence)
-    fences.use_for_all(UNFENCED)
-    assert is_open(fence)
-    assert fence.token == 0
-
-
 class Gate:
     """A fence a test opens and closes."""
 
@@ -194,13 +166,3 @@ def test_follow_runs_the_work_only_while_the_fence_is_open_and_again_when_it_reo
     assert not follower.is_alive()
     assert started == [True, True]
     assert halted == [True, True]
-
-
-def test_a_settled_fence_of_a_sharded_replica_follows_its_clusters_own_fence() -> None:
-    leases, clock = Leases(), Clock()
-    fences = FleetFences()
-    owner = elector(leases, clock, "a")
-    assert owner.try_acquire_or_renew()
-    fences.use(lambda cluster: owner.fence(margin=1.0) if cluster == "eu-1" else UNSETTLED)
-    assert is_open(fences.settled_of("eu-1"))
-    assert not is_open(fences.settled_of("us-1"))

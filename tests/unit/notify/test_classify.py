@@ -4,7 +4,7 @@ values, and the bounded classes wait for their bound."""
 from __future__ import annotations
 
 from syncer.config.settings import NotifySettings
-from syncer.domain.analysis import Verdict
+from syncer.domain.analysis import AnalysisVerdict
 from syncer.domain.notices import NoticeClass, Severity
 from syncer.domain.progress import PassEvent, Step, Waiting
 from syncer.errors import GuardRejected, Location, ManifestError, Problem, VerificationError
@@ -141,8 +141,8 @@ def test_a_wave_failed_by_its_analysis_says_so_and_one_failed_by_health_says_unh
     metrics is not reported as unhealthy."""
     classify = _classifier()
     cases = {
-        Verdict.FAILED: "analysis-failed",
-        Verdict.INCONCLUSIVE: "analysis-inconclusive",
+        AnalysisVerdict.FAILED: "analysis-failed",
+        AnalysisVerdict.INCONCLUSIVE: "analysis-inconclusive",
         None: "unhealthy",
     }
     for step in (Step.GATE_HALT, Step.GATE_ROLLBACK):
@@ -158,7 +158,7 @@ def test_a_wave_failed_by_its_analysis_says_so_and_one_failed_by_health_says_unh
 
 
 def test_every_analysis_verdict_has_a_reason_word() -> None:
-    assert set(ANALYSED) == set(Verdict)
+    assert set(ANALYSED) == set(AnalysisVerdict)
 
 
 def test_a_rollback_says_which_wave_failed_on_which_revision_and_why() -> None:

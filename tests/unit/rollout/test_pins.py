@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from syncer.domain.history import HistoryEntry, Outcome
+from syncer.domain.revision_history import HistoryEntry, Outcome
 from syncer.domain.sync_state import ClusterSyncState, Pin
 from syncer.errors import RevisionNotNamed, RollbackRefused
 from syncer.rollout.pins import pinned_away, pins_away, rollback_target

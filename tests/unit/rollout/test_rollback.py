@@ -11,10 +11,10 @@ from dataclasses import replace
 import pytest
 
 from syncer.domain.changeset import FailureCause
-from syncer.domain.history import HistoryEntry, Outcome
+from syncer.domain.revision_history import HistoryEntry, Outcome
 from syncer.domain.sync_state import ClusterSyncState, FailedRevision, RetryRequest, SyncPhase
 from syncer.rollout.failures import refusal
-from syncer.rollout.rollback import good_before, rollback_target, rollback_targets, wave_passed
+from syncer.rollout.rollback_targets import good_before, rollback_target, rollback_targets, wave_passed
 
 REVISIONS = ("", "a" * 40, "b" * 40, "c" * 40)
 REAL = REVISIONS[1:]

@@ -12,7 +12,7 @@ from syncer.config.windows import MaintenanceWindow, WindowKind
 from syncer.domain.selectors import LabelSelector
 from syncer.errors import ConfigError
 from syncer.rollout import WindowOverride, judge_cluster, judge_clusters
-from syncer.rollout.windows import active_until, next_change
+from syncer.rollout.window_judge import active_until, next_change
 
 BERLIN = ZoneInfo("Europe/Berlin")
 PROD = LabelSelector((("tier", "prod"),))

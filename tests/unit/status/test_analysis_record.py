@@ -8,7 +8,13 @@ import math
 import pytest
 from prometheus_client import CollectorRegistry
 
-from syncer.domain.analysis import AnalysisRecord, Measurement, MetricCounts, Outcome, Verdict
+from syncer.domain.analysis import (
+    AnalysisRecord,
+    AnalysisVerdict,
+    Measurement,
+    MeasurementOutcome,
+    MetricCounts,
+)
 from syncer.domain.progress import PassEvent, Step
 from syncer.domain.sync_state import ClusterSyncState
 from syncer.status import decode, encode
@@ -56,14 +62,19 @@ def test_a_measurement_sets_value_baseline_threshold_and_counts() -> None:
         "errors",
         0.02,
         "success: result <= baseline * 1.2",
-        Outcome.FAILURE,
-        Verdict.FAILED,
+        MeasurementOutcome.FAILURE,
+        AnalysisVerdict.FAILED,
         "",
         baseline=0.01,
     )
     reporter(PassEvent(Step.ANALYSIS_MEASURED, "canary", "eu-1", "r", measurement=measured))
     missing = Measurement(
-        "errors", None, "success: result <= baseline * 1.2", Outcome.ERROR, Verdict.RUNNING, ""
+        "errors",
+        None,
+        "success: result <= baseline * 1.2",
+        MeasurementOutcome.ERROR,
+        AnalysisVerdict.RUNNING,
+        "",
     )
     reporter(PassEvent(Step.ANALYSIS_MEASURED, "canary", "us-1", "r", measurement=missing))
     where = {"metric": "errors", "cluster": "eu-1", "wave": "canary"}

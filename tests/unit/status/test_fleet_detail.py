@@ -4,14 +4,14 @@ guard verdicts that concern it, folded from pass events and results."""
 
 from __future__ import annotations
 
-from syncer.domain.analysis import Measurement, Outcome, Verdict
+from syncer.domain.analysis import AnalysisVerdict, Measurement, MeasurementOutcome
 from syncer.domain.changeset import ChangeEntry, ChangeSet, EntryOutcome
 from syncer.domain.health import Health, ObjectHealth
-from syncer.domain.history import HistoryEntry
-from syncer.domain.history import Outcome as Ran
 from syncer.domain.objects import ObjectKey
 from syncer.domain.plans import Action
 from syncer.domain.progress import PassEvent, Step
+from syncer.domain.revision_history import HistoryEntry
+from syncer.domain.revision_history import Outcome as Ran
 from syncer.domain.sync_state import ClusterSyncState, InventoryEntry, SyncPhase
 from syncer.errors import GuardFailure, GuardRejected
 from syncer.plan.report import FieldList
@@ -147,16 +147,18 @@ def test_long_field_values_and_many_fields_are_cut() -> None:
     assert len(entry["fields"][0]["after"]) == VALUE_SHOWN
 
 
-def measured(metric: str, value: float, outcome: Outcome, verdict: Verdict) -> PassEvent:
+def measured(metric: str, value: float, outcome: MeasurementOutcome, verdict: AnalysisVerdict) -> PassEvent:
     m = Measurement(metric, value, "result < 0.01", outcome, verdict, f"{value} against result < 0.01")
     return PassEvent(Step.ANALYSIS_MEASURED, "canary", "c1", NEW, measurement=m)
 
 
 def test_analysis_verdicts_show_each_metrics_last_measurement_of_the_revision() -> None:
     view = fold_event(initial(["canary"], ["c1"]), PassEvent(Step.APPLYING, "canary", "c1", NEW))
-    view = fold_event(view, measured("error-rate", 0.002, Outcome.SUCCESS, Verdict.RUNNING))
-    view = fold_event(view, measured("latency", 3.5, Outcome.SUCCESS, Verdict.RUNNING))
-    view = fold_event(view, measured("error-rate", 0.05, Outcome.FAILURE, Verdict.FAILED))
+    view = fold_event(
+        view, measured("error-rate", 0.002, MeasurementOutcome.SUCCESS, AnalysisVerdict.RUNNING)
+    )
+    view = fold_event(view, measured("latency", 3.5, MeasurementOutcome.SUCCESS, AnalysisVerdict.RUNNING))
+    view = fold_event(view, measured("error-rate", 0.05, MeasurementOutcome.FAILURE, AnalysisVerdict.FAILED))
     verdicts = cell(to_json(view))["verdicts"]
     assert [
         (v["kind"], v["name"], v["verdict"], v["outcome"], v["value"], v["threshold"]) for v in verdicts

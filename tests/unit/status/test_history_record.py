@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from syncer.domain.history import Actor, Outcome
+from syncer.domain.revision_history import Actor, Outcome
 from syncer.domain.sync_state import ClusterSyncState, SyncPhase
 from syncer.errors import RecordUnreadable
 from syncer.status.history import HISTORY_KEY, decode_history, encode_history, history_of

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from syncer.domain.history import HistoryEntry, Outcome
+from syncer.domain.revision_history import HistoryEntry, Outcome
 from syncer.domain.sync_state import ClusterSyncState, SyncPhase
 from syncer.rollout.failures import Refusal
 

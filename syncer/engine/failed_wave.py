@@ -1,7 +1,7 @@
 """A failed wave: the clusters where the revision itself failed remember it, with the cause
 (``syncer.rollout.failures.blame``: not those that applied it cleanly, not those that were not
 healthy before it), and, when the policy asks for it, each is put back on the revision *it* last ran
-healthy (``syncer.rollout.rollback``), never on a revision voted by the fleet, never on the failing
+healthy (``syncer.rollout.rollback_targets``), never on a revision voted by the fleet, never on the failing
 one. Clusters without such a revision, clusters that were not healthy before the revision, and
 clusters a person holds (``held_now``: suspended, or pinned to another revision; a window does not
 hold a rollback) stay where they are, and the report says why."""
@@ -16,11 +16,11 @@ from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import PassEvent, Step
 from syncer.domain.sync_state import FailedRevision, SyncPhase
 from syncer.engine.failures import live_fingerprint, refusal_now
-from syncer.engine.rollout_gate import RolloutGate
+from syncer.engine.rollout_gate import RolloutParts
 from syncer.engine.rollout_model import RolloutOutcome, RolloutReport, WaveReport
 from syncer.rollout import Decision, Wave, phase_after_rollback
 from syncer.rollout.failures import Refusal, blame, not_blamed
-from syncer.rollout.rollback import good_before, rollback_targets
+from syncer.rollout.rollback_targets import good_before, rollback_targets
 from syncer.rollout.waves import for_going_back
 
 FleetsOf = Callable[[str], DesiredFleet | None]
@@ -28,7 +28,7 @@ FleetsOf = Callable[[str], DesiredFleet | None]
 
 
 def roll_back_wave(
-    rollout: RolloutGate,
+    rollout: RolloutParts,
     wave: Wave,
     fleet: DesiredFleet,
     fleets: FleetsOf,
@@ -39,19 +39,19 @@ def roll_back_wave(
     decision, reports = failed
     spared = _record_failures(rollout, wave, fleet, reports[-1])
     reason = "; ".join([reports[-1].reason, *(f"{n}: not blamed: {why}" for n, why in spared.items())])
-    owned = tuple(n for n in wave.clusters if rollout.owns(n) and n not in spared)
+    owned = tuple(n for n in wave.clusters if rollout.records.owns(n) and n not in spared)
     if decision is not Decision.ROLLBACK:
         return RolloutReport(fleet.revision, RolloutOutcome.HALTED, reports, reason)
-    histories = rollout.histories()
+    histories = rollout.records.histories()
     goods = {
         name: good
         for name in owned
-        if (state := rollout.states.get(name)) is not None
+        if (state := rollout.records.states.get(name)) is not None
         and (good := good_before(state, fleet.revision, histories.get(name, ())))
     }
     backs = {revision: fleets(revision) for revision in sorted(set(goods.values()))}
     refused = _refused_now(rollout, goods, backs)
-    targets = rollback_targets(owned, rollout.states, fleet.revision, refused, histories)
+    targets = rollback_targets(owned, rollout.records.states, fleet.revision, refused, histories)
     groups: dict[str, tuple[DesiredFleet, list[str]]] = {}
     outcomes = []
     for name, target in targets.items():
@@ -64,27 +64,27 @@ def roll_back_wave(
                 if back is None
                 else f"{target.revision[:12]} has no objects for it"
             )
-            rollout.listener(
+            rollout.records.listener(
                 PassEvent(Step.ROLLBACK_UNAVAILABLE, wave.name, name, fleet.revision, reason=why)
             )
             outcomes.append(f"{name}: not rolled back: {why}")
             continue
-        held = rollout.held_now((name,), back, wave.name, pending_only=False, windows=False)
+        held = rollout.applier.held_now((name,), back, wave.name, pending_only=False, windows=False)
         if held:  # a person suspended it, or pinned it to another revision, since the wave started
             outcomes.append(f"{name}: not rolled back while {held.reason}")
             continue
         groups.setdefault(target.revision, (back, []))[1].append(name)
     reasons = dict(reports[-1].failed)
-    checks = rollout.options.rollout.rollback_checks
+    checks = rollout.records.options.rollout.rollback_checks
     how = "baked and analysed (rollbackChecks)" if checks else "health only: no bake, no analysis"
     for revision, (back, names) in groups.items():
-        rollout.listener(PassEvent(Step.ROLLING_BACK, wave.name, revision=revision, reason=how))
+        rollout.records.listener(PassEvent(Step.ROLLING_BACK, wave.name, revision=revision, reason=how))
         for name in names:
-            rollout._apply_cluster(wave, back.clusters[name], revision)
+            rollout.applier.apply_cluster(wave, back.clusters[name], revision)
         going_back = for_going_back(replace(wave, clusters=tuple(names)), checks)
-        verdict = rollout._gate(going_back, back, rollback=False, analysed=checks)
+        verdict = rollout.gate.decide(going_back, back, rollback=False, analysed=checks)
         for name in names:
-            state = rollout.states[name]
+            state = rollout.records.states[name]
             # The failure stays the cluster's last error after its rollback: the apply of the older
             # revision cleared it, and `syncer status` would show a rolled-back cluster with none.
             cause = reasons.get(name) or reports[-1].reason
@@ -93,9 +93,9 @@ def roll_back_wave(
             # Back on a revision it runs healthy: that is its last good one (never the one it left,
             # which a passed wave whose revision a person aborted had recorded).
             good = revision if phase is SyncPhase.ROLLED_BACK else state.last_good
-            rollout._save(name, replace(state, phase=phase, last_error=why, last_good=good))
+            rollout.records.save(name, replace(state, phase=phase, last_error=why, last_good=good))
             back_from = f"back from {fleet.revision[:12]}: {verdict.reason}"
-            rollout.listener(PassEvent(Step.ROLLED_BACK, wave.name, name, revision, reason=back_from))
+            rollout.records.listener(PassEvent(Step.ROLLED_BACK, wave.name, name, revision, reason=back_from))
         outcomes.append(f"{', '.join(names)} rolled back to {revision[:12]}: {verdict.reason}")
     outcomes += [f"{name}: not rolled back: it was not healthy before either" for name in spared]
     outcome = RolloutOutcome.ROLLED_BACK if groups else RolloutOutcome.HALTED
@@ -103,7 +103,7 @@ def roll_back_wave(
 
 
 def _record_failures(
-    rollout: RolloutGate, wave: Wave, fleet: DesiredFleet, report: WaveReport
+    rollout: RolloutParts, wave: Wave, fleet: DesiredFleet, report: WaveReport
 ) -> dict[str, str]:
     """Record the failure of ``wave`` on the clusters this replica owns: those where the revision
     itself failed remember it with its cause (a live one with the live state of the objects in the
@@ -111,37 +111,45 @@ def _record_failures(
     is not blamed on (they were not healthy before it), each with why."""
     why = dict(report.failed)
     spared: dict[str, str] = {}
-    for name in filter(rollout.owns, wave.clusters):
-        state = rollout.states[name]
+    for name in filter(rollout.records.owns, wave.clusters):
+        state = rollout.records.states[name]
         content = fleet.clusters[name].content_hash
-        failure = blame(state, fleet.revision, why[name], content, rollout.clock()) if name in why else None
+        failure = (
+            blame(state, fleet.revision, why[name], content, rollout.records.clock()) if name in why else None
+        )
         if failure is not None:
             state = state.with_failure(_watching(rollout, name, failure))
         elif name in why:
             spared[name] = reason = not_blamed(state, fleet.revision)
-            rollout.listener(PassEvent(Step.NOT_BLAMED, wave.name, name, fleet.revision, reason=reason))
-        rollout._save(name, replace(state, phase=SyncPhase.FAILED, last_error=report.reason))
+            rollout.records.listener(
+                PassEvent(Step.NOT_BLAMED, wave.name, name, fleet.revision, reason=reason)
+            )
+        rollout.records.save(name, replace(state, phase=SyncPhase.FAILED, last_error=report.reason))
     return spared
 
 
-def _watching(rollout: RolloutGate, cluster: str, failure: FailedRevision) -> FailedRevision:
+def _watching(rollout: RolloutParts, cluster: str, failure: FailedRevision) -> FailedRevision:
     """``failure`` with the live state of the objects in its way, when it has a live cause."""
     if failure.cause is not FailureCause.LIVE or not failure.objects:
         return failure
-    found = live_fingerprint(rollout.clients[cluster], failure.objects, rollout.options.apply.field_manager)
+    found = live_fingerprint(
+        rollout.records.clients[cluster], failure.objects, rollout.records.options.apply.field_manager
+    )
     return replace(failure, fingerprint=found or "")
 
 
 def _refused_now(
-    rollout: RolloutGate, goods: dict[str, str], backs: dict[str, DesiredFleet | None]
+    rollout: RolloutParts, goods: dict[str, str], backs: dict[str, DesiredFleet | None]
 ) -> dict[str, Refusal | None]:
     """Each cluster's refusal of the revision it would go back to (``goods``, whose desired fleets
     ``backs`` holds), judged as any refusal is (``engine.failures.refusal_now``: by cause, a live
     failure by its objects' live state)."""
     found: dict[str, Refusal | None] = {}
-    manager = rollout.options.apply.field_manager
+    manager = rollout.records.options.apply.field_manager
     for name, good in goods.items():
         back = backs.get(good)
         content = back.clusters[name].content_hash if back is not None and name in back.clusters else ""
-        found[name] = refusal_now(rollout.clients[name], rollout.states[name], good, content, manager)
+        found[name] = refusal_now(
+            rollout.records.clients[name], rollout.records.states[name], good, content, manager
+        )
     return found
