@@ -23,7 +23,7 @@ from devfleet import prometheus
 from devfleet.prometheus import LocalPrometheus
 from syncer.config.rollout import RolloutPolicy, parse_rollout_policy
 from syncer.controller.model import API_VERSION, KIND, ControllerOptions
-from syncer.domain.analysis import Outcome, Verdict
+from syncer.domain.analysis import AnalysisVerdict, MeasurementOutcome
 from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import PassEvent, Step
 from syncer.domain.sync_state import SyncPhase
@@ -203,7 +203,9 @@ def test_a_healthy_revision_passes_the_shipped_template_with_its_measurements_re
         ("rest", Decision.PROCEED),
     ]
     assert "analysis successful" in report.waves[0].reason
-    assert [(c, o) for c, o, _ in measured(log)] == [("canary", Outcome.SUCCESS)] * 3, measured(log)
+    assert [(c, o) for c, o, _ in measured(log)] == [("canary", MeasurementOutcome.SUCCESS)] * 3, measured(
+        log
+    )
     details = [e.measurement.detail for e in log if e.measurement is not None]
     assert details == ["result 0: result.all(s, s.value <= 0.0)"] * 3, "no key evicted"
     counts = StateStore(clients["canary"], f"{PREFIX}-state").load().state.analysis
@@ -226,8 +228,8 @@ def test_a_ready_revision_that_evicts_keys_is_failed_by_the_shipped_template_and
     # Analysis, not health, failed it: the canary was Ready, its servers evicting keys.
     assert "canary: analysis failed: redis-evicted-keys" in report.message, report.message
     [(cluster, outcome, _)] = measured(log)
-    assert (cluster, outcome) == ("canary", Outcome.FAILURE)
-    assert gate_verdicts(log) == [(Step.GATE_ROLLBACK, Verdict.FAILED)]
+    assert (cluster, outcome) == ("canary", MeasurementOutcome.FAILURE)
+    assert gate_verdicts(log) == [(Step.GATE_ROLLBACK, AnalysisVerdict.FAILED)]
     canary = StateStore(clients["canary"], f"{PREFIX}-state").load().state
     assert (canary.revision, canary.phase) == ("rev-good", SyncPhase.ROLLED_BACK)
     assert _config(clients["canary"]) == GOOD, "the canary's RedisCluster is back on the good config"

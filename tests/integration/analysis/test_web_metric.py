@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from syncer.config.rollout import RolloutPolicy, parse_rollout_policy
-from syncer.domain.analysis import Outcome, Verdict
+from syncer.domain.analysis import AnalysisVerdict, MeasurementOutcome
 from syncer.domain.progress import PassEvent, Step
 from syncer.domain.sync_state import SyncPhase
 from syncer.engine.rollout_model import RolloutOutcome
@@ -112,7 +112,7 @@ def test_a_web_metric_asks_the_endpoint_and_judges_the_number_at_its_json_path(
     good = repo.write("rev-good", errors="0")
     report = rollout(clients, prefix, policy(endpoint, tmp_path), log).sync(good)
     assert report.outcome is RolloutOutcome.APPLIED, report
-    assert measured(log) == [("canary", Outcome.SUCCESS, 0.01)] * 2
+    assert measured(log) == [("canary", MeasurementOutcome.SUCCESS, 0.01)] * 2
     post = ("POST", "/errors/canary?wave=canary", f"Bearer {TOKEN}", '{"cluster": "canary"}')
     assert endpoint.asked == [post] * 2, "the token file read, the arguments filled"
     # The same metric, the endpoint now answering a bad number: the canary is rolled back.
@@ -123,8 +123,8 @@ def test_a_web_metric_asks_the_endpoint_and_judges_the_number_at_its_json_path(
     )
     assert report.outcome is RolloutOutcome.ROLLED_BACK, report
     assert [w.name for w in report.waves] == ["canary"], "later waves must not start"
-    assert measured(log) == [("canary", Outcome.FAILURE, 0.5)]
-    assert gate_verdicts(log) == [(Step.GATE_ROLLBACK, Verdict.FAILED)]
+    assert measured(log) == [("canary", MeasurementOutcome.FAILURE, 0.5)]
+    assert gate_verdicts(log) == [(Step.GATE_ROLLBACK, AnalysisVerdict.FAILED)]
     assert (state(clients, prefix, "canary").revision, state(clients, prefix, "canary").phase) == (
         "rev-good",
         SyncPhase.ROLLED_BACK,
@@ -142,10 +142,10 @@ def test_a_hanging_endpoint_fails_closed_within_the_metric_s_timeout(
     report = rollout(clients, prefix, policy(endpoint, tmp_path, timeout="1s"), log).sync(desired)
     took = time.monotonic() - started
     assert report.outcome is RolloutOutcome.HALTED, report
-    assert gate_verdicts(log) == [(Step.GATE_HALT, Verdict.INCONCLUSIVE)]
+    assert gate_verdicts(log) == [(Step.GATE_HALT, AnalysisVerdict.INCONCLUSIVE)]
     [event] = [e for e in log if e.step is Step.ANALYSIS_MEASURED]
     assert event.measurement is not None
-    assert event.measurement.outcome is Outcome.ERROR
+    assert event.measurement.outcome is MeasurementOutcome.ERROR
     assert "did not answer (timeout 1s)" in event.measurement.detail, event.measurement.detail
     assert len(endpoint.asked) == 1
     assert took < 30, f"one hanging request of 1s, and the rollout took {took:.1f}s"
