@@ -22,6 +22,7 @@ from syncer.rollout import Held, Wave, is_done
 from syncer.rollout.failures import apply_failure
 from syncer.rollout.held import HoldKind, person_hold
 from syncer.rollout.windows import WindowOverride, judge_cluster
+from syncer.tracing import carried
 
 
 def _inventory(desired: ClusterManifests, applied: ChangeSet) -> tuple[InventoryEntry, ...]:
@@ -65,7 +66,8 @@ class WaveApply(RolloutStates):
         if not todo:
             return tuple(repairs)
         with ThreadPoolExecutor(max_workers=max(1, wave.gate.max_concurrent)) as pool:
-            applied = pool.map(lambda c: self._apply_cluster(wave, fleet.clusters[c], fleet.revision), todo)
+            apply = carried(self._apply_cluster)  # in the wave's span
+            applied = pool.map(lambda c: apply(wave, fleet.clusters[c], fleet.revision), todo)
             return (*repairs, *applied)
 
     def _apply_cluster(self, wave: Wave, desired: ClusterManifests, revision: str) -> ChangeSet:

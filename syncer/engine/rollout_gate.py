@@ -32,6 +32,7 @@ from syncer.rollout import (
     judge_wave,
 )
 from syncer.rollout.recorded import recorded_progress
+from syncer.tracing import traced
 
 
 class Superseded(Exception):
@@ -119,6 +120,7 @@ class RolloutGate(WaveApply):
             )
         return progress
 
+    @traced("syncer.health.wait")
     def _gate(
         self,
         wave: Wave,
