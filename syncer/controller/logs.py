@@ -38,10 +38,15 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, sort_keys=False)
 
 
-def configure(level: int = logging.INFO) -> None:
-    """Send the ``syncer`` loggers to stderr as JSON lines."""
+LOG_FORMATS = ("json", "text")
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def configure(level: int = logging.INFO, log_format: str = "json") -> None:
+    """Send the ``syncer`` loggers (and apscheduler's) to stderr as JSON lines, or as plain text lines
+    (``log_format`` "text")."""
     handler = logging.StreamHandler()
-    handler.setFormatter(JsonFormatter())
+    handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT))
     for name in ("syncer", "apscheduler"):
         logger = logging.getLogger(name)
         logger.handlers[:] = [handler]

@@ -111,3 +111,24 @@ def test_the_traceparent_of_the_last_apply_is_neither_a_change_nor_drift() -> No
     assert change.action == Action.UNCHANGED
     (obj,) = traced.live.values()
     assert TRACEPARENT_ANNOTATION not in json.dumps(normalized(obj))
+
+
+def test_the_agent_logs_plain_text_when_asked_and_json_by_default() -> None:
+    code = (
+        "import logging, sys\n"
+        "from syncer.controller.logs import configure\n"
+        "configure(log_format=sys.argv[1])\n"
+        "logging.getLogger('syncer.agent').info('applied')\n"
+        "logging.getLogger('apscheduler.scheduler').warning('skipped')\n"
+    )
+    for log_format in ("json", "text"):
+        done = subprocess.run(
+            [sys.executable, "-c", code, log_format], capture_output=True, text=True, check=True
+        )
+        lines = done.stderr.splitlines()
+        assert len(lines) == 2, lines
+        if log_format == "json":
+            assert [json.loads(line)["message"] for line in lines] == ["applied", "skipped"]
+        else:
+            assert lines[0].endswith("INFO syncer.agent: applied")
+            assert lines[1].endswith("WARNING apscheduler.scheduler: skipped")
