@@ -162,6 +162,12 @@ def start(root: Path, say: Say = print, timeout: float = 60.0) -> LocalJaeger:
             except probe.Exited as exited:
                 fleet.processes.remove(proc)
                 fleet.save()
+                if "too many open files" in exited.log:
+                    raise RuntimeError(
+                        f"{NAME} could not start: no inotify instance left for it (every "
+                        "kube-controller-manager holds 5); raise fs.inotify.max_user_instances "
+                        "(scripts/bootstrap sets 1024 when run as root)"
+                    ) from exited
                 if attempt == PORT_ATTEMPTS or not probe.port_taken(exited.log):
                     raise
                 continue

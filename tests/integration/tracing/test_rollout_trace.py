@@ -19,8 +19,10 @@ from devfleet.jaeger import LocalJaeger
 from syncer.domain.sync_state import SyncPhase
 from syncer.kube import ClusterClient
 from syncer.status import StateStore
+from tests.integration.agent.drills import binding, own_identity, remove
 from tests.integration.agent.procs import Agents
 from tests.integration.agent.runkit import run_args
+from tests.integration.agent.test_agent_apply_errors import all_but_rediscluster_writes
 from tests.integration.conftest import FleetHandle
 from tests.integration.verify.kit import GitRepo, SshKey, bare_remote, write_policy
 from tests.support.namespaces import delete_namespaces
@@ -74,6 +76,7 @@ class TracedFleet:
             "clusters": {n: {"context": n, "kubeconfig": str(fleet.kubeconfig)} for n in CLUSTERS},
         }
         (root / "agent.yaml").write_text(yaml.safe_dump(config))
+        self.fleet = fleet
         self.kubeconfig = fleet.kubeconfig
         self.key = key
         self.clients = {n: ClusterClient.from_kubeconfig(str(fleet.kubeconfig), n) for n in CLUSTERS}
@@ -87,6 +90,19 @@ class TracedFleet:
     def healthy(self, revision: str) -> bool:
         states = [StateStore(c, self.state_namespace).load().state for c in self.clients.values()]
         return all((s.revision, s.phase) == (revision, SyncPhase.HEALTHY) for s in states)
+
+    def agent_args(self) -> list[str]:
+        """``syncer run`` with one embedded controller per cluster, watching the test's namespace."""
+        return run_args(
+            self.root,
+            "policy.yaml",
+            self.kubeconfig,
+            self.state_namespace,
+            "--no-leader-elect",
+            "--controller-every-cluster",
+            "--watch-namespace",
+            self.namespace,
+        )
 
     def close(self) -> None:
         for client in self.clients.values():
@@ -105,6 +121,16 @@ def traced_fleet(
         yield made
     finally:
         made.close()
+
+
+def _traced_by(jaeger: LocalJaeger, service: str) -> list[str]:
+    """The command prefix that starts the agent with its spans sent to ``jaeger`` as ``service``."""
+    return [
+        "env",
+        f"OTEL_EXPORTER_OTLP_ENDPOINT={jaeger.otlp_http}",
+        f"OTEL_SERVICE_NAME={service}",
+        "OTEL_BSP_SCHEDULE_DELAY=200",
+    ]
 
 
 def _tags(span: dict[str, Any]) -> dict[str, Any]:
@@ -132,27 +158,11 @@ def test_one_trace_holds_the_pass_its_waves_each_cluster_apply_and_the_controlle
     traced_fleet: TracedFleet, local_jaeger: LocalJaeger, tmp_path: Path
 ) -> None:
     service = f"syncer-{traced_fleet.namespace}"
-    environment = [
-        "env",
-        f"OTEL_EXPORTER_OTLP_ENDPOINT={local_jaeger.otlp_http}",
-        f"OTEL_SERVICE_NAME={service}",
-        "OTEL_BSP_SCHEDULE_DELAY=200",
-    ]
-    args = run_args(
-        traced_fleet.root,
-        "policy.yaml",
-        traced_fleet.kubeconfig,
-        traced_fleet.state_namespace,
-        "--no-leader-elect",
-        "--controller-every-cluster",
-        "--watch-namespace",
-        traced_fleet.namespace,
-    )
     agents = Agents(tmp_path)
     try:
         with agents.shown_on_failure():
             revision = traced_fleet.commit()
-            agent = agents.start("agent", args, prefix=environment)
+            agent = agents.start("agent", traced_fleet.agent_args(), prefix=_traced_by(local_jaeger, service))
             eventually("both clusters healthy", lambda: traced_fleet.healthy(revision), ROLLOUT_TIMEOUT)
             trace = eventually(
                 "the rollout's trace in Jaeger", lambda: _rollout_trace(local_jaeger, service, revision), 30
@@ -198,3 +208,43 @@ def test_one_trace_holds_the_pass_its_waves_each_cluster_apply_and_the_controlle
     # The controller's log lines of those reconciles carry the trace's id next to their reconcile id.
     joined = [r for r in logs if r.get("reconcile_id") and r.get("trace_id") == trace["traceID"]]
     assert joined, "no reconcile log line carries the trace id"
+
+
+def _failed_apply(jaeger: LocalJaeger, service: str) -> dict[str, Any] | None:
+    for found in jaeger.traces(service, limit=50):
+        for span in found["spans"]:
+            tags = _tags(span)
+            if span["operationName"] == "syncer.cluster.apply" and tags.get("otel.status_code") == "ERROR":
+                return span
+    return None
+
+
+def test_an_apply_the_apiserver_refuses_is_an_error_span_with_its_message(
+    traced_fleet: TracedFleet, local_jaeger: LocalJaeger, tmp_path: Path
+) -> None:
+    service = f"syncer-{traced_fleet.namespace}"
+    # The agent writes to canary as a user of its own that may do anything there but write RedisClusters.
+    canary = traced_fleet.clients["canary"]
+    user = own_identity(traced_fleet, "canary")  # type: ignore[arg-type]
+    role = all_but_rediscluster_writes(canary, f"{user}-all-but-rediscluster-writes")
+    narrowed = binding(user, role["metadata"]["name"])
+    canary.apply(role)
+    canary.apply(narrowed)
+    agents = Agents(tmp_path)
+    try:
+        with agents.shown_on_failure():
+            traced_fleet.commit()
+            agents.start("agent", traced_fleet.agent_args(), prefix=_traced_by(local_jaeger, service))
+            failed = eventually(
+                "a failed apply in Jaeger", lambda: _failed_apply(local_jaeger, service), ROLLOUT_TIMEOUT
+            )
+    finally:
+        agents.close()
+        remove(canary, narrowed, role)
+    tags = _tags(failed)
+    assert tags["syncer.cluster"] == "canary"
+    assert tags["syncer.result"] == "failed"
+    message = tags["otel.status_description"]
+    # The apiserver's answer, as it refused the write.
+    assert "forbidden" in message, message
+    assert f'User "{user}" cannot patch resource "redisclusters"' in message, message
