@@ -35,7 +35,7 @@ from syncer.domain.rules import (
 from syncer.domain.secrets import redact, secret_values
 from syncer.errors import Conflict, Forbidden, Invalid, KubeError, NotFound, ServerError, TooManyRequests
 from syncer.kube import ApplyOptions, KubeApi
-from syncer.tracing import span, traceparent
+from syncer.tracing import log_ids, span, traceparent
 
 __all__ = [
     "PRUNE_ANNOTATION",
@@ -109,6 +109,7 @@ class ClusterApplier:
         attributes = {"syncer.cluster": desired.cluster, "syncer.revision": revision}
         with span("syncer.cluster.apply", attributes) as applying:
             result = self._apply(desired, plan, revision, traceparent())
+            ids = log_ids()
             applying.set("syncer.objects", result.writes)
             applying.set("syncer.result", "applied" if result.ok else "failed")
             if result.error:
@@ -118,6 +119,7 @@ class ClusterApplier:
             result.revision,
             tuple(replace(e, message=redact(e.message, secrets)) for e in result.entries),
             redact(result.error, secrets),
+            ids[0] if ids else "",
         )
 
     def _apply(self, desired: ClusterManifests, plan: ClusterPlan, revision: str, parent: str) -> ChangeSet:

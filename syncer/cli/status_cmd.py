@@ -90,6 +90,7 @@ def status(
                 health=state.health,
                 lastGood=state.last_good,
                 lastError=state.last_error or loaded.problem,
+                traceId=state.trace_id,
                 badRevisions=list(state.bad_revisions),
                 failures=[
                     {"revision": f.revision, "cause": str(f.cause), "reason": f.reason, "at": f.at}

@@ -133,6 +133,7 @@ class WaveApply(RolloutStates):
                 applied_at=now,
                 healthy_since=0.0,
                 inventory=_inventory(desired, result),
+                trace_id=result.trace_id,
             )
         else:
             versions = {e.key(name): e.api_version for e in state.inventory}  # prunes too
@@ -144,6 +145,7 @@ class WaveApply(RolloutStates):
                 applied_at=now,
                 last_error=result.error,
                 apply_failure=failure,
+                trace_id=result.trace_id,
             )
         self._save(name, applied)
         step = Step.APPLIED if result.ok else Step.APPLY_FAILED

@@ -66,6 +66,7 @@ class ClusterView:
     unreachable: str = ""
     suspended: str = ""
     last_error: str = ""
+    trace_id: str = ""
     step: str = ""
     objects: tuple[ObjectView, ...] = ()
     detail: ClusterDetail = field(default_factory=ClusterDetail)
@@ -192,6 +193,7 @@ def _cell_of(
         unreachable="" if state.suspension.active else unreachable,
         suspended=state.suspension.describe(),
         last_error=state.last_error or (state.apply_failure.reason if state.apply_failure else ""),
+        trace_id=state.trace_id,
         objects=tuple(ObjectView(e.kind, e.namespace, e.name) for e in state.inventory),
         detail=detail,
     )
@@ -248,6 +250,7 @@ def cluster_json(c: ClusterView, guards: tuple[GuardFailure, ...]) -> dict[str, 
         "unreachable": c.unreachable,
         "suspended": c.suspended,
         "lastError": c.last_error,
+        "traceId": c.trace_id,
         "step": c.step,
         "objects": objects_json(c.detail, c.objects, c.revision),
         **detail_json(c.detail, concern),

@@ -8,6 +8,9 @@ trace's id."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -91,6 +94,23 @@ class TracedFleet:
         states = [StateStore(c, self.state_namespace).load().state for c in self.clients.values()]
         return all((s.revision, s.phase) == (revision, SyncPhase.HEALTHY) for s in states)
 
+    def status(self) -> dict[str, Any]:
+        """``syncer status -o json`` of this fleet."""
+        command = [
+            sys.executable,
+            "-m",
+            "syncer",
+            "status",
+            "-o",
+            "json",
+            "--config",
+            str(self.root / "agent.yaml"),
+        ]
+        command += ["--state-namespace", self.state_namespace]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+        answer: dict[str, Any] = json.loads(done.stdout)
+        return answer
+
     def agent_args(self) -> list[str]:
         """``syncer run`` with one embedded controller per cluster, watching the test's namespace."""
         return run_args(
@@ -168,6 +188,9 @@ def test_one_trace_holds_the_pass_its_waves_each_cluster_apply_and_the_controlle
                 "the rollout's trace in Jaeger", lambda: _rollout_trace(local_jaeger, service, revision), 30
             )
             logs = agent.logs()
+            status, page = agent.get("/ui/state")
+            assert status == 200, page
+            shown = {c["name"]: c["traceId"] for c in json.loads(page)["clusters"]}
     finally:
         agents.close()
     spans = {s["spanID"]: s for s in trace["spans"]}
@@ -204,6 +227,11 @@ def test_one_trace_holds_the_pass_its_waves_each_cluster_apply_and_the_controlle
         first_write = min(w["startTime"] for w in writes if _tags(w)["k8s.kind"] == "StatefulSet")
         assert apply["startTime"] <= min(r["startTime"] for r in reconciles)
         assert ready[0]["startTime"] + ready[0]["duration"] >= first_write
+
+    # Each cluster's sync state records the trace of its last apply, and the views show it.
+    assert shown == dict.fromkeys(CLUSTERS, trace["traceID"])
+    listed = {row["cluster"]: row["traceId"] for row in traced_fleet.status()["clusters"]}
+    assert listed == dict.fromkeys(CLUSTERS, trace["traceID"])
 
     # The controller's log lines of those reconciles carry the trace's id next to their reconcile id.
     joined = [r for r in logs if r.get("reconcile_id") and r.get("trace_id") == trace["traceID"]]
