@@ -8,6 +8,8 @@ trace's id."""
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
 import subprocess
 import sys
@@ -19,8 +21,11 @@ import pytest
 import yaml
 
 from devfleet.jaeger import LocalJaeger
+from devfleet.pki import CertificateAuthority
+from devfleet.probe import free_port
 from syncer.domain.sync_state import SyncPhase
-from syncer.kube import ClusterClient
+from syncer.errors import NotFound
+from syncer.kube import ApplyOptions, ClusterClient
 from syncer.status import StateStore
 from tests.integration.agent.drills import binding, own_identity, remove
 from tests.integration.agent.procs import Agents
@@ -80,6 +85,7 @@ class TracedFleet:
         }
         (root / "agent.yaml").write_text(yaml.safe_dump(config))
         self.fleet = fleet
+        self.webhook_name = ""
         self.kubeconfig = fleet.kubeconfig
         self.key = key
         self.clients = {n: ClusterClient.from_kubeconfig(str(fleet.kubeconfig), n) for n in CLUSTERS}
@@ -111,7 +117,7 @@ class TracedFleet:
         answer: dict[str, Any] = json.loads(done.stdout)
         return answer
 
-    def agent_args(self) -> list[str]:
+    def agent_args(self, *extra: str) -> list[str]:
         """``syncer run`` with one embedded controller per cluster, watching the test's namespace."""
         return run_args(
             self.root,
@@ -122,10 +128,57 @@ class TracedFleet:
             "--controller-every-cluster",
             "--watch-namespace",
             self.namespace,
+            *extra,
         )
+
+    def webhook(self) -> list[str]:
+        """The agent's admission webhook on a free port with a certificate for 127.0.0.1, registered in
+        both clusters for the test's namespace; the ``syncer run`` arguments that serve it."""
+        ca = CertificateAuthority.create(self.root / "webhook-ca", "webhook-ca")
+        certs = self.root / "webhook-certs"
+        certs.mkdir()
+        ca.issue(certs / "tls", "webhook", server_ips=("127.0.0.1",))
+        port = free_port()
+        self.webhook_name = f"{self.namespace}.redisclusters.redis.syncer.dev"
+        body = {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": self.webhook_name},
+            "webhooks": [
+                {
+                    "name": "redisclusters.redis.syncer.dev",
+                    "admissionReviewVersions": ["v1"],
+                    "sideEffects": "None",
+                    "failurePolicy": "Fail",
+                    "timeoutSeconds": 10,
+                    "rules": [
+                        {
+                            "apiGroups": ["redis.syncer.dev"],
+                            "apiVersions": ["*"],
+                            "operations": ["CREATE", "UPDATE"],
+                            "resources": ["redisclusters"],
+                            "scope": "Namespaced",
+                        }
+                    ],
+                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": self.namespace}},
+                    "clientConfig": {
+                        "url": f"https://127.0.0.1:{port}/validate/redisclusters",
+                        "caBundle": base64.b64encode(ca.cert_path.read_bytes()).decode(),
+                    },
+                }
+            ],
+        }
+        for client in self.clients.values():
+            client.apply(body, ApplyOptions(field_manager="tracing-test"))
+        return ["--admission-port", str(port), "--admission-cert-dir", str(certs)]
 
     def close(self) -> None:
         for client in self.clients.values():
+            if self.webhook_name:
+                with contextlib.suppress(NotFound):
+                    client.delete(
+                        "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", self.webhook_name
+                    )
             for rc in client.list(RC_API, "RedisCluster", namespace=self.namespace).items:
                 client.delete(RC_API, "RedisCluster", rc["metadata"]["name"], self.namespace)
             delete_namespaces([client], self.namespace, self.state_namespace)
@@ -182,7 +235,8 @@ def test_one_trace_holds_the_pass_its_waves_each_cluster_apply_and_the_controlle
     try:
         with agents.shown_on_failure():
             revision = traced_fleet.commit()
-            agent = agents.start("agent", traced_fleet.agent_args(), prefix=_traced_by(local_jaeger, service))
+            args = traced_fleet.agent_args(*traced_fleet.webhook())
+            agent = agents.start("agent", args, prefix=_traced_by(local_jaeger, service))
             eventually("both clusters healthy", lambda: traced_fleet.healthy(revision), ROLLOUT_TIMEOUT)
             trace = eventually(
                 "the rollout's trace in Jaeger", lambda: _rollout_trace(local_jaeger, service, revision), 30
@@ -212,6 +266,12 @@ def test_one_trace_holds_the_pass_its_waves_each_cluster_apply_and_the_controlle
         assert _parent(apply) == waves[expected_wave[cluster]]["spanID"], cluster
         assert _tags(apply)["syncer.revision"] == revision
         assert _tags(apply)["syncer.result"] == "applied"
+        # The apiserver asked the agent's admission webhook about the RedisCluster during the apply.
+        reviews = [r for r in named("controller.admission.review") if _parent(r) == apply["spanID"]]
+        assert reviews, f"no admission review under {cluster}'s apply"
+        # (the create; the controller's updates of the object, its finalizer, are reviewed too)
+        verdicts = {(_tags(r)["k8s.operation"], _tags(r)["syncer.result"]) for r in reviews}
+        assert ("CREATE", "allowed") in verdicts, verdicts
         # The controller of that cluster continued the trace from the object's annotation.
         reconciles = [r for r in named("controller.reconcile") if _parent(r) == apply["spanID"]]
         assert reconciles, f"no reconcile under {cluster}'s apply"
