@@ -28,6 +28,9 @@ HELM_MODULE = GO_DIR / "helm"
 # control plane's cache alone.
 COSIGN_MODULE = GO_DIR / "cosign"
 COSIGN_PACKAGE = "github.com/sigstore/cosign/v2/cmd/cosign"
+# The fleet's tracing backend (devfleet.jaeger): receives OTLP, serves its query API and UI.
+JAEGER_MODULE = GO_DIR / "jaeger"
+JAEGER_PACKAGE = "github.com/jaegertracing/jaeger/cmd/jaeger"
 
 # Makes the SBOM of the image's Python packages (tests/integration/image). It lives in a virtual
 # environment of its own: its validation extra pulls in jsonschema's format checkers, whose
@@ -100,12 +103,12 @@ def _go_version() -> str:
     return subprocess.run([go, "env", "GOVERSION"], check=True, capture_output=True, text=True).stdout.strip()
 
 
-def _hash_modules(flags: str, skip: Path | None = None, root: Path | None = None) -> str:
+def _hash_modules(flags: str, skip: tuple[Path, ...] = (), root: Path | None = None) -> str:
     """The build recipe, Go version, ``flags`` and every module file below ``root`` (default: all of
-    GO_DIR, as it is when called) but ``skip``, hashed."""
+    GO_DIR, as it is when called) but those below ``skip``, hashed."""
     digest = hashlib.sha256(f"{_RECIPE}\n{_go_version()}\n{flags}\n".encode())
     for path in sorted((root or GO_DIR).rglob("*")):
-        if skip is not None and path.is_relative_to(skip):
+        if any(path.is_relative_to(s) for s in skip):
             continue
         if path.is_file() and path.suffix in {".mod", ".sum", ".go"}:
             digest.update(str(path.relative_to(GO_DIR)).encode())
@@ -114,7 +117,8 @@ def _hash_modules(flags: str, skip: Path | None = None, root: Path | None = None
 
 
 def _cache_key(pins: Pins) -> str:
-    return _hash_modules(f"{pins.k8s_ldflags()}\n{pins.helm_ldflags()}", skip=COSIGN_MODULE)
+    # The tools cached apart are left out, so that their pins leave the control plane's cache alone.
+    return _hash_modules(f"{pins.k8s_ldflags()}\n{pins.helm_ldflags()}", skip=(COSIGN_MODULE, JAEGER_MODULE))
 
 
 def bin_dir(pins: Pins | None = None) -> Path:
@@ -178,23 +182,49 @@ def _cosign_ldflags(version: str) -> str:
 
 def ensure_cosign(progress: Callable[[str], None] | None = None) -> Path:
     """Return the path of the pinned cosign binary, building it from the Go module proxy if not cached."""
-    say = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
     version = _required_version(COSIGN_MODULE / "go.mod", "github.com/sigstore/cosign/v2")
-    ldflags = _cosign_ldflags(version)
-    target = cache_root() / "cosign" / f"cosign-{version}_{_hash_modules(ldflags, root=COSIGN_MODULE)}"
-    binary = target / "cosign"
+    return _ensure_tool(
+        _Tool("cosign", COSIGN_MODULE, COSIGN_PACKAGE, version, _cosign_ldflags(version)), progress
+    )
+
+
+def ensure_jaeger(progress: Callable[[str], None] | None = None) -> Path:
+    """Return the path of the pinned Jaeger binary, building it from the Go module proxy if not cached."""
+    version = _required_version(JAEGER_MODULE / "go.mod", "github.com/jaegertracing/jaeger")
+    return _ensure_tool(_Tool("jaeger", JAEGER_MODULE, JAEGER_PACKAGE, version, "-s -w"), progress)
+
+
+@dataclass(frozen=True)
+class _Tool:
+    """One binary built from a wrapper module of its own, cached apart under its name."""
+
+    name: str
+    module: Path
+    package: str
+    version: str
+    ldflags: str
+
+
+def _ensure_tool(tool: _Tool, progress: Callable[[str], None] | None) -> Path:
+    say = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    key = _hash_modules(tool.ldflags, root=tool.module)
+    target = cache_root() / tool.name / f"{tool.name}-{tool.version}_{key}"
+    binary = target / tool.name
     if binary.is_file():
         return binary
-    with _locked(cache_root() / "cosign" / ".build.lock"):
+    with _locked(cache_root() / tool.name / ".build.lock"):
         if binary.is_file():
             return binary
-        say(f"building cosign {version} from the Go module proxy into {target} (a cold build takes minutes)")
+        say(
+            f"building {tool.name} {tool.version} from the Go module proxy into {target} "
+            "(a cold build takes minutes)"
+        )
         started = time.monotonic()
         target.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
             staging = Path(tmp) / "bin"
             staging.mkdir()
-            _go_build(COSIGN_MODULE, staging, (COSIGN_PACKAGE,), ldflags)
+            _go_build(tool.module, staging, (tool.package,), tool.ldflags)
             if target.exists():
                 shutil.rmtree(target)
             staging.rename(target)

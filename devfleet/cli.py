@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from devfleet import access, build, fleet, probe, prometheus
+from devfleet import access, build, fleet, jaeger, probe, prometheus
 from devfleet import cpu as fleet_cpu
 from devfleet import memory as fleet_memory
 
@@ -268,6 +268,27 @@ def prometheus_cmd(state_dir: Path | None, action: str, targets: tuple[str, ...]
     for job, addresses in jobs.items():
         local.scrape(job, addresses)
     click.echo(f"{local.url} (CA: {local.ca_file})")
+
+
+@cli.command("jaeger")
+@_state_option
+@click.argument("action", type=click.Choice(["build", "start", "stop"]))
+def jaeger_cmd(state_dir: Path | None, action: str) -> None:
+    """Build the pinned Jaeger (printing its path), start the fleet's Jaeger (traces in memory, OTLP and
+    its query API and UI on free ports of 127.0.0.1; stopped with the fleet) and print where to send
+    and read traces, or stop it (start brings it back on the same ports, empty)."""
+    try:
+        if action == "build":
+            click.echo(build.ensure_jaeger(_say))
+            return
+        if action == "stop":
+            jaeger.stop(_root(state_dir), _say)
+            return
+        local = jaeger.start(_root(state_dir), _say)
+    except (RuntimeError, TimeoutError, probe.Exited) as err:
+        raise click.ClickException(_why(err)) from err
+    click.echo(f"OTEL_EXPORTER_OTLP_ENDPOINT={local.otlp_http}")
+    click.echo(f"UI and query API: {local.query}")
 
 
 @cli.command("apply")

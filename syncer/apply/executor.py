@@ -19,7 +19,7 @@ from typing import Any
 
 from syncer.apply.retry import RetryPolicy, with_retries
 from syncer.crds import shipped_sensitive_fields
-from syncer.domain.applied import FIELD_MANAGER, applied_body
+from syncer.domain.applied import FIELD_MANAGER, TRACEPARENT_ANNOTATION, applied_body
 from syncer.domain.changeset import ALREADY_GONE, ChangeEntry, ChangeSet, EntryOutcome, FailureCause
 from syncer.domain.objects import ClusterManifests, Manifest, ObjectKey
 from syncer.domain.plans import WRITING_ACTIONS, Action, Change, ClusterPlan
@@ -35,6 +35,7 @@ from syncer.domain.rules import (
 from syncer.domain.secrets import redact, secret_values
 from syncer.errors import Conflict, Forbidden, Invalid, KubeError, NotFound, ServerError, TooManyRequests
 from syncer.kube import ApplyOptions, KubeApi
+from syncer.tracing import log_ids, span, traceparent
 
 __all__ = [
     "PRUNE_ANNOTATION",
@@ -105,15 +106,24 @@ class ClusterApplier:
 
     def apply(self, desired: ClusterManifests, plan: ClusterPlan, revision: str) -> ChangeSet:
         secrets = secret_values((m.body for m in desired.manifests), shipped_sensitive_fields())
-        result = self._apply(desired, plan, revision)
+        attributes = {"syncer.cluster": desired.cluster, "syncer.revision": revision}
+        with span("syncer.cluster.apply", attributes) as applying:
+            result = self._apply(desired, plan, revision, traceparent())
+            ids = log_ids()
+            applying.set("syncer.objects", result.writes)
+            applying.set("syncer.result", "applied" if result.ok else "failed")
+            if result.error:
+                applying.fail(redact(result.error, secrets))
         return ChangeSet(
             result.cluster,
             result.revision,
             tuple(replace(e, message=redact(e.message, secrets)) for e in result.entries),
             redact(result.error, secrets),
+            ids[0] if ids else "",
         )
 
-    def _apply(self, desired: ClusterManifests, plan: ClusterPlan, revision: str) -> ChangeSet:
+    def _apply(self, desired: ClusterManifests, plan: ClusterPlan, revision: str, parent: str) -> ChangeSet:
+        """``parent``: the traceparent written on each object applied ("" when tracing is off)."""
         manifests = {m.key: m for m in desired.manifests}
         changes = sorted(plan.changes, key=lambda c: apply_order(c.key))
         blocked = blocked_reason(changes, self.policy.rules)
@@ -136,7 +146,7 @@ class ClusterApplier:
                     desired.cluster, revision, tuple(entries), "plan and desired objects disagree"
                 )
             with ThreadPoolExecutor(max_workers=max(1, self.policy.workers)) as pool:
-                done = list(pool.map(lambda c: self._apply_one(manifests[c.key], c), group))
+                done = list(pool.map(lambda c: self._apply_one(manifests[c.key], c, parent), group))
             entries += done
             failed = next((e for e in done if e.outcome is EntryOutcome.FAILED), None)
             if failed is not None:
@@ -157,11 +167,14 @@ class ClusterApplier:
                 )
         return ChangeSet(desired.cluster, revision, tuple(entries))
 
-    def _apply_one(self, manifest: Manifest, change: Change) -> ChangeEntry:
+    def _apply_one(self, manifest: Manifest, change: Change, parent: str) -> ChangeEntry:
         options = ApplyOptions(
             field_manager=self.policy.field_manager, force=forced(change, self.policy.rules)
         )
         body = applied_body(manifest)
+        if parent:
+            metadata = body.setdefault("metadata", {})
+            metadata["annotations"] = {**(metadata.get("annotations") or {}), TRACEPARENT_ANNOTATION: parent}
         try:
             live = with_retries(lambda: self.kube.apply(body, options), self.policy.retry, self.stop)
         except Conflict as err:

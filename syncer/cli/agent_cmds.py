@@ -35,6 +35,7 @@ from syncer.config.settings import (
     LeaseSettings,
     ShardSettings,
 )
+from syncer.controller.logs import LOG_FORMATS
 from syncer.controller.logs import configure as configure_logs
 from syncer.domain.durations import format_duration, parse_duration
 from syncer.domain.progress import PassEvent, Step, Waiting
@@ -276,6 +277,13 @@ def _http_settings(opts: dict[str, Any]) -> HttpSettings:
     help="Form Redis Cluster topology (not on kwok nodes).",
 )
 @click.option("--workers", default=2, show_default=True, help="Reconcile workers of the embedded controller.")
+@click.option(
+    "--log-format",
+    type=click.Choice(LOG_FORMATS),
+    default="json",
+    show_default=True,
+    help="Log lines on stderr: JSON objects (with trace_id and span_id inside a span), or plain text.",
+)
 @admission_options
 def run(**opts: Any) -> None:
     """Run the agent: poll git, verify, roll out in waves, repair drift, serve metrics."""
@@ -288,7 +296,7 @@ def run(**opts: Any) -> None:
     admission = serve_admission(
         opts["kubeconfig"], opts["lease_context"], opts["admission_port"], opts["admission_cert_dir"]
     )
-    configure_logs()  # only once the arguments and files are known to be good
+    configure_logs(log_format=opts["log_format"])  # only once the arguments and files are known to be good
     settings = AgentSettings(
         kubeconfig=opts["kubeconfig"],
         interval=opts["interval"],

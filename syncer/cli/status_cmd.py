@@ -101,6 +101,7 @@ def status(
                 lastGood=state.last_good,
                 lastError=state.last_error or loaded.problem or state.unknown_record.describe(),
                 unknownRecord=state.unknown_record.describe(),
+                traceId=state.trace_id,
                 badRevisions=list(state.bad_revisions),
                 failures=[
                     {"revision": f.revision, "cause": str(f.cause), "reason": f.reason, "at": f.at}

@@ -20,8 +20,10 @@ from typing import Any
 
 from syncer.config.loading import check_agent_file
 from syncer.controller.admission import review_redis_cluster, review_response
+from syncer.domain.applied import TRACEPARENT_ANNOTATION
 from syncer.errors import ConfigError
 from syncer.kube import KubeApi
+from syncer.tracing import span
 
 PATH = "/validate/redisclusters"
 # An AdmissionReview of a RedisCluster is a few kilobytes; the apiserver's own limit is 3 MiB.
@@ -129,10 +131,30 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(review, dict) or not isinstance(review.get("request"), dict):
             self._send(400, {"error": "the body is not an AdmissionReview"})
             return
-        verdict = review_redis_cluster(self.server.api, review["request"])
-        if not verdict.allowed:
-            log.info("denied: %s", verdict.message)
+        request = review["request"]
+        # Continues the trace of the apply that sent the object, when it carries its traceparent.
+        parent, attributes = _traced(request)
+        with span("controller.admission.review", attributes, parent, root=not parent) as reviewing:
+            verdict = review_redis_cluster(self.server.api, request)
+            reviewing.set("syncer.result", "allowed" if verdict.allowed else "denied")
+            if not verdict.allowed:
+                reviewing.fail(verdict.message)
+                log.info("denied: %s", verdict.message)
         self._send(200, review_response(review, verdict))
+
+
+def _traced(request: dict[str, Any]) -> tuple[str, dict[str, str]]:
+    """The traceparent the reviewed object carries ("" when none) and the review's span attributes."""
+    obj = request.get("object")
+    metadata = (obj.get("metadata") if isinstance(obj, dict) else None) or {}
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    parent = annotations.get(TRACEPARENT_ANNOTATION) if isinstance(annotations, dict) else None
+    attributes = {
+        "k8s.operation": str(request.get("operation", "")),
+        "k8s.namespace.name": str(request.get("namespace", "")),
+        "syncer.rediscluster": str(request.get("name", "")),
+    }
+    return (parent if isinstance(parent, str) else ""), attributes
 
 
 Started = tuple[AdmissionServer, threading.Thread]

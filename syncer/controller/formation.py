@@ -84,7 +84,7 @@ def worth_telling(marks: Sequence[FormationMark]) -> list[FormationMark]:
 
 
 @dataclass(frozen=True)
-class Span:
+class StepTiming:
     """One step of a breakdown: ``since_start`` seconds after the start, ``took`` after the step
     before it (or the start)."""
 
@@ -93,16 +93,16 @@ class Span:
     took: float
 
 
-def breakdown(start: float, marks: Iterable[FormationMark]) -> list[Span]:
+def breakdown(start: float, marks: Iterable[FormationMark]) -> list[StepTiming]:
     """Each step's first mark at or after ``start``, in the order they happened, with its time since
     ``start`` and since the step before it. Steps without a mark are left out."""
     first: dict[FormationStep, float] = {}
     for mark in marks:
         if mark.at >= start and (mark.step not in first or mark.at < first[mark.step]):
             first[mark.step] = mark.at
-    spans: list[Span] = []
+    spans: list[StepTiming] = []
     before = start
     for step, at in sorted(first.items(), key=lambda item: item[1]):
-        spans.append(Span(step, at - start, at - before))
+        spans.append(StepTiming(step, at - start, at - before))
         before = at
     return spans

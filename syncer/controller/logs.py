@@ -1,4 +1,6 @@
-"""JSON log lines for the controller: one object per record, with the fields passed in ``extra``."""
+"""JSON log lines for the controller and the agent: one object per record, with the fields passed in
+``extra`` and, inside a span, its ``trace_id`` and ``span_id``. apscheduler's lines (the agent's
+jobs) go through the same formatter, never as plain text into the JSON stream."""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ import logging
 from collections.abc import MutableMapping
 from datetime import UTC, datetime
 from typing import Any
+
+from syncer.tracing import log_ids
 
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
 
@@ -26,19 +30,28 @@ class JsonFormatter(logging.Formatter):
                 entry[key] = (
                     value if isinstance(value, str | int | float | bool) or value is None else str(value)
                 )
+        ids = log_ids()
+        if ids is not None:
+            entry["trace_id"], entry["span_id"] = ids
         if record.exc_info:
             entry["error"] = self.formatException(record.exc_info)
         return json.dumps(entry, sort_keys=False)
 
 
-def configure(level: int = logging.INFO) -> None:
-    """Send the ``syncer`` loggers to stderr as JSON lines."""
+LOG_FORMATS = ("json", "text")
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def configure(level: int = logging.INFO, log_format: str = "json") -> None:
+    """Send the ``syncer`` loggers (and apscheduler's) to stderr as JSON lines, or as plain text lines
+    (``log_format`` "text")."""
     handler = logging.StreamHandler()
-    handler.setFormatter(JsonFormatter())
-    root = logging.getLogger("syncer")
-    root.handlers[:] = [handler]
-    root.setLevel(level)
-    root.propagate = False
+    handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT))
+    for name in ("syncer", "apscheduler"):
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.setLevel(level if name == "syncer" else max(level, logging.WARNING))
+        logger.propagate = False
 
 
 class ContextLogger(logging.LoggerAdapter[logging.Logger]):

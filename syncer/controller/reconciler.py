@@ -43,9 +43,11 @@ from syncer.controller.status import (
     with_outage,
 )
 from syncer.controller.status_writer import APPLY, Log, StatusWriter
+from syncer.controller.traces import ReconcileTraces
 from syncer.controller.upgrade import RolloutState, TemplateChoice, UpgradeDecision
 from syncer.errors import Conflict, Invalid, NotFound
 from syncer.leader.fence import UNFENCED, Fence
+from syncer.tracing import span
 
 if TYPE_CHECKING:
     from syncer.controller.health_probe import HealthWatch
@@ -88,19 +90,23 @@ class Reconciler:
         self._status = StatusWriter(kube, self._events)
         # Topology events of the reconcile under way (failovers before restarts), emitted with the status.
         self._pending_events: list[tuple[str, str]] = []
+        self._traces = ReconcileTraces()
 
     def reconcile(self, namespace: str, name: str, log: Log) -> ReconcileOutcome:
-        outcome = self._reconcile(namespace, name, log)
-        if self._health is not None and outcome.phase in ("absent", "finalize", "paused"):
-            self._health.forget(f"{namespace}/{name}")
-        return outcome
-
-    def _reconcile(self, namespace: str, name: str, log: Log) -> ReconcileOutcome:
         try:
             obj = self._kube.get(API_VERSION, KIND, name, namespace)
         except NotFound:
             log.info("gone; its children are left to the garbage collector")
-            return ReconcileOutcome("absent", "success")
+            outcome = ReconcileOutcome("absent", "success")
+        else:
+            with self._traces.reconcile(obj, self._options.cluster or self._options.context) as reconciling:
+                outcome = self._reconcile(obj, log)
+                reconciling.done(outcome.ready, outcome.phase, outcome.result)
+        if self._health is not None and outcome.phase in ("absent", "finalize", "paused"):
+            self._health.forget(f"{namespace}/{name}")
+        return outcome
+
+    def _reconcile(self, obj: KubeObject, log: Log) -> ReconcileOutcome:
         if (obj.get("metadata") or {}).get("deletionTimestamp"):
             return self._finalize(obj, log)
         if str(((obj.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_PAUSED)) == "true":
@@ -257,7 +263,7 @@ class Reconciler:
         # volume with a backoff, which would hold the pod's start.
         for body in shared:
             if body["kind"] == "ConfigMap":
-                self._kube.apply(body, APPLY)
+                self._write(body)
         bodies: list[dict[str, Any]] = []
         for shard in range(spec.shards):
             template = self._template(decision.template, templates[shard], live.get(shard))
@@ -269,10 +275,16 @@ class Reconciler:
         # The StatefulSets next: the pods, and everything after them, wait for them. (Applied one at
         # a time: on a busy machine writes at once only slow each other down.)
         bodies += [body for body in shared if body["kind"] != "ConfigMap"]
-        stored = [self._kube.apply(body, APPLY) for body in bodies]
+        stored = [self._write(body) for body in bodies]
         applied = dict(enumerate(stored[: spec.shards]))
         prune(self._kube, spec, live, keep_departing=redis is not None and not redis.departed)
         return decision, applied
+
+    def _write(self, body: Mapping[str, Any]) -> KubeObject:
+        """One child applied, as a span of the reconcile."""
+        attributes = {"k8s.kind": str(body["kind"]), "k8s.name": str(body["metadata"]["name"])}
+        with span("controller.write", attributes):
+            return self._kube.apply(body, APPLY)
 
     def _restarts(
         self,

@@ -7,6 +7,10 @@ and the apply stage (which performs it) send the very same body:
 * the annotation ``syncer.dev/applied-fields``: the JSON pointers of the fields syncer set, sorted,
   as a JSON list. It records which fields syncer meant to own, so that a field another manager has
   since taken over is told apart (drift) from a field syncer newly wants (conflict); see docs/diff.md.
+
+With tracing on, the apply also writes the annotation ``syncer.dev/traceparent``: the W3C traceparent
+of the agent's span that applied the object, which the controller's reconcile continues. It is no
+field of git's: the plan neither wants it nor counts it as drift (``BOOKKEEPING_ANNOTATIONS``).
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "syncer"
 MANAGED_BY_SELECTOR = f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}"
 APPLIED_FIELDS_ANNOTATION = "syncer.dev/applied-fields"
+TRACEPARENT_ANNOTATION = "syncer.dev/traceparent"
+BOOKKEEPING_ANNOTATIONS = (APPLIED_FIELDS_ANNOTATION, TRACEPARENT_ANNOTATION)
+"""Annotations syncer writes for itself: never compared, never drift."""
 FIELD_MANAGER = "syncer"
 """The field manager syncer applies desired objects as (the controller and the sync state have their
 own: ``syncer.controller.model.FIELD_MANAGER``, ``syncer.status.state_store.STATE_FIELD_MANAGER``)."""

@@ -61,6 +61,7 @@ class ChangeSet:
     revision: str
     entries: tuple[ChangeEntry, ...] = ()
     error: str = ""
+    trace_id: str = ""  # the trace of the apply when traced (``syncer.tracing``), else ""
 
     @property
     def ok(self) -> bool:

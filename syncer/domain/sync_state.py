@@ -208,6 +208,7 @@ class ClusterSyncState:
     degraded_before: str = ""
     retry: RetryRequest = RetryRequest()
     last_error: str = ""
+    trace_id: str = ""  # the trace of the cluster's last apply when it was traced (docs/tracing.md)
     applied_at: float = 0.0
     healthy_since: float = 0.0
     updated_at: float = 0.0

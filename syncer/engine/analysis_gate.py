@@ -38,6 +38,7 @@ from syncer.domain.sync_state import ClusterSyncState
 from syncer.prom import PrometheusClient
 from syncer.prom.web import fetch_web
 from syncer.rollout import Wave
+from syncer.tracing import span
 
 QueryFn = Callable[[PrometheusSource, str, float | None], QueryAnswer]
 """Asks one Prometheus for the number ``promql`` gives now (``None``) or at a time."""
@@ -114,7 +115,14 @@ class AnalysisGate:
                     # Looked at again within an interval: its owner measures it when due.
                     due = max(due, now + metric.interval) if verdict is AnalysisVerdict.RUNNING else due
                 elif verdict is AnalysisVerdict.RUNNING and due <= now:
-                    judged = self._measure(metric, policy, (cluster, name), fleet, states)
+                    attributes = {
+                        "syncer.cluster": cluster,
+                        "syncer.wave": name,
+                        "syncer.metric": metric.name,
+                    }
+                    with span("syncer.analysis.measure", attributes) as measuring:
+                        judged = self._measure(metric, policy, (cluster, name), fleet, states)
+                        measuring.set("syncer.result", judged.outcome.value)
                     counts = advance(counts, judged, now)
                     verdict, reason = verdict_of(metric, counts)
                     due = next_due(metric, counts, record.started)

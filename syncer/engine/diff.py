@@ -44,6 +44,7 @@ from syncer.plan import (
 )
 from syncer.rollout.waves import plan_waves
 from syncer.status.state_store import StateStore
+from syncer.tracing import span
 
 
 @dataclass(frozen=True)
@@ -188,6 +189,23 @@ def _fetch(api: KubeApi, key: ObjectKey, api_version: str) -> KubeObject | None:
 
 
 def plan_live_cluster(
+    api: KubeApi,
+    desired: ClusterManifests,
+    options: DiffOptions,
+    inventory: Inventory,
+    rules: SyncRules | None = None,
+    *,
+    live: dict[ObjectKey, KubeObject] | None = None,
+) -> ClusterPlan:
+    """One cluster planned against its live state (``_plan_live_cluster``), as a span of its own."""
+    with span("syncer.cluster.plan", {"syncer.cluster": desired.cluster}) as planning:
+        plan = _plan_live_cluster(api, desired, options, inventory, rules, live=live)
+        if plan.error:
+            planning.fail(plan.error)
+        return plan
+
+
+def _plan_live_cluster(
     api: KubeApi,
     desired: ClusterManifests,
     options: DiffOptions,

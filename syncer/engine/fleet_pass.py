@@ -46,6 +46,7 @@ from syncer.leader.fence import UNFENCED, FencedKube, FenceOf
 from syncer.rollout.pins import pins_away
 from syncer.source import GitSource
 from syncer.status.state_store import LoadedState
+from syncer.tracing import Span, span
 
 MAX_SUPERSEDED = 5  # newer revisions one pass takes over from, before leaving the rest to the next
 
@@ -107,6 +108,16 @@ class PassResult:
             RolloutOutcome.APPLIED,
             RolloutOutcome.UNCHANGED,
         }
+
+
+def _describe(passing: Span, result: PassResult) -> None:
+    """The pass's span: the revision in force and how its rollout ended."""
+    if result.advance.current is not None:
+        passing.set("syncer.revision", result.advance.current.revision)
+    if result.report is not None:
+        passing.set("syncer.result", result.report.outcome.value)
+        if result.report.outcome is RolloutOutcome.HALTED:
+            passing.fail(result.report.message)
 
 
 def git_revisions(
@@ -283,14 +294,20 @@ class FleetPass:
         self._stop = stop
         self._read, self._unread, self._unconnected, self._rebuilt = {}, {}, {}, {}
         try:
-            return self._run_pass(stop)
+            with span("syncer.pass", root=True) as passing:
+                result = self._run_pass(stop)
+                _describe(passing, result)
+                return result
         finally:
             self._read, self._unread, self._rebuilt = {}, {}, {}
 
     def _advance(self) -> tuple[Advance, bool]:
         """Advance the revision; tell the recorded revisions not used as a base and a rejection not
         told before (True when it is new)."""
-        advance = self.revisions.advance()
+        with span("syncer.poll") as polling:
+            advance = self.revisions.advance()
+            if advance.rejection is not None:
+                polling.fail(advance.rejection.message)
         for ignored in advance.ignored_bases:
             self.listener(PassEvent(Step.BASE_IGNORED, revision=ignored.revision, reason=ignored.message))
         rejection = advance.rejection
@@ -447,10 +464,11 @@ class FleetPass:
             return ()
         self._unconnected = {}
         try:
-            rollout = self._rollout(stop, current.fleet)
-            repaired = rollout.heal(current.fleet)
-            pins = pins_away(rollout.states, current.revision)
-            return repaired + heal_pins(rollout, pins, lambda revision: self._fleet_of(revision, current))
+            with span("syncer.drift", {"syncer.revision": current.revision}, root=True):
+                rollout = self._rollout(stop, current.fleet)
+                repaired = rollout.heal(current.fleet)
+                pins = pins_away(rollout.states, current.revision)
+                return repaired + heal_pins(rollout, pins, lambda rev: self._fleet_of(rev, current))
         except FencedOut as err:
             self._fenced_out(current.revision, err)
             return ()

@@ -31,6 +31,7 @@ from syncer.errors import (
     VerificationError,
 )
 from syncer.manifests import LoadOptions, load_fleet
+from syncer.tracing import span
 
 if TYPE_CHECKING:  # git and the verifier load only when a revision is fetched (not for a folder)
     from syncer.source import GitSource, Snapshot
@@ -122,9 +123,12 @@ def prepare(
     from syncer.verify import VerifyOptions, verify_revision
 
     verify = VerifyOptions(revision=sha, since=since, mode=options.mode, timeout=options.timeout)
-    result = verify_revision(source.git_dir, policy, verify).require_trusted()
-    snapshot = source.checkout(sha)
-    fleet = load_fleet(snapshot.tree_path, sha, options.load)
+    with span("syncer.verify", {"syncer.revision": sha}):
+        result = verify_revision(source.git_dir, policy, verify).require_trusted()
+    with span("syncer.render", {"syncer.revision": sha}) as rendering:
+        snapshot = source.checkout(sha)
+        fleet = load_fleet(snapshot.tree_path, sha, options.load)
+        rendering.set("syncer.clusters", len(fleet.clusters))
     from syncer.engine.approvals import require_cluster_approvals
 
     result = require_cluster_approvals(

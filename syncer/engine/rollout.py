@@ -47,6 +47,7 @@ from syncer.rollout.pins import restricted
 from syncer.rollout.rollback_targets import wave_passed
 from syncer.rollout.waves import for_going_back, waves_without
 from syncer.status.state_store import LoadedState
+from syncer.tracing import current, each
 
 __all__ = ["FleetRollout"]
 
@@ -140,7 +141,9 @@ class FleetRollout:
         reports: list[WaveReport] = []
         touched = judged = False  # judged: the last wave went through its gate in this pass
         aborted: GateVerdict | None = None  # a person's abort that sent a passed wave back
-        for wave in waves:
+        for wave in each(
+            waves, "syncer.wave", lambda w: {"syncer.wave": w.name, "syncer.revision": fleet.revision}
+        ):
             if self.records.stop.is_set():
                 return RolloutReport(
                     fleet.revision, RolloutOutcome.INTERRUPTED, tuple(reports), "stopped between waves"
@@ -189,6 +192,7 @@ class FleetRollout:
                     wave.name, wave.clusters, verdict.decision, verdict.reason, change_sets, verdict.reasons
                 )
             )
+            current().set("syncer.result", verdict.decision.value)
             if verdict.decision is Decision.WAIT:
                 if self.records.stop.is_set():
                     message = "stopped while waiting"

@@ -24,6 +24,7 @@ from syncer.rollout import Held, Wave, is_done
 from syncer.rollout.failures import apply_failure
 from syncer.rollout.held import HoldKind, person_hold
 from syncer.rollout.window_judge import WindowOverride, judge_cluster
+from syncer.tracing import carried
 
 
 def _inventory(desired: ClusterManifests, applied: ChangeSet) -> tuple[InventoryEntry, ...]:
@@ -73,7 +74,8 @@ class WaveApplier:
         if not todo:
             return tuple(repairs)
         with ThreadPoolExecutor(max_workers=max(1, wave.gate.max_concurrent)) as pool:
-            applied = pool.map(lambda c: self.apply_cluster(wave, fleet.clusters[c], fleet.revision), todo)
+            apply = carried(self.apply_cluster)  # in the wave's span
+            applied = pool.map(lambda c: apply(wave, fleet.clusters[c], fleet.revision), todo)
             return (*repairs, *applied)
 
     def apply_cluster(self, wave: Wave, desired: ClusterManifests, revision: str) -> ChangeSet:
@@ -135,6 +137,7 @@ class WaveApplier:
                 applied_at=now,
                 healthy_since=0.0,
                 inventory=_inventory(desired, result),
+                trace_id=result.trace_id,
             )
         else:
             versions = {e.key(name): e.api_version for e in state.inventory}  # prunes too
@@ -146,6 +149,7 @@ class WaveApplier:
                 applied_at=now,
                 last_error=result.error,
                 apply_failure=failure,
+                trace_id=result.trace_id,
             )
         self.records.save(name, applied)
         step = Step.APPLIED if result.ok else Step.APPLY_FAILED

@@ -33,6 +33,7 @@ from syncer.rollout import (
     judge_wave,
 )
 from syncer.rollout.recorded import recorded_progress
+from syncer.tracing import traced
 
 
 class Superseded(Exception):
@@ -131,6 +132,7 @@ class HealthGate:
             )
         return progress
 
+    @traced("syncer.health.wait")
     def decide(
         self,
         wave: Wave,

@@ -20,6 +20,7 @@ from syncer.domain.applied import (
     IDENTITY_FIELDS,
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
+    TRACEPARENT_ANNOTATION,
     FieldPath,
     Inventory,
     applied_body,
@@ -35,6 +36,8 @@ from syncer.plan.prune import prune_changes
 from syncer.plan.report import FieldList, predicted_fields, with_fields
 
 _ANNOTATION: FieldPath = ("metadata", "annotations", APPLIED_FIELDS_ANNOTATION)
+# The traceparent the last traced apply wrote: syncer owns it, git never wants it; no change, no drift.
+_TRACEPARENT: FieldPath = ("metadata", "annotations", TRACEPARENT_ANNOTATION)
 
 
 @dataclass(frozen=True)
@@ -145,7 +148,7 @@ def _local(manifest: Manifest, live: Mapping[str, Any], recorded: bool, options:
             out.add(path, (have, want), others, Action.CONFLICT)
         else:
             out.add(path, (have, want), ownership.owners(path, options.field_manager), Action.UPDATE)
-    for path in sorted(ownership.ours):
+    for path in sorted(ownership.ours - {_TRACEPARENT}):
         if not covered(path, wanted):
             unchanged = False
             present, have = value_at(live, path)

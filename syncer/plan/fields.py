@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from syncer.domain.applied import APPLIED_FIELDS_ANNOTATION, FieldPath
+from syncer.domain.applied import BOOKKEEPING_ANNOTATIONS, FieldPath
 from syncer.domain.secrets import MASK, is_secret, masked
 
 NOISY_METADATA = (
@@ -125,7 +125,7 @@ def value_at(body: Mapping[str, Any], path: FieldPath) -> tuple[bool, Any]:
 
 def normalized(obj: Mapping[str, Any]) -> dict[str, Any]:
     """A copy without what the server keeps for itself: status, managedFields, resourceVersion,
-    generation, uid, timestamps and syncer's own applied-fields bookkeeping annotation."""
+    generation, uid, timestamps and syncer's own bookkeeping annotations (applied fields, traceparent)."""
     body = copy.deepcopy(dict(obj))
     body.pop("status", None)
     metadata = body.get("metadata")
@@ -134,7 +134,8 @@ def normalized(obj: Mapping[str, Any]) -> dict[str, Any]:
             metadata.pop(key, None)
         annotations = metadata.get("annotations")
         if isinstance(annotations, dict):
-            annotations.pop(APPLIED_FIELDS_ANNOTATION, None)
+            for name in BOOKKEEPING_ANNOTATIONS:
+                annotations.pop(name, None)
             if not annotations:
                 metadata.pop("annotations")
     return body

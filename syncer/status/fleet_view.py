@@ -67,6 +67,7 @@ class ClusterView:
     unreachable: str = ""
     suspended: str = ""
     last_error: str = ""
+    trace_id: str = ""
     step: str = ""
     objects: tuple[ObjectView, ...] = ()
     detail: ClusterDetail = field(default_factory=ClusterDetail)
@@ -195,6 +196,7 @@ def _cell_of(
         last_error=state.last_error
         or (state.apply_failure.reason if state.apply_failure else "")
         or state.unknown_record.describe(),
+        trace_id=state.trace_id,
         objects=tuple(ObjectView(e.kind, e.namespace, e.name) for e in state.inventory),
         detail=detail,
     )
@@ -262,6 +264,7 @@ def cluster_json(c: ClusterView, guards: tuple[GuardFailure, ...]) -> dict[str, 
         "unreachable": c.unreachable,
         "suspended": c.suspended,
         "lastError": c.last_error,
+        "traceId": c.trace_id,
         "step": c.step,
         "objects": objects_json(c.detail, c.objects, c.revision),
         **detail_json(c.detail, concern),

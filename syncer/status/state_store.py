@@ -153,6 +153,7 @@ def decode(cluster: str, text: str) -> ClusterSyncState:
         apply_failure=None if failed is None else _failure(failed),
         degraded_before=fields.text(raw, "degraded_before"),
         last_error=fields.text(raw, "last_error"),
+        trace_id=fields.text(raw, "trace_id"),
         applied_at=fields.number(raw, "applied_at"),
         healthy_since=fields.number(raw, "healthy_since"),
         updated_at=fields.number(raw, "updated_at"),

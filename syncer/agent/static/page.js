@@ -121,6 +121,7 @@ function renderDetail() {
     ["Last step", cluster.step || "—"],
   ];
   if (cluster.analysis) rows.push(["Analysis", cluster.analysis]);
+  if (cluster.traceId) rows.push(["Last apply's trace", cluster.traceId]);
   document.getElementById("detail-fields").replaceChildren(...rows.flatMap(([k, v]) => [el("dt", "", k), el("dd", "", v)]));
   fillTable("detail-objects", cluster.objects, (o) => [
     o.kind, o.namespace || "—", o.name, o.action || "—",

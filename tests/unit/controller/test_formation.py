@@ -10,7 +10,7 @@ from syncer.controller.formation import (
     FormationMark,
     FormationMarks,
     FormationStep,
-    Span,
+    StepTiming,
     breakdown,
     worth_telling,
 )
@@ -66,7 +66,7 @@ def test_breakdown_orders_first_marks_by_time_and_times_each_from_the_one_before
     ]
     spans = breakdown(100.0, marks)
     assert [s.step for s in spans] == [S.PODS_READY, S.MET, S.READY_WRITTEN]
-    assert spans[0] == Span(S.PODS_READY, 1.0, 1.0)
+    assert spans[0] == StepTiming(S.PODS_READY, 1.0, 1.0)
     assert (spans[1].since_start, spans[1].took) == (1.5, 0.5)
     assert (spans[2].since_start, spans[2].took) == (3.0, 1.5)
     assert breakdown(100.0, []) == []

@@ -103,6 +103,7 @@ def test_health_and_reachability_come_from_the_events_of_a_cluster() -> None:
             "unreachable": "connection refused",
             "suspended": "",
             "lastError": "",
+            "traceId": "",
             "step": "cluster-unreachable",
             "objects": [],
             "history": [],
