@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from devfleet import build, probe, procs
+from devfleet import build, probe, procs, services
 from devfleet.fleet import locked
 from devfleet.state import Fleet, Say
 
@@ -110,10 +110,6 @@ def _home(fleet: Fleet) -> Path:
     return fleet.root / NAME
 
 
-def _recorded(fleet: Fleet) -> procs.Proc | None:
-    return next((p for p in fleet.processes if p.name == NAME), None)
-
-
 def _handle(fleet: Fleet) -> LocalJaeger:
     ports = json.loads((_home(fleet) / "ports.json").read_text())
     return LocalJaeger(
@@ -136,14 +132,10 @@ def start(root: Path, say: Say = print, timeout: float = 60.0) -> LocalJaeger:
         fleet = Fleet.load(root)
         if fleet is None:
             raise RuntimeError(f"no fleet at {root}")
-        old = _recorded(fleet)
+        old = services.recorded(fleet, NAME)
         if old is not None:
             if not old.alive():
-                new = procs.respawn(old)
-                fleet.processes[fleet.processes.index(old)] = new
-                fleet.save()
-                _wait_ready(new, _handle(fleet), timeout)
-                say(f"started {NAME} again (pid {new.pid})")
+                services.started_again(fleet, old, lambda p: _wait_ready(p, _handle(fleet), timeout), say)
             return _handle(fleet)
         home = _home(fleet)
         home.mkdir(parents=True, exist_ok=True)
@@ -178,12 +170,4 @@ def start(root: Path, say: Say = print, timeout: float = 60.0) -> LocalJaeger:
 
 def stop(root: Path, say: Say = print) -> None:
     """Stop the fleet's Jaeger; its record stays, so ``start`` brings it back on the same ports."""
-    with locked(root):
-        fleet = Fleet.load(root)
-        proc = None if fleet is None else _recorded(fleet)
-        if proc is None or not proc.alive():
-            say(f"{NAME} is not running")
-            return
-        if procs.stop([proc]):
-            raise RuntimeError(f"could not stop {NAME} (pid {proc.pid})")
-        say(f"stopped {NAME} (pid {proc.pid})")
+    services.stop(root, NAME, say)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from devfleet import pki, probe, procs
+from devfleet import pki, probe, procs, services
 from devfleet.fleet import locked
 from devfleet.state import Fleet, Say
 
@@ -126,10 +126,6 @@ def _argv(home: Path, port: int) -> list[str]:
     ]
 
 
-def _recorded(fleet: Fleet) -> procs.Proc | None:
-    return next((p for p in fleet.processes if p.name == NAME), None)
-
-
 def _home(fleet: Fleet) -> Path:
     return fleet.root / NAME
 
@@ -155,15 +151,12 @@ def start(root: Path, say: Say = print, timeout: float = 60.0) -> LocalPrometheu
         fleet = Fleet.load(root)
         if fleet is None:
             raise RuntimeError(f"no fleet at {root}")
-        old = _recorded(fleet)
+        old = services.recorded(fleet, NAME)
         if old is not None:
             if not old.alive():
-                new = procs.respawn(old)
-                fleet.processes[fleet.processes.index(old)] = new
-                fleet.save()
-                _wait_ready(new, _handle(new, fleet), timeout)
-                say(f"started {NAME} again (pid {new.pid})")
-                old = new
+                old = services.started_again(
+                    fleet, old, lambda p: _wait_ready(p, _handle(p, fleet), timeout), say
+                )
             return _handle(old, fleet)
         home = _home(fleet)
         (home / "targets").mkdir(parents=True, exist_ok=True)
@@ -190,12 +183,4 @@ def start(root: Path, say: Say = print, timeout: float = 60.0) -> LocalPrometheu
 
 def stop(root: Path, say: Say = print) -> None:
     """Stop the fleet's Prometheus; its record stays, so ``start`` brings it back on the same port."""
-    with locked(root):
-        fleet = Fleet.load(root)
-        proc = None if fleet is None else _recorded(fleet)
-        if proc is None or not proc.alive():
-            say(f"{NAME} is not running")
-            return
-        if procs.stop([proc]):
-            raise RuntimeError(f"could not stop {NAME} (pid {proc.pid})")
-        say(f"stopped {NAME} (pid {proc.pid})")
+    services.stop(root, NAME, say)
