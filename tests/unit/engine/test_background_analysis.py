@@ -5,6 +5,7 @@ a failure during a later wave failing the whole rollout: every cluster on the re
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import replace
 
 from syncer.analysis import AnalysisPolicy, MetricSpec, PrometheusSource, QueryAnswer
@@ -39,44 +40,65 @@ ERRORS = MetricSpec(
 )
 
 
-def options(background: bool = True) -> RolloutOptions:
+def options(background: bool = True, rollback: bool = True) -> RolloutOptions:
     gate = WaveGate(max_concurrent=2, health_timeout=30.0, bake=0.0)
     policy = replace(
-        canary_then_rest(gate), background=AnalysisPolicy((ERRORS,) if background else (), PROMETHEUS)
+        canary_then_rest(gate, rollback=rollback),
+        background=AnalysisPolicy((ERRORS,) if background else (), PROMETHEUS),
     )
     return RolloutOptions(rollout=policy, state_namespace=NAMESPACE, health_poll=0.01)
 
 
 class Rollout:
     """A rollout over the clusters; Prometheus answers 0 everywhere until ``bad`` names a cluster
-    (then 1 there): ``bad_after``, once the revision was applied there."""
+    (then 1 there): ``bad_after``, once the revision was applied there; with ``missing`` set to "?"
+    that cluster's query gives no series instead."""
 
     def __init__(
-        self, kube: dict[str, MemoryKube], background: bool = True, bad_after: str = "", once: bool = False
+        self,
+        kube: dict[str, MemoryKube],
+        background: bool = True,
+        bad_after: str = "",
+        once: bool = False,
+        rollback: bool = True,
     ) -> None:
         self.once = once  # stop at the first measurement
+        self.missing = ""  # a cluster whose query gives no series
         self.asked: list[str] = []
         self.events: list[PassEvent] = []
         self.bad = ""
         self.bad_after = bad_after
         self.stop = threading.Event()
+        self.now = time.time()
 
         def query(source: PrometheusSource, promql: str, at: float | None) -> QueryAnswer:
             self.asked.append(promql)
+            if self.missing and f'"{self.missing}"' in promql:
+                return QueryAnswer(missing="the query gives no series")
             return QueryAnswer(1.0 if self.bad and f'"{self.bad}"' in promql else 0.0)
 
         self.rollout = FleetRollout(
             dict(kube),
-            options(background),
+            options(background, rollback),
             stop=self.stop,
+            clock=self._clock,
             listener=self._tell,
             hooks=RolloutHooks(query=query),
         )
 
+    def _clock(self) -> float:
+        """A clock that moves on 0.02s at each reading: every look finds the next measurement due
+        (the interval is 0.01s), however fast the in-memory clusters answer."""
+        self.now += 0.02
+        return self.now
+
     def _tell(self, event: PassEvent) -> None:
         self.events.append(event)
         if event.step is Step.APPLIED and event.cluster == self.bad_after:
-            self.bad = event.cluster
+            if self.missing == "?":
+                self.missing = event.cluster
+            else:
+                self.bad = event.cluster
         if self.once and event.step is Step.ANALYSIS_MEASURED:
             self.stop.set()
 
@@ -147,3 +169,29 @@ def test_background_counts_resume_from_the_clusters_records() -> None:
     after = recorded(kube["canary"]).background
     assert after.started == before.started, "a restart resumes the record, never starts it afresh"
     assert after.counts("errors").taken > 1
+
+
+def test_without_rollback_a_background_failure_halts_and_every_cluster_on_the_revision_records_it() -> None:
+    kube = fleet_on_first()
+    later = next(name for name in LABELS if name != "canary")
+    rollout = Rollout(kube, bad_after=later, rollback=False)
+    report = rollout.rollout.sync(SECOND, last_good=FIRST)
+    assert report.outcome is RolloutOutcome.HALTED, report
+    assert [e.analysis for e in rollout.steps(Step.GATE_HALT)] == [AnalysisVerdict.FAILED]
+    assert rollout.steps(Step.ROLLED_BACK) == []
+    for name, cluster in kube.items():
+        state = recorded(cluster)
+        assert (state.revision, state.phase) == ("rev-2", SyncPhase.FAILED), name
+        assert "rev-2" in state.bad_revisions, name
+
+
+def test_an_inconclusive_background_metric_halts_for_a_person() -> None:
+    kube = fleet_on_first()
+    later = next(name for name in LABELS if name != "canary")
+    rollout = Rollout(kube, bad_after=later)
+    rollout.missing = "?"  # once the later wave is applied, its cluster's query gives no series
+    report = rollout.rollout.sync(SECOND, last_good=FIRST)
+    assert report.outcome is RolloutOutcome.HALTED, report
+    (halted,) = rollout.steps(Step.GATE_HALT)
+    assert (halted.analysis, halted.clusters) == (AnalysisVerdict.INCONCLUSIVE, (later,))
+    assert "waiting for a person: syncer retry measures again" in report.message
