@@ -255,8 +255,16 @@ class HealthGate:
         revision (their counts recorded first): unchanged while it runs or passed (a waiting gate
         asks again by the next measurement due), else the wave fails with every cluster on the
         revision (``across``): rolled back or halted like a failed wave analysis, or halted for a
-        person when it is inconclusive (``syncer retry`` measures again)."""
+        person when it is inconclusive (``syncer retry`` measures again). A sharded replica reads
+        the clusters it does not own afresh first: their owners measure them."""
         policy = self.records.options.rollout.background
+        for name in fleet.clusters if policy.metrics and self.records.sharded else ():
+            if (
+                name in self.records.states
+                and name not in self.records.unreachable
+                and not self.records.owns(name)
+            ):
+                self.records.reload(name)  # judged by the counts its owner records, read fresh
         on = tuple(
             name
             for name in fleet.clusters

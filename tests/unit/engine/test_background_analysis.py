@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 from syncer.analysis import AnalysisPolicy, MetricSpec, PrometheusSource, QueryAnswer
@@ -57,13 +58,16 @@ class Rollout:
     def __init__(
         self,
         kube: dict[str, MemoryKube],
+        *,
         background: bool = True,
         bad_after: str = "",
         once: bool = False,
         rollback: bool = True,
+        owned: set[str] | None = None,
     ) -> None:
         self.once = once  # stop at the first measurement
         self.missing = ""  # a cluster whose query gives no series
+        self.on_applied: Callable[[], None] = lambda: None  # called at each cluster's apply
         self.asked: list[str] = []
         self.events: list[PassEvent] = []
         self.bad = ""
@@ -83,7 +87,9 @@ class Rollout:
             stop=self.stop,
             clock=self._clock,
             listener=self._tell,
-            hooks=RolloutHooks(query=query),
+            hooks=RolloutHooks(query=query)
+            if owned is None
+            else RolloutHooks(owns=owned.__contains__, sharded=True, query=query),
         )
 
     def _clock(self) -> float:
@@ -94,6 +100,8 @@ class Rollout:
 
     def _tell(self, event: PassEvent) -> None:
         self.events.append(event)
+        if event.step is Step.APPLIED:
+            self.on_applied()
         if event.step is Step.APPLIED and event.cluster == self.bad_after:
             if self.missing == "?":
                 self.missing = event.cluster
@@ -195,3 +203,26 @@ def test_an_inconclusive_background_metric_halts_for_a_person() -> None:
     (halted,) = rollout.steps(Step.GATE_HALT)
     assert (halted.analysis, halted.clusters) == (AnalysisVerdict.INCONCLUSIVE, (later,))
     assert "waiting for a person: syncer retry measures again" in report.message
+
+
+def test_a_sharded_replica_fails_the_rollout_on_the_background_counts_the_canarys_owner_recorded() -> None:
+    kube = fleet_on_first()
+    owner = Rollout(kube, once=True, owned={"canary"})
+    assert owner.rollout.sync(SECOND, last_good=FIRST).outcome is RolloutOutcome.INTERRUPTED
+    store = StateStore(kube["canary"], NAMESPACE)
+
+    def owner_records_a_failure() -> None:
+        # The canary's owner measures it failed while this replica's wave is in flight.
+        state = store.load().state
+        counts = state.background.counts("errors")
+        failed = replace(counts, taken=counts.taken + 1, failures=1, last_at=time.time() + 3600)
+        store.save(replace(state, background=replace(state.background, metrics=(failed,))))
+
+    other = Rollout(kube, owned={"eu-1", "us-1"})
+    other.on_applied = owner_records_a_failure
+    report = other.rollout.sync(SECOND, last_good=FIRST)
+    assert not [q for q in other.asked if '"canary"' in q], "never measures a cluster it does not own"
+    assert report.outcome is RolloutOutcome.ROLLED_BACK, report
+    (failing,) = other.steps(Step.GATE_ROLLBACK)
+    assert (failing.analysis, failing.clusters) == (AnalysisVerdict.FAILED, ("canary",))
+    assert {e.cluster for e in other.steps(Step.ROLLED_BACK)} == {"eu-1", "us-1"}
