@@ -17,6 +17,7 @@ from syncer.cli.agent_cmds import _load
 from syncer.cli.status_rollout import print_rollout, rollout_json, rollout_of, standing_json
 from syncer.cli.tables import Column, console_for, fit_table, markup_safe
 from syncer.config.settings import AGENT_NAMESPACE, WINDOW_STALE_AFTER
+from syncer.domain.analysis import AnalysisRecord
 from syncer.domain.gates import Abort, AwaitingPromotion
 from syncer.domain.rollout_records import ClusterRecord
 from syncer.domain.sync_state import Pin, Suspension
@@ -119,16 +120,8 @@ def status(
                     else None
                 ),
                 updatedAt=state.updated_at,
-                analysis=(
-                    {
-                        "revision": state.analysis.revision,
-                        "started": state.analysis.started,
-                        "metrics": [asdict(c) for c in state.analysis.metrics],
-                        "summary": state.analysis.summary(),
-                    }
-                    if state.analysis.metrics
-                    else None
-                ),
+                analysis=_record_json(state.analysis),
+                background=_record_json(state.background),
                 window=window.text,
                 windowStale=window.stale,
                 windowAt=state.window_at,
@@ -191,7 +184,15 @@ def render_status(rows: list[dict[str, Any]], console: Console) -> None:
                 )
                 if part
             ),
-            (row.get("analysis") or {}).get("summary", ""),
+            "; ".join(
+                filter(
+                    None,
+                    [
+                        (row.get("analysis") or {}).get("summary", ""),
+                        ("background: " + bg["summary"]) if (bg := row.get("background")) else "",
+                    ],
+                )
+            ),
             row.get("lastError") or row.get("error", ""),
             row.get("lastGood", "")[:12],
             row.get("owner", ""),
@@ -241,3 +242,15 @@ def _override_text(reason: str, until: float) -> str:
     if not reason or until <= time.time():
         return ""
     return f"overridden until {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(until))}: {reason}"
+
+
+def _record_json(record: AnalysisRecord) -> dict[str, Any] | None:
+    """An analysis record's counts as ``-o json`` gives them (None: nothing measured)."""
+    if not record.metrics:
+        return None
+    return {
+        "revision": record.revision,
+        "started": record.started,
+        "metrics": [asdict(c) for c in record.metrics],
+        "summary": record.summary(),
+    }

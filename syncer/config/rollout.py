@@ -62,7 +62,10 @@ class WavePolicy:
 @dataclass(frozen=True)
 class RolloutPolicy:
     """The waves in order, whether a failed wave is put back on the last good revision, and the
-    maintenance windows that say when clusters may change (none: always). ``rollback_checks``
+    maintenance windows that say when clusters may change (none: always). ``background``
+    (``analysis.background``): metrics measured on every cluster on the revision from the canary's
+    apply until the last wave passes, whose failure fails the rollout like a wave's analysis
+    (none: no background analysis). ``rollback_checks``
     (``rollbackChecks``): whether a rollback, automatic or a person's ``syncer rollback``, is baked
     and analysed like a new revision; by default it waits only for health, so that going back is as
     fast as the clusters become healthy."""
@@ -71,6 +74,7 @@ class RolloutPolicy:
     rollback: bool = True
     windows: tuple[MaintenanceWindow, ...] = ()
     rollback_checks: bool = False
+    background: AnalysisPolicy = field(default_factory=AnalysisPolicy)
 
     @staticmethod
     def single_wave() -> RolloutPolicy:
@@ -120,12 +124,23 @@ def parse_rollout_policy(data: dict[str, Any], origin: str, base: Path | None = 
 
 def _rollout_policy(top: Fields, base: Path | None) -> RolloutPolicy:
     top.reject_unknown(
-        {"waves", "defaults", "rollback", "rollbackChecks", "windows", "prometheus", TEMPLATES_KEY, FILE_KEY}
+        {
+            "waves",
+            "defaults",
+            "rollback",
+            "rollbackChecks",
+            "windows",
+            "prometheus",
+            "analysis",
+            TEMPLATES_KEY,
+            FILE_KEY,
+        }
     )
     templates = parse_templates(top, base)
     defaults_fields = top.child("defaults")
     defaults_fields.reject_unknown({"maxConcurrent", "healthTimeout", "bake", "approval", "analysis"})
-    defaults = _gate(defaults_fields, WaveGate(analysis=parse_prometheus(top, base)), templates)
+    prometheus = parse_prometheus(top, base)
+    defaults = _gate(defaults_fields, WaveGate(analysis=prometheus), templates)
     waves: list[WavePolicy] = []
     entries = top.items("waves")
     if not entries:
@@ -155,7 +170,17 @@ def _rollout_policy(top: Fields, base: Path | None) -> RolloutPolicy:
         rollback=top.boolean("rollback", True),
         windows=windows,
         rollback_checks=top.boolean("rollbackChecks", False),
+        background=_background(top.child("analysis"), prometheus, templates),
     )
+
+
+def _background(
+    fields: Fields, prometheus: AnalysisPolicy, templates: Mapping[str, Template]
+) -> AnalysisPolicy:
+    """The policy's ``analysis.background``: metrics and templates as a wave's analysis writes them,
+    checked the same way (none: no background analysis)."""
+    fields.reject_unknown({"background"})
+    return parse_analysis(fields.child("background"), prometheus, templates)
 
 
 def load_rollout_policy(path: Path) -> RolloutPolicy:

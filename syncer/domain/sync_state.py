@@ -191,7 +191,8 @@ class ClusterSyncState:
     cluster's wave waits at (the agent's record); ``promotion`` and ``abort`` are a person's ``syncer
     promote`` and ``syncer abort`` (kept beside the state like the override); ``pin`` a person's
     ``syncer rollback``. ``analysis`` holds the counts of
-    the canary analysis of ``revision``, so a restarted agent goes on from them. ``unknown_record``
+    the canary analysis of ``revision``, so a restarted agent goes on from them, and ``background``
+    those of the rollout's background analysis of ``revision`` on the cluster. ``unknown_record``
     is a commit this record named that the repository does not hold, ignored (``UnknownRecord``).
     """
 
@@ -222,6 +223,7 @@ class ClusterSyncState:
     abort: Abort = field(default_factory=Abort)
     pin: Pin = Pin()
     analysis: AnalysisRecord = field(default_factory=AnalysisRecord)
+    background: AnalysisRecord = field(default_factory=AnalysisRecord)
     unknown_record: UnknownRecord = UnknownRecord()
     rebuilt: bool = field(default=False, compare=False)
     stored: bool = field(default=True, compare=False)

@@ -90,6 +90,8 @@ class AnalysisGate:
         fleet: DesiredFleet,
         states: Mapping[str, ClusterSyncState],
         measures: Callable[[str], bool] = lambda _: True,
+        *,
+        background: bool = False,
     ) -> AnalysisPass:
         """Measure what is due on each cluster of ``wave`` that this writer ``measures`` and judge the
         whole wave; ``states`` are every cluster's (the others' give the ``previous`` baselines).
@@ -97,14 +99,18 @@ class AnalysisGate:
         A cluster another writer measures (a sharded replica's) is judged from the counts its state
         records, read fresh by the caller: nothing is measured or written for it, and a record of
         another revision is an analysis that has not begun there. So every replica reaches the
-        wave's verdict from the same counts, and none proceeds while the canary's owner measures."""
+        wave's verdict from the same counts, and none proceeds while the canary's owner measures.
+
+        ``background``: ``wave`` is the rollout's background analysis over the clusters on the
+        revision; its counts are the clusters' ``background`` record, not their wave's."""
         policy, name = wave.gate.analysis, wave.name
         standings: dict[str, tuple[MetricStanding, ...]] = {}
         updated: dict[str, ClusterSyncState] = {}
         for cluster in wave.clusters:
             state = states[cluster]
             measured = measures(cluster)
-            record = self._record(state, fleet.revision)
+            kept = state.background if background else state.analysis
+            record = self._record(state, kept, fleet.revision)
             found = []
             for metric in policy.metrics:
                 counts = record.counts(metric.name)
@@ -132,12 +138,13 @@ class AnalysisGate:
                     self._tell(metric, judged, verdict, (name, cluster, fleet.revision))
                 found.append(MetricStanding(metric, verdict, reason, due))
             standings[cluster] = tuple(found)
-            if measured and record != state.analysis:
-                updated[cluster] = replace(state, analysis=record)
+            if measured and record != kept:
+                updated[cluster] = (
+                    replace(state, background=record) if background else replace(state, analysis=record)
+                )
         return AnalysisPass(judge_analysis(standings, self.clock()), updated)
 
-    def _record(self, state: ClusterSyncState, revision: str) -> AnalysisRecord:
-        record = state.analysis
+    def _record(self, state: ClusterSyncState, record: AnalysisRecord, revision: str) -> AnalysisRecord:
         if record.revision != revision or state.retry.restarts(record):
             return AnalysisRecord(revision, self.clock())
         return record

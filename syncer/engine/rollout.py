@@ -199,7 +199,9 @@ class FleetRollout:
                     return RolloutReport(fleet.revision, RolloutOutcome.INTERRUPTED, tuple(reports), message)
                 return RolloutReport(fleet.revision, RolloutOutcome.WAITING, tuple(reports), verdict.reason)
             if verdict.decision is not Decision.PROCEED:
-                return roll_back_wave(self.parts, wave, fleet, fleets, (verdict.decision, tuple(reports)))
+                # A background analysis' failure fails every cluster on the revision with the wave.
+                failing = replace(wave, clusters=verdict.across) if verdict.across else wave
+                return roll_back_wave(self.parts, failing, fleet, fleets, (verdict.decision, tuple(reports)))
             judged = True
         self._tell_finished(fleet, len(waves), judged)
         outcome = RolloutOutcome.APPLIED if touched else RolloutOutcome.UNCHANGED

@@ -185,6 +185,8 @@ class HealthGate:
             still = verdict.decision is Decision.PROCEED and self._still_healthy(wave, fleet.revision)
             if verdict.decision is Decision.PROCEED and analysed and wave.gate.analysis.metrics and not still:
                 verdict = self._analysed(wave, fleet, verdict, allowed)
+            if rolling_out and not still and verdict.decision in {Decision.WAIT, Decision.PROCEED}:
+                verdict = self._background(wave, fleet, verdict, allowed)
             step = _GATE_STEPS[verdict.decision]
             if still:
                 step = Step.GATE_STILL_HEALTHY
@@ -244,6 +246,58 @@ class HealthGate:
         reason = f"{found.reason}; waiting for a person: syncer retry measures again"
         return GateVerdict(
             Decision.HALT, reason, failed=failed, reasons=found.clusters, analysis=found.verdict
+        )
+
+    def _background(
+        self, wave: Wave, fleet: DesiredFleet, verdict: GateVerdict, rollback: bool
+    ) -> GateVerdict:
+        """``verdict`` once the rollout's background analysis looked at every cluster on the
+        revision (their counts recorded first): unchanged while it runs or passed (a waiting gate
+        asks again by the next measurement due), else the wave fails with every cluster on the
+        revision (``across``): rolled back or halted like a failed wave analysis, or halted for a
+        person when it is inconclusive (``syncer retry`` measures again). A sharded replica reads
+        the clusters it does not own afresh first: their owners measure them."""
+        policy = self.records.options.rollout.background
+        for name in fleet.clusters if policy.metrics and self.records.sharded else ():
+            if (
+                name in self.records.states
+                and name not in self.records.unreachable
+                and not self.records.owns(name)
+            ):
+                self.records.reload(name)  # judged by the counts its owner records, read fresh
+        on = tuple(
+            name
+            for name in fleet.clusters
+            if name not in self.records.unreachable
+            and (state := self.records.states.get(name)) is not None
+            and state.revision == fleet.revision
+            and state.applied_at
+        )
+        if not policy.metrics or not on:
+            return verdict
+        watched = replace(wave, clusters=on, gate=replace(wave.gate, analysis=policy))
+        looked = self.analysis.look(watched, fleet, self.records.states, self.records.owns, background=True)
+        for name, state in looked.states.items():
+            self.records.save(name, state)
+        found = looked.verdict
+        if found.verdict is AnalysisVerdict.RUNNING:
+            waits = verdict.wait if verdict.decision is Decision.PROCEED else min(verdict.wait, found.wait)
+            return replace(verdict, wait=waits)
+        if found.verdict is AnalysisVerdict.SUCCESSFUL:
+            return verdict
+        failed = tuple(name for name, _ in found.clusters)
+        reason = f"background analysis: {found.reason}"
+        decision = Decision.HALT
+        if found.verdict is AnalysisVerdict.FAILED:
+            decision = Decision.ROLLBACK if rollback else Decision.HALT
+        else:
+            reason = f"{reason}; waiting for a person: syncer retry measures again"
+        # Every cluster on the revision records the failure, so that none takes the revision again
+        # until git changes or a person retries it.
+        where = f"background analysis {found.verdict} on {', '.join(failed)}"
+        reasons = (*found.clusters, *((name, where) for name in on if name not in failed))
+        return GateVerdict(
+            decision, reason, failed=failed, reasons=reasons, analysis=found.verdict, across=on
         )
 
     def _not_on(self, wave: Wave, revision: str) -> tuple[str, ...]:

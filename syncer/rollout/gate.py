@@ -39,7 +39,9 @@ class ClusterProgress:
 class GateVerdict:
     """What to do about a wave, why, how long to wait before asking again, which clusters failed
     (``reasons``: each with why), and, when it waits, what for; ``aborted``: a person ended it;
-    ``analysis``: the verdict of the wave's analysis when it decided (None: health did)."""
+    ``analysis``: the verdict of the wave's analysis when it decided (None: health did);
+    ``across``: every cluster on the revision, when the rollout's background analysis failed it
+    (they fail with the wave; empty: the wave's own gate decided)."""
 
     decision: Decision
     reason: str
@@ -49,6 +51,7 @@ class GateVerdict:
     reasons: tuple[tuple[str, str], ...] = ()
     aborted: bool = False
     analysis: AnalysisVerdict | None = None
+    across: tuple[str, ...] = ()
 
 
 def judge_wave(

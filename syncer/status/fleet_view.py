@@ -182,7 +182,17 @@ def _cell_of(
     detail = replace(
         before.detail,
         history=before.detail.history if history is None else history,
-        analysis=state.analysis.summary() if state.analysis.revision == state.revision else "",
+        analysis="; ".join(
+            filter(
+                None,
+                [
+                    state.analysis.summary() if state.analysis.revision == state.revision else "",
+                    f"background: {state.background.summary()}"
+                    if state.background.revision == state.revision and state.background.metrics
+                    else "",
+                ],
+            )
+        ),
     )
     return replace(
         before,

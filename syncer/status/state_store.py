@@ -161,6 +161,7 @@ def decode(cluster: str, text: str) -> ClusterSyncState:
         window_at=fields.number(raw, "window_at"),
         awaiting=_awaiting(raw.get("awaiting")),
         analysis=_analysis(raw.get("analysis")),
+        background=_analysis(raw.get("background")),
         unknown_record=_unknown_record(raw.get("unknown_record")),
     )
 
