@@ -399,7 +399,8 @@ def sync(**opts: Any) -> None:
         once.close()
     advance = result.advance
     if advance.rejection is not None:
-        console.print(f"[red]rejected:[/red] {markup_safe(advance.rejection.message)}", highlight=False)
+        said = "error" if advance.rejection.failed_source else "rejected"
+        console.print(f"[red]{said}:[/red] {markup_safe(advance.rejection.message)}", highlight=False)
         if advance.outcome is PollOutcome.REJECTED and advance.current is None:
             sys.exit(EXIT_NOT_SYNCED)
     report = result.report
