@@ -262,6 +262,11 @@ def test_one_trace_holds_the_pass_its_waves_each_cluster_apply_and_the_controlle
     (root,) = [s for s in spans.values() if not _parent(s)]
     assert root["operationName"] == "syncer.pass"
     assert _tags(root)["syncer.revision"] == revision
+    # The poll of the pass fetched the new tip from git, in a span of its own.
+    polls = {p["spanID"] for p in named("syncer.poll") if _parent(p) == root["spanID"]}
+    fetches = [f for f in named("syncer.git.fetch") if _parent(f) in polls]
+    assert [_tags(f)["syncer.revision"] for f in fetches] == [revision], fetches
+    assert _tags(fetches[0])["syncer.git.operation"] in {"clone", "fetch"}
     waves = {_tags(w)["syncer.wave"]: w for w in named("syncer.wave")}
     assert set(waves) >= {"canary", "rest"}
     assert all(_parent(w) == root["spanID"] for w in waves.values())
