@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
+from syncer.config.trace_links import TraceLinks
 from syncer.domain.progress import PassEvent
 from syncer.domain.rollout_status import RolloutStatus
 from syncer.engine.fleet_pass import PassResult
@@ -41,10 +42,14 @@ class FleetPage:
     """The picture, behind a lock; ``prepared`` says which revision the gate holds now."""
 
     def __init__(
-        self, waves: Iterable[str], clusters: Iterable[str], prepared: Callable[[], PreparedRevision | None]
+        self,
+        waves: Iterable[str],
+        clusters: Iterable[str],
+        prepared: Callable[[], PreparedRevision | None],
+        trace_links: TraceLinks = TraceLinks(),
     ) -> None:
         self._prepared = prepared
-        self._view = initial(waves, clusters)
+        self._view = initial(waves, clusters, trace_links)
         self._changed = threading.Condition()
         self._closed = False
 

@@ -141,7 +141,7 @@ class Agent:
         self.tally = PassTally()
         self.notifier = self._notifier()
         # The fleet page (/ui) follows the same events and the states each pass ends with.
-        self.page = FleetPage(waves, config.clusters, lambda: self.gate.current)
+        self.page = FleetPage(waves, config.clusters, lambda: self.gate.current, config.tracing)
         notices = _only(writing.tells, self.notifier) if self.notifier is not None else None
         listeners = to_all(self.reporter, listener, self._tell_tally, notices, self.page.tell)
         scope = replace(writing.scope or PassScope(), known=tuple(config.clusters))

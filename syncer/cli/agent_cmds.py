@@ -16,7 +16,7 @@ from rich.console import Console
 
 from syncer.agent.loop import agent_process, start_controllers
 from syncer.agent.once import OncePass, one_pass
-from syncer.cli.controller import admission_options, serve_admission, stop_admission
+from syncer.cli.controller import admission_options, log_format_option, serve_admission, stop_admission
 from syncer.cli.tables import markup_safe
 from syncer.config import AgentConfig, load_agent_config
 from syncer.config.agent import home_cluster
@@ -35,7 +35,6 @@ from syncer.config.settings import (
     LeaseSettings,
     ShardSettings,
 )
-from syncer.controller.logs import LOG_FORMATS
 from syncer.controller.logs import configure as configure_logs
 from syncer.domain.durations import format_duration, parse_duration
 from syncer.domain.progress import PassEvent, Step, Waiting
@@ -277,13 +276,7 @@ def _http_settings(opts: dict[str, Any]) -> HttpSettings:
     help="Form Redis Cluster topology (not on kwok nodes).",
 )
 @click.option("--workers", default=2, show_default=True, help="Reconcile workers of the embedded controller.")
-@click.option(
-    "--log-format",
-    type=click.Choice(LOG_FORMATS),
-    default="json",
-    show_default=True,
-    help="Log lines on stderr: JSON objects (with trace_id and span_id inside a span), or plain text.",
-)
+@log_format_option
 @admission_options
 def run(**opts: Any) -> None:
     """Run the agent: poll git, verify, roll out in waves, repair drift, serve metrics."""
@@ -406,7 +399,8 @@ def sync(**opts: Any) -> None:
         once.close()
     advance = result.advance
     if advance.rejection is not None:
-        console.print(f"[red]rejected:[/red] {markup_safe(advance.rejection.message)}", highlight=False)
+        said = "error" if advance.rejection.failed_source else "rejected"
+        console.print(f"[red]{said}:[/red] {markup_safe(advance.rejection.message)}", highlight=False)
         if advance.outcome is PollOutcome.REJECTED and advance.current is None:
             sys.exit(EXIT_NOT_SYNCED)
     report = result.report

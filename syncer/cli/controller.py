@@ -17,7 +17,7 @@ import click
 from prometheus_client import CollectorRegistry, start_http_server
 
 from syncer.controller.admission_server import AdmissionOptions, AdmissionServer, start_admission_server
-from syncer.controller.logs import configure
+from syncer.controller.logs import LOG_FORMATS, configure
 from syncer.controller.model import CONTROLLER_LEASE, ControllerOptions
 from syncer.controller.runner import run_controller
 from syncer.errors import ConfigError, SyncerError
@@ -50,6 +50,17 @@ def admission_options(command: Callable[..., Any]) -> Callable[..., Any]:
         default=0,
         show_default=True,
         help="Serve the RedisCluster admission webhook (HTTPS) on this port; 0: do not.",
+    )(command)
+
+
+def log_format_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--log-format json|text``, shared by ``syncer controller`` and ``run``."""
+    return click.option(
+        "--log-format",
+        type=click.Choice(LOG_FORMATS),
+        default="json",
+        show_default=True,
+        help="Log lines on stderr: JSON objects (with trace_id and span_id inside a span), or plain text.",
     )(command)
 
 
@@ -115,6 +126,7 @@ def admission_options(command: Callable[..., Any]) -> Callable[..., Any]:
     help="Timeout of one command to a Redis server, seconds.",
 )
 @click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True)
+@log_format_option
 @admission_options
 def controller(  # click passes every option by name
     *,
@@ -131,12 +143,14 @@ def controller(  # click passes every option by name
     topology_interval: float,
     topology_timeout: float,
     workers: int,
+    log_format: str,
     admission_port: int,
     admission_cert_dir: Path,
 ) -> None:
     """Reconcile RedisCluster objects into StatefulSets, Services, ConfigMaps and PDBs.
 
-    Runs until SIGINT or SIGTERM. Logs are JSON lines on stderr, each reconcile with its own id.
+    Runs until SIGINT or SIGTERM. Logs are JSON lines on stderr (or plain text, --log-format text),
+    each reconcile with its own id.
     """
     if not lease_retry_period < lease_renew_deadline < lease_duration:
         raise click.BadParameter(
@@ -153,7 +167,7 @@ def controller(  # click passes every option by name
     context = context or _current_context(kubeconfig)
     # The webhook's certificate is one of the files to check before the process's logging is set up.
     admission = serve_admission(kubeconfig, context, admission_port, admission_cert_dir)
-    configure(logging.INFO)
+    configure(logging.INFO, log_format)
     options = ControllerOptions(
         kubeconfig=kubeconfig,
         context=context,

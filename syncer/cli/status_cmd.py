@@ -103,6 +103,7 @@ def status(
                 lastError=state.last_error or loaded.problem or state.unknown_record.describe(),
                 unknownRecord=state.unknown_record.describe(),
                 traceId=state.trace_id,
+                **({"traceUrl": config.tracing.url(state.trace_id)} if config.tracing.url_template else {}),
                 badRevisions=list(state.bad_revisions),
                 failures=[
                     {"revision": f.revision, "cause": str(f.cause), "reason": f.reason, "at": f.at}

@@ -24,6 +24,7 @@ from syncer.config.settings import (
     MAX_KUBECONFIG_BYTES,
     HomeCluster,
 )
+from syncer.config.trace_links import TraceLinks, load_trace_links
 from syncer.config.trust import TrustPolicy, load_trust_policy
 from syncer.guards import GuardPolicy
 
@@ -75,7 +76,8 @@ class AgentConfig:
     """The agent's files, loaded: the fleet repository's source, the trust policy, how each cluster is
     reached, the rollout policy (one wave when no rollout policy file is given), the guard policy
     (no rules when the config names none), the notifications (none when the config has none) and how
-    many entries of its history each cluster keeps (``history.keep``)."""
+    many entries of its history each cluster keeps (``history.keep``) and the link of a trace
+    (``tracing.urlTemplate``; none by default)."""
 
     source: SourceOptions
     trust: TrustPolicy
@@ -84,6 +86,7 @@ class AgentConfig:
     guards: GuardPolicy = field(default_factory=GuardPolicy)
     notifications: NotificationConfig = field(default_factory=NotificationConfig)
     history_keep: int = HISTORY_KEEP
+    tracing: TraceLinks = field(default_factory=TraceLinks)
 
 
 def _clusters(top: Fields, raw: object, base: Path) -> dict[str, ClusterAccess]:
@@ -111,7 +114,9 @@ def load_agent_config(path: Path) -> AgentConfig:
     base = path.parent
     loaded = load_yaml_file(path)
     data, top = loaded.data, Fields.of(loaded)
-    top.reject_unknown({"source", "trustPolicy", "guardPolicy", "clusters", "notifications", "history"})
+    top.reject_unknown(
+        {"source", "trustPolicy", "guardPolicy", "clusters", "notifications", "history", "tracing"}
+    )
     src = top.child("source")
     src.reject_unknown({"url", "branch", "cacheDir", "timeoutSeconds", "credentials"})
     url = src.string("url")
@@ -160,6 +165,7 @@ def load_agent_config(path: Path) -> AgentConfig:
         guards=guards,
         notifications=notifications,
         history_keep=int(keep),
+        tracing=load_trace_links(top.child("tracing")),
     )
 
 

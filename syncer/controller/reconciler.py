@@ -43,7 +43,7 @@ from syncer.controller.status import (
     with_outage,
 )
 from syncer.controller.status_writer import APPLY, Log, StatusWriter
-from syncer.controller.traces import ReconcileTraces
+from syncer.controller.traces import ReconcileTraces, topology_look
 from syncer.controller.upgrade import RolloutState, TemplateChoice, UpgradeDecision
 from syncer.errors import Conflict, Invalid, NotFound
 from syncer.leader.fence import UNFENCED, Fence
@@ -347,9 +347,14 @@ class Reconciler:
         master). A cluster found healthy is watched between reconciles from then on."""
         from syncer.controller import health_probe, topology_link
 
-        if self._health is None:
-            return topology_link.observe_and_converge(self._kube, spec, live, access, progress)
-        return health_probe.look(self._kube, self._health, spec, live, access, progress=progress)
+        kube, health = self._kube, self._health
+
+        def look(told: TopologyOptions) -> TopologyPass:
+            if health is None:
+                return topology_link.observe_and_converge(kube, spec, live, told, progress)
+            return health_probe.look(kube, health, spec, live, told, progress=progress)
+
+        return topology_look(spec, access, look)
 
     def _progress(
         self, obj: KubeObject, spec: ClusterSpec, found: Mapping[int, KubeObject], log: Log

@@ -7,20 +7,27 @@ pods to become Ready included: ``controller.pods.ready``, from the first reconci
 not Ready to the one that found them Ready). A reconcile of an object without the annotation, or one
 after the object was Ready under its traceparent (a resync, a repair), is the root of a trace of its
 own. What is remembered is per process: a controller that starts again joins an unfinished rollout's
-trace again.
+trace again. A look at the Redis topology is a span of the reconcile with its formation steps as
+events (``topology_look``).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
+from syncer.controller.formation import FormationStep
 from syncer.domain.applied import TRACEPARENT_ANNOTATION
 from syncer.tracing import Span, since, span
+
+if TYPE_CHECKING:  # the topology modules load only with topology on
+    from syncer.controller.model import ClusterSpec
+    from syncer.controller.topology_link import TopologyPass
+    from syncer.controller.topology_model import TopologyOptions
 
 
 @dataclass
@@ -78,3 +85,30 @@ class ReconcileTraces:
             self._waiting.pop(key, None)
         if waiting is not None and waiting[0] == parent:
             since("controller.pods.ready", waiting[1])
+
+
+def topology_look(
+    spec: ClusterSpec, access: TopologyOptions, look: Callable[[TopologyOptions], TopologyPass]
+) -> TopologyPass:
+    """``look`` at the Redis cluster of ``spec`` (``topology_link.observe_and_converge`` or
+    ``health_probe.look``) as the span ``controller.topology``, a child of the reconcile's: each
+    formation step told (``access.told``, still told) is an event ``formation`` of it with
+    ``syncer.formation_step``; its ``syncer.result`` is the verdict's reason (``healthy`` when
+    healthy), and a look that failed (``TopologyError``) is status ERROR with its message."""
+    attributes: dict[str, str | int] = {
+        "k8s.namespace.name": spec.namespace,
+        "syncer.rediscluster": spec.name,
+        "syncer.shards": spec.shards,
+    }
+    with span("controller.topology", attributes) as looking:
+
+        def told(step: FormationStep) -> None:
+            looking.event("formation", {"syncer.formation_step": step.value})
+            access.told(step)
+
+        found = look(replace(access, told=told))
+        verdict = found.verdict
+        looking.set("syncer.result", "healthy" if verdict.healthy else verdict.reason)
+        if verdict.reason == "TopologyError":
+            looking.fail(verdict.message)
+        return found

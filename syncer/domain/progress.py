@@ -128,10 +128,12 @@ class Treatment:
     """How one step is reported: the Kubernetes Event reason (empty: no Event) and whether it is a
     Warning (also the log level), the mark the CLI
     prints before it (empty: the CLI leaves it to the pass's summary), and whether its text is the
-    revision when it has no reason or error; a ``quiet`` step is logged at debug level only."""
+    revision when it has no reason or error; a ``quiet`` step is logged at debug level only, an
+    ``error`` (syncer's own source failing, no verdict on a revision) at error level."""
 
     event_reason: str = ""
     warning: bool = False
+    error: bool = False
     mark: str = "-"
     names_revision: bool = False
     quiet: bool = False
@@ -139,7 +141,7 @@ class Treatment:
 
 TREATMENTS: Mapping[Step, Treatment] = MappingProxyType(
     {
-        Step.SOURCE_FAILED: Treatment(warning=True, mark=""),
+        Step.SOURCE_FAILED: Treatment(warning=True, error=True, mark=""),
         Step.REVISION_REJECTED: Treatment("RevisionRejected", warning=True, mark=""),
         Step.BASE_IGNORED: Treatment("UnverifiedBaseIgnored", warning=True, mark="!"),
         Step.RECORD_UNKNOWN: Treatment("UnknownRevisionRecorded", warning=True, mark="!"),

@@ -25,6 +25,7 @@ from syncer.domain.plans import ClusterPlan
 from syncer.domain.progress import Listener, PassEvent, Step
 from syncer.domain.revision_history import HistoryEntry
 from syncer.domain.sync_state import ClusterSyncState
+from syncer.engine.acts_read import ActsRead
 from syncer.engine.diff import plan_live_cluster
 from syncer.engine.in_force import InForce
 from syncer.engine.pinned import heal_pins, roll_pins
@@ -191,6 +192,7 @@ class FleetPass:
         # States decided but not written yet (their cluster could not be written), kept across passes.
         self._pending: dict[str, ClusterSyncState] = {}
         self._suspended: dict[str, bool] = {}  # whether each cluster recorded a suspension when last read
+        self._acts = ActsRead()
         self._rebuilt: dict[str, DesiredFleet] = {}  # older revisions rebuilt this pass, for rollbacks
         self._signers: dict[str, str] = {}  # who signed each revision rolled out, for the history
 
@@ -377,6 +379,7 @@ class FleetPass:
         if superseded is None:
             self._remember(rollout)
             self._tell_suspensions(rollout.states)
+            self._acts.record(rollout.states)  # people's acts, in the pass's trace
         else:
             rollout.states.update(superseded.states)
             rollout.unsaved.update(superseded.unsaved)

@@ -74,7 +74,19 @@ class Rejection:
     error: SyncerError
 
     @property
+    def failed_source(self) -> bool:
+        """Whether git (or the source's cache) could not be asked: an error of the source, no verdict
+        on any revision."""
+        return self.stage is Stage.SOURCE and not self.revision
+
+    @property
     def message(self) -> str:
+        if self.failed_source:
+            return (
+                str(self.error)
+                if isinstance(self.error, CacheUnusable)
+                else f"git fetch failed: {self.error}"
+            )
         return f"revision {self.revision[:12] or '(unknown)'} rejected by {self.stage}: {self.error}"
 
     @property

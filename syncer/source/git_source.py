@@ -44,6 +44,7 @@ from syncer.source.cache import (
 )
 from syncer.source.runner import GitRunner, check_argument
 from syncer.source.snapshots import PollResult, Snapshot, SourceOptions
+from syncer.tracing import span
 
 _FETCHED = "refs/syncer/fetched"
 _ACCEPTED = "refs/syncer/accepted"
@@ -212,12 +213,16 @@ class GitSource:
             raise self._refused[tip]
         try:
             cloned = not self._cloned()
-            if cloned:
-                self._clone()
-            if self._ref(_FETCHED) != tip:
-                self._fetch()
+            if not cloned and self._ref(_FETCHED) == tip:
+                return False
+            # The transfer of a new tip, a span of its own inside the poll (ls-remote stays outside).
+            operation = {"syncer.revision": tip, "syncer.git.operation": "clone" if cloned else "fetch"}
+            with span("syncer.git.fetch", operation):
+                if cloned:
+                    self._clone()
+                if self._ref(_FETCHED) != tip:
+                    self._fetch()
                 return True
-            return cloned
         except RefusedObjects as err:
             refused = RefusedObjects(
                 f"the tip {tip} of branch {self.branch!r} on {self._git.safe_url} holds objects git's "

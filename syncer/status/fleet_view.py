@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from syncer.config.trace_links import TraceLinks
 from syncer.domain.progress import PassEvent, Step
 from syncer.domain.revision_history import HistoryEntry
 from syncer.domain.rollout_records import reconcile
@@ -68,6 +69,7 @@ class ClusterView:
     suspended: str = ""
     last_error: str = ""
     trace_id: str = ""
+    trace_url: str = ""  # the link of trace_id by the config's tracing.urlTemplate ("" without one)
     step: str = ""
     objects: tuple[ObjectView, ...] = ()
     detail: ClusterDetail = field(default_factory=ClusterDetail)
@@ -107,15 +109,20 @@ class FleetView:
     rejected: RejectionView | None = None
     version: int = 0
     rollout: RolloutStatus = field(default_factory=RolloutStatus)
+    trace_links: TraceLinks = field(default_factory=TraceLinks)
 
 
-def initial(waves: Iterable[str], clusters: Iterable[str]) -> FleetView:
-    """The picture before any pass: the policy's waves, each pending, and the config's clusters."""
+def initial(
+    waves: Iterable[str], clusters: Iterable[str], trace_links: TraceLinks = TraceLinks()
+) -> FleetView:
+    """The picture before any pass: the policy's waves, each pending, and the config's clusters;
+    ``trace_links`` makes each cluster's last trace id a link."""
     rollout = initial_rollout(waves)
     return FleetView(
         waves=tuple(_wave_view(w) for w in rollout.waves),
         clusters={name: ClusterView(name) for name in sorted(clusters)},
         rollout=rollout,
+        trace_links=trace_links,
     )
 
 
@@ -177,7 +184,11 @@ def fold_event(view: FleetView, event: PassEvent) -> FleetView:
 
 
 def _cell_of(
-    state: ClusterSyncState, before: ClusterView, unreachable: str, history: tuple[HistoryEntry, ...] | None
+    state: ClusterSyncState,
+    before: ClusterView,
+    unreachable: str,
+    history: tuple[HistoryEntry, ...] | None,
+    links: TraceLinks,
 ) -> ClusterView:
     detail = replace(
         before.detail,
@@ -207,6 +218,7 @@ def _cell_of(
         or (state.apply_failure.reason if state.apply_failure else "")
         or state.unknown_record.describe(),
         trace_id=state.trace_id,
+        trace_url=links.url(state.trace_id),
         objects=tuple(ObjectView(e.kind, e.namespace, e.name) for e in state.inventory),
         detail=detail,
     )
@@ -226,7 +238,7 @@ def fold_states(
     for name, state in states.items():
         before = clusters.get(name, ClusterView(name))
         history = (histories or {}).get(name)
-        clusters[name] = _cell_of(state, before, unreachable.get(name, ""), history)
+        clusters[name] = _cell_of(state, before, unreachable.get(name, ""), history, view.trace_links)
     for name, why in unreachable.items():
         cell = clusters.get(name, ClusterView(name))
         if not cell.suspended:
@@ -275,6 +287,7 @@ def cluster_json(c: ClusterView, guards: tuple[GuardFailure, ...]) -> dict[str, 
         "suspended": c.suspended,
         "lastError": c.last_error,
         "traceId": c.trace_id,
+        "traceUrl": c.trace_url,
         "step": c.step,
         "objects": objects_json(c.detail, c.objects, c.revision),
         **detail_json(c.detail, concern),

@@ -106,7 +106,7 @@ class EventReporter:
             self._awaiting(event)
         if event.measurement is not None and event.cluster:
             self.metrics.measured(event.wave, event.cluster, event.measurement)
-        level = logging.WARNING if treatment.warning else logging.INFO
+        level = logging.ERROR if treatment.error else logging.WARNING if treatment.warning else logging.INFO
         log.log(
             logging.DEBUG if treatment.quiet else level,
             "%s",

@@ -57,6 +57,9 @@ class Span:
     def fail(self, message: str) -> None:
         """Mark the span failed (status ERROR) with ``message``, such as the apiserver's answer."""
 
+    def event(self, name: str, attributes: Attributes) -> None:
+        """Add an event (a point in time with ``attributes``) to the span, such as a person's act read."""
+
 
 _NOTHING = Span()
 

@@ -38,6 +38,9 @@ class _Recording(Span):
     def fail(self, message: str) -> None:
         self._span.set_status(Status(StatusCode.ERROR, message))
 
+    def event(self, name: str, attributes: Mapping[str, str | int | float | bool]) -> None:
+        self._span.add_event(name, dict(attributes))
+
 
 class Backend:
     """The process's tracer, and the spans and traceparents it makes."""

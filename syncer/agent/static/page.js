@@ -121,8 +121,8 @@ function renderDetail() {
     ["Last step", cluster.step || "—"],
   ];
   if (cluster.analysis) rows.push(["Analysis", cluster.analysis]);
-  if (cluster.traceId) rows.push(["Last apply's trace", cluster.traceId]);
-  document.getElementById("detail-fields").replaceChildren(...rows.flatMap(([k, v]) => [el("dt", "", k), el("dd", "", v)]));
+  if (cluster.traceId) rows.push(["Last apply's trace", traceLink(cluster)]);
+  document.getElementById("detail-fields").replaceChildren(...rows.flatMap(([k, v]) => [el("dt", "", k), detailValue(v)]));
   fillTable("detail-objects", cluster.objects, (o) => [
     o.kind, o.namespace || "—", o.name, o.action || "—",
     o.health ? `${HEALTH_MARKS[o.health] || "?"} ${o.health}${o.healthDetail ? `: ${o.healthDetail}` : ""}` : "—",
@@ -134,6 +134,25 @@ function renderDetail() {
   fillTable("detail-history", cluster.history.slice().reverse(), (h) => [
     h.short, h.signer || "—", h.started || "—", h.ended || "—", h.wave || "—", h.outcome, h.by || "—", h.reason || "",
   ], "no history recorded");
+}
+
+// A detail's value: text, or a node built here (a link), never markup.
+function detailValue(value) {
+  const dd = el("dd");
+  if (value instanceof Node) dd.append(value);
+  else dd.textContent = value;
+  return dd;
+}
+
+// The trace id, a link to the tracing backend when the agent config has tracing.urlTemplate (the URL
+// is built by the agent from the checked template; only http(s) is ever made a link).
+function traceLink(cluster) {
+  if (!cluster.traceUrl || !/^https?:\/\//.test(cluster.traceUrl)) return cluster.traceId;
+  const link = el("a", "trace-link", cluster.traceId);
+  link.setAttribute("href", cluster.traceUrl);
+  link.setAttribute("rel", "noopener noreferrer");
+  link.setAttribute("target", "_blank");
+  return link;
 }
 
 // One row per item, each cell text; a single row saying `none` when there is no item.

@@ -100,6 +100,9 @@ def test_helm_lint_is_clean_even_strict(tmp_path: Path, values: dict[str, Any] |
         ({"securityContext": {"allowPrivilegeEscalation": True}}, "allowPrivilegeEscalation"),
         ({"git": {"url": GIT_URL, "interval": "soon"}}, "interval"),
         ({"replicas": 2}, "replicas"),
+        ({"git": {"url": GIT_URL}, "tracing": {"endpoint": "otel:4318"}}, "tracing/endpoint"),
+        ({"git": {"url": GIT_URL}, "tracing": {"sampler": "sometimes"}}, "tracing/sampler"),
+        ({"git": {"url": GIT_URL}, "tracing": {"urlTemplate": "https://j/trace/"}}, "tracing/urlTemplate"),
     ],
     ids=lambda v: str(v)[:40],
 )
@@ -303,6 +306,43 @@ def test_notifications_reach_the_agent_config_with_their_secrets_mounted_beside_
     assert receivers["ops"].secret.reveal() == "k3y"
     assert receivers["chat"].secret.reveal() == "https://hooks.slack.example/T0/B0/x"
     assert [list(r.receivers) for r in config.notifications.routes] == [["ops"], ["chat"]]
+
+
+def _env(objects: list[dict[str, Any]]) -> dict[str, str]:
+    container = only(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    return {e["name"]: e["value"] for e in container["env"] if "value" in e}
+
+
+@pytest.mark.parametrize("mode", ["agent", "controller"])
+def test_tracing_values_are_the_standard_otel_variables_of_the_pod(tmp_path: Path, mode: str) -> None:
+    tracing = {
+        "endpoint": "http://otel-collector.observability:4318",
+        "serviceName": "fleet-syncer",
+        "sampler": "parentbased_traceidratio",
+        "samplerArg": "0.1",
+        "urlTemplate": "https://jaeger.example.org/trace/{traceId}",
+    }
+    objects = render(tmp_path, agent_values(mode=mode, tracing=tracing))
+    otel = {k: v for k, v in _env(objects).items() if k.startswith("OTEL_")}
+    assert otel == {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel-collector.observability:4318",
+        "OTEL_SERVICE_NAME": "fleet-syncer",
+        "OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
+        "OTEL_TRACES_SAMPLER_ARG": "0.1",
+    }
+    if mode == "agent":  # the trace link is the agent config's, and syncer loads it
+        etc = tmp_path / "etc"
+        etc.mkdir()
+        for name, text in only(objects, "ConfigMap")["data"].items():
+            (etc / name).write_text(text, encoding="utf-8")
+        links = load_agent_config(etc / "config.yaml").tracing
+        assert links.url("0" * 32) == f"https://jaeger.example.org/trace/{'0' * 32}"
+
+
+def test_without_a_tracing_endpoint_the_pod_has_no_otel_variable(tmp_path: Path) -> None:
+    objects = render(tmp_path, agent_values(tracing={"serviceName": "fleet-syncer"}))
+    assert [k for k in _env(objects) if k.startswith("OTEL_")] == []
+    assert "tracing" not in yaml.safe_load(only(objects, "ConfigMap")["data"]["config.yaml"])
 
 
 def test_without_notifications_nothing_is_told_and_no_secret_is_mounted(tmp_path: Path) -> None:

@@ -84,11 +84,17 @@ class TracedFleet:
             "clusters": {n: {"context": n, "kubeconfig": str(fleet.kubeconfig)} for n in CLUSTERS},
         }
         (root / "agent.yaml").write_text(yaml.safe_dump(config))
+        self.config = config
         self.fleet = fleet
         self.webhook_name = ""
         self.kubeconfig = fleet.kubeconfig
         self.key = key
         self.clients = {n: ClusterClient.from_kubeconfig(str(fleet.kubeconfig), n) for n in CLUSTERS}
+
+    def link_traces(self, template: str) -> None:
+        """The agent config's ``tracing.urlTemplate``: each cluster's last trace id made a link."""
+        self.config["tracing"] = {"urlTemplate": template}
+        (self.root / "agent.yaml").write_text(yaml.safe_dump(self.config))
 
     def commit(self) -> str:
         body = {"base/objects.yaml": yaml.safe_dump_all(_objects(self.namespace))}
@@ -235,6 +241,7 @@ def test_one_trace_holds_the_pass_its_waves_each_cluster_apply_and_the_controlle
     try:
         with agents.shown_on_failure():
             revision = traced_fleet.commit()
+            traced_fleet.link_traces(f"{local_jaeger.query}/trace/{{traceId}}")
             args = traced_fleet.agent_args(*traced_fleet.webhook())
             agent = agents.start("agent", args, prefix=_traced_by(local_jaeger, service))
             eventually("both clusters healthy", lambda: traced_fleet.healthy(revision), ROLLOUT_TIMEOUT)
@@ -244,7 +251,7 @@ def test_one_trace_holds_the_pass_its_waves_each_cluster_apply_and_the_controlle
             logs = agent.logs()
             status, page = agent.get("/ui/state")
             assert status == 200, page
-            shown = {c["name"]: c["traceId"] for c in json.loads(page)["clusters"]}
+            shown = {c["name"]: (c["traceId"], c["traceUrl"]) for c in json.loads(page)["clusters"]}
     finally:
         agents.close()
     spans = {s["spanID"]: s for s in trace["spans"]}
@@ -255,6 +262,11 @@ def test_one_trace_holds_the_pass_its_waves_each_cluster_apply_and_the_controlle
     (root,) = [s for s in spans.values() if not _parent(s)]
     assert root["operationName"] == "syncer.pass"
     assert _tags(root)["syncer.revision"] == revision
+    # The poll of the pass fetched the new tip from git, in a span of its own.
+    polls = {p["spanID"] for p in named("syncer.poll") if _parent(p) == root["spanID"]}
+    fetches = [f for f in named("syncer.git.fetch") if _parent(f) in polls]
+    assert [_tags(f)["syncer.revision"] for f in fetches] == [revision], fetches
+    assert _tags(fetches[0])["syncer.git.operation"] in {"clone", "fetch"}
     waves = {_tags(w)["syncer.wave"]: w for w in named("syncer.wave")}
     assert set(waves) >= {"canary", "rest"}
     assert all(_parent(w) == root["spanID"] for w in waves.values())
@@ -288,10 +300,13 @@ def test_one_trace_holds_the_pass_its_waves_each_cluster_apply_and_the_controlle
         assert apply["startTime"] <= min(r["startTime"] for r in reconciles)
         assert ready[0]["startTime"] + ready[0]["duration"] >= first_write
 
-    # Each cluster's sync state records the trace of its last apply, and the views show it.
-    assert shown == dict.fromkeys(CLUSTERS, trace["traceID"])
-    listed = {row["cluster"]: row["traceId"] for row in traced_fleet.status()["clusters"]}
-    assert listed == dict.fromkeys(CLUSTERS, trace["traceID"])
+    # Each cluster's sync state records the trace of its last apply, and the views show it, with its
+    # link by the config's tracing.urlTemplate (Jaeger's own page of that trace).
+    link = f"{local_jaeger.query}/trace/{trace['traceID']}"
+    assert shown == dict.fromkeys(CLUSTERS, (trace["traceID"], link))
+    rows = traced_fleet.status()["clusters"]
+    listed = {row["cluster"]: (row["traceId"], row["traceUrl"]) for row in rows}
+    assert listed == dict.fromkeys(CLUSTERS, (trace["traceID"], link))
 
     # The controller's log lines of those reconciles carry the trace's id next to their reconcile id.
     joined = [r for r in logs if r.get("reconcile_id") and r.get("trace_id") == trace["traceID"]]

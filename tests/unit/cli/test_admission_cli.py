@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
@@ -145,3 +146,31 @@ def test_a_metrics_port_already_taken_stops_the_controller_with_the_reason(tmp_p
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert f"cannot serve /metrics on port {port}" in result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.usefixtures("syncer_logging")
+@pytest.mark.parametrize("log_format", ["json", "text"])
+def test_the_controller_logs_in_the_format_asked(tmp_path: Path, log_format: str) -> None:
+    """``syncer controller --log-format``, like ``syncer run``'s: JSON objects or plain text lines."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(KUBECONFIG))
+    with socket.socket() as taken:  # the command stops right after it set its logging up
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        arguments = [f"--kubeconfig={kubeconfig}", f"--metrics-port={port}", f"--log-format={log_format}"]
+        result = CliRunner().invoke(controller, arguments)
+    assert result.exit_code == 1, result.output
+    (handler,) = logging.getLogger("syncer").handlers
+    record = logging.LogRecord("syncer.controller", logging.INFO, "", 0, "reconciled", (), None)
+    line = handler.format(record)
+    if log_format == "json":
+        assert json.loads(line)["message"] == "reconciled"
+    else:
+        assert line.endswith(" INFO syncer.controller: reconciled"), line
+
+
+def test_the_controller_refuses_an_unknown_log_format() -> None:
+    result = CliRunner().invoke(controller, ["--log-format=yaml"])
+    assert result.exit_code == 2
+    assert "'yaml' is not one of 'json', 'text'" in result.output

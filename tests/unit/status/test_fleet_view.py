@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from syncer.config.trace_links import TraceLinks
 from syncer.domain.health import Health
 from syncer.domain.progress import PassEvent, Step, Waiting
 from syncer.domain.sync_state import ClusterSyncState, InventoryEntry, Suspension, SyncPhase
@@ -104,6 +105,7 @@ def test_health_and_reachability_come_from_the_events_of_a_cluster() -> None:
             "suspended": "",
             "lastError": "",
             "traceId": "",
+            "traceUrl": "",
             "step": "cluster-unreachable",
             "objects": [],
             "history": [],
@@ -168,3 +170,14 @@ def test_a_refused_tip_shows_until_another_revision_rolls_out() -> None:
     third = "c" * 40
     view = fold_event(view, PassEvent(Step.APPLYING, "all", "c1", third))
     assert view.rejected is None
+
+
+def test_a_clusters_last_trace_is_a_link_by_the_configured_template() -> None:
+    trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    recorded = {"c1": ClusterSyncState("c1", revision=NEW, phase=SyncPhase.HEALTHY, trace_id=trace)}
+    links = TraceLinks("http://jaeger.example/trace/{traceId}")
+    (cell,) = to_json(fold_states(initial(["all"], ["c1"], links), recorded, {}))["clusters"]
+    assert (cell["traceId"], cell["traceUrl"]) == (trace, f"http://jaeger.example/trace/{trace}")
+    # Without a template the id is shown alone.
+    (cell,) = to_json(fold_states(initial(["all"], ["c1"]), recorded, {}))["clusters"]
+    assert (cell["traceId"], cell["traceUrl"]) == (trace, "")
