@@ -190,10 +190,28 @@ class GitSource:
 
     @property
     def branch(self) -> str:
-        """The branch followed (its short name)."""
+        """The branch followed (its short name). Unnamed in the config, it is the one the remote's
+        ``HEAD`` names, asked once; while the remote cannot be asked (a start during a git outage),
+        the one this cache's clone follows, and the remote is asked again next time."""
         if not self._branch:
-            self._branch = self._head_branch()
+            try:
+                self._branch = self._head_branch()
+            except SourceError:
+                cloned = self._cloned_branch()
+                if not cloned:
+                    raise
+                return cloned
         return self._branch
+
+    def _cloned_branch(self) -> str:
+        """The branch this cache's clone follows (the ``HEAD`` its clone set), "" without a clone."""
+        if not self._cloned():
+            return ""
+        try:
+            ref = self._git.run(["symbolic-ref", "HEAD"], cwd=self.git_dir, action="symbolic-ref")
+            return branch_name(ref.strip()) if ref.strip().startswith(_HEADS) else ""
+        except SourceError:
+            return ""
 
     def _head_branch(self) -> str:
         """The branch the remote's ``HEAD`` names (``git ls-remote --symref``)."""
