@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from syncer.config.rollout import RolloutPolicy, WaveGate, WavePolicy
 from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import PassEvent, Step
 from syncer.domain.sync_state import Pin
@@ -38,7 +39,9 @@ def test_a_pin_written_between_the_passs_read_and_its_apply_leaves_the_cluster_u
 ) -> None:
     repo = FleetRepo(tmp_path / "repo", prefix)
     state_namespace = f"{prefix}-state"
-    options = RolloutOptions(state_namespace=state_namespace, health_poll=0.5)
+    # One wave of every cluster, no bake: the race is at the apply, not in the gate's waits.
+    policy = RolloutPolicy((WavePolicy("all", 100.0, gate=WaveGate(health_timeout=60, bake=0)),))
+    options = RolloutOptions(rollout=policy, state_namespace=state_namespace, health_poll=0.5)
     first = repo.write_documents("r1", [repo.namespace({"rev": "r1"})])
     assert FleetRollout(clients, options).sync(first).outcome is RolloutOutcome.APPLIED
     second: DesiredFleet = repo.write_documents("r2", [repo.namespace({"rev": "r2"})])
