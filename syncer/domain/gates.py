@@ -3,12 +3,9 @@ waits at. Recorded in the clusters beside their sync states (``syncer.status.act
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
-
-def _when(at: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at)) if at else "an unknown time"
+from syncer.domain.moments import moment_of
 
 
 @dataclass(frozen=True)
@@ -53,7 +50,7 @@ class Abort:
 
     def describe(self) -> str:
         """``aborted by ops at 2026-12-03 10:00 UTC: bad canary``."""
-        return f"aborted by {self.by or 'someone'} at {_when(self.at)}: {self.reason}"
+        return f"aborted by {self.by or 'someone'} at {moment_of(self.at)}: {self.reason}"
 
 
 @dataclass(frozen=True)

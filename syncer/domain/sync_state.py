@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -10,6 +9,7 @@ from syncer.domain.analysis import AnalysisRecord
 from syncer.domain.applied import Inventory, InventorySource
 from syncer.domain.changeset import FailureCause
 from syncer.domain.gates import Abort, AwaitingPromotion, Promotion
+from syncer.domain.moments import moment_of
 from syncer.domain.objects import ObjectKey
 
 # How many failed revisions a cluster remembers (oldest forgotten first).
@@ -111,7 +111,7 @@ class Suspension:
         """``suspended by ops at 2026-12-03 10:00 UTC: incident 42`` ("" when not suspended)."""
         if not self.active:
             return ""
-        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.at)) if self.at else "an unknown time"
+        when = moment_of(self.at)
         return f"suspended by {self.by or 'someone'} at {when}: {self.reason}"
 
     def describe_end(self) -> str:
@@ -121,7 +121,7 @@ class Suspension:
             return ""
         if not self.by:
             return "resumed"
-        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.at)) if self.at else "an unknown time"
+        when = moment_of(self.at)
         return f"resumed by {self.by} at {when}" + (f": {self.resumed}" if self.resumed else "")
 
 
@@ -144,7 +144,7 @@ class Pin:
         """``pinned to 0123456789ab by ops at 2026-12-03 10:00 UTC: bad canary`` ("" when none)."""
         if not self.active:
             return ""
-        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.at)) if self.at else "an unknown time"
+        when = moment_of(self.at)
         return f"pinned to {self.revision[:12]} by {self.by or 'someone'} at {when}: {self.reason}"
 
 
@@ -166,7 +166,7 @@ class UnknownRecord:
         """``records unknown commit 0123456789ab (not in the repository; ignored since ...)``."""
         if not self.active:
             return ""
-        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.at)) if self.at else "an unknown time"
+        when = moment_of(self.at)
         return f"records unknown commit {self.revision[:12]} (not in the repository; ignored since {when})"
 
 
