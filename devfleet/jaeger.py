@@ -139,33 +139,29 @@ def start(root: Path, say: Say = print, timeout: float = 60.0) -> LocalJaeger:
             return _handle(fleet)
         home = _home(fleet)
         home.mkdir(parents=True, exist_ok=True)
-        taken = {c.port for c in fleet.clusters} | {fleet.etcd_port}
-        for attempt in range(1, PORT_ATTEMPTS + 1):
+
+        def spawn(taken: set[int]) -> procs.Proc:
             ports = _Ports(*(probe.free_port(taken) for _ in range(4)))
             (home / "jaeger.yaml").write_text(_config(ports))
             (home / "ports.json").write_text(json.dumps(ports.__dict__))
             argv = [str(binary), f"--config={home / 'jaeger.yaml'}"]
-            proc = procs.spawn(NAME, argv, home / "jaeger.log", home)
-            fleet.processes.append(proc)
-            fleet.save()
-            handle = _handle(fleet)
-            try:
-                _wait_ready(proc, handle, timeout)
-            except probe.Exited as exited:
-                fleet.processes.remove(proc)
-                fleet.save()
-                if "too many open files" in exited.log:
-                    raise RuntimeError(
-                        f"{NAME} could not start: no inotify instance left for it (every "
-                        "kube-controller-manager holds 5); raise fs.inotify.max_user_instances "
-                        "(scripts/bootstrap sets 1024 when run as root)"
-                    ) from exited
-                if attempt == PORT_ATTEMPTS or not probe.port_taken(exited.log):
-                    raise
-                continue
-            say(f"{NAME} up: OTLP at {handle.otlp_http} (HTTP), {handle.otlp_grpc} (gRPC); UI {handle.query}")
-            return handle
-        raise AssertionError("unreachable")
+            return procs.spawn(NAME, argv, home / "jaeger.log", home)
+
+        try:
+            services.spawned_on_free_ports(
+                fleet, spawn, lambda proc: _wait_ready(proc, _handle(fleet), timeout), PORT_ATTEMPTS
+            )
+        except probe.Exited as exited:
+            if "too many open files" in exited.log:
+                raise RuntimeError(
+                    f"{NAME} could not start: no inotify instance left for it (every "
+                    "kube-controller-manager holds 5); raise fs.inotify.max_user_instances "
+                    "(scripts/bootstrap sets 1024 when run as root)"
+                ) from exited
+            raise
+        handle = _handle(fleet)
+        say(f"{NAME} up: OTLP at {handle.otlp_http} (HTTP), {handle.otlp_grpc} (gRPC); UI {handle.query}")
+        return handle
 
 
 def stop(root: Path, say: Say = print) -> None:

@@ -162,23 +162,17 @@ def start(root: Path, say: Say = print, timeout: float = 60.0) -> LocalPrometheu
         (home / "targets").mkdir(parents=True, exist_ok=True)
         (home / "prometheus.yml").write_text(_config(home / "targets"))
         _tls(home)
-        taken = {c.port for c in fleet.clusters} | {fleet.etcd_port}
-        for attempt in range(1, PORT_ATTEMPTS + 1):
-            proc = procs.spawn(NAME, _argv(home, probe.free_port(taken)), home / "prometheus.log", home)
-            fleet.processes.append(proc)
-            fleet.save()
-            handle = _handle(proc, fleet)
-            try:
-                _wait_ready(proc, handle, timeout)
-            except probe.Exited as exited:
-                fleet.processes.remove(proc)
-                fleet.save()
-                if attempt == PORT_ATTEMPTS or not probe.port_taken(exited.log):
-                    raise
-                continue
-            say(f"{NAME} up at {handle.url} (pid {proc.pid})")
-            return handle
-        raise AssertionError("unreachable")
+
+        def spawn(taken: set[int]) -> procs.Proc:
+            return procs.spawn(NAME, _argv(home, probe.free_port(taken)), home / "prometheus.log", home)
+
+        def ready(proc: procs.Proc) -> None:
+            _wait_ready(proc, _handle(proc, fleet), timeout)
+
+        proc = services.spawned_on_free_ports(fleet, spawn, ready, PORT_ATTEMPTS)
+        handle = _handle(proc, fleet)
+        say(f"{NAME} up at {handle.url} (pid {proc.pid})")
+        return handle
 
 
 def stop(root: Path, say: Say = print) -> None:

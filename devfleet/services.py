@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from devfleet import procs
+from devfleet import probe, procs
 from devfleet.fleet import locked
 from devfleet.state import Fleet, Say
 
@@ -40,3 +40,29 @@ def stop(root: Path, name: str, say: Say = print) -> None:
         if procs.stop([proc]):
             raise RuntimeError(f"could not stop {name} (pid {proc.pid})")
         say(f"stopped {name} (pid {proc.pid})")
+
+
+def spawned_on_free_ports(
+    fleet: Fleet,
+    spawn: Callable[[set[int]], procs.Proc],
+    ready: Callable[[procs.Proc], None],
+    attempts: int,
+) -> procs.Proc:
+    """A new service process, recorded at once: ``spawn`` starts it on ports free now (avoiding the
+    fleet's ``taken`` ones) and ``ready`` waits for it. One that exits because something took a port
+    in between is unrecorded and started again on other ports, ``attempts`` times at most."""
+    taken = {c.port for c in fleet.clusters} | {fleet.etcd_port}
+    for attempt in range(1, attempts + 1):
+        proc = spawn(taken)
+        fleet.processes.append(proc)
+        fleet.save()
+        try:
+            ready(proc)
+        except probe.Exited as exited:
+            fleet.processes.remove(proc)
+            fleet.save()
+            if attempt == attempts or not probe.port_taken(exited.log):
+                raise
+            continue
+        return proc
+    raise AssertionError("unreachable")
