@@ -22,7 +22,7 @@ from devfleet import fleet as devfleet
 from devfleet import prometheus
 from devfleet.prometheus import LocalPrometheus
 from syncer.config.rollout import RolloutPolicy, parse_rollout_policy
-from syncer.controller.model import API_VERSION, KIND, ControllerOptions
+from syncer.controller.model import API_VERSION, KIND
 from syncer.domain.analysis import AnalysisVerdict, MeasurementOutcome
 from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import PassEvent, Step
@@ -36,6 +36,7 @@ from syncer.rollout import Decision
 from syncer.status import StateStore
 from tests.integration.analysis.test_wave_analysis import gate_verdicts, measured
 from tests.integration.controller.kit import controller_running, install_crd
+from tests.integration.controller.rediskit import controller_options
 from tests.support.fleet_repo import LABELS, FleetRepo
 
 pytestmark = pytest.mark.integration
@@ -120,18 +121,7 @@ def controllers(redis_fleet: devfleet.Fleet, clients: dict[str, ClusterClient]) 
     """A real controller per cluster, forming each RedisCluster of the real servers, under load."""
     with ExitStack() as stack:
         for name in LABELS:
-            options = ControllerOptions(
-                kubeconfig=str(redis_fleet.kubeconfig),
-                context=name,
-                watch_namespace=PREFIX,
-                leader_elect=False,
-                topology=True,
-                poll_seconds=1.0,
-                topology_interval=1.0,
-                topology_timeout=1.0,
-                watch_timeout_seconds=5,
-                resync_seconds=30.0,
-            )
+            options = controller_options(redis_fleet, PREFIX, name)
             stack.enter_context(controller_running(options))
         stack.enter_context(client_load(clients))
         yield

@@ -31,10 +31,14 @@ NAME = "cache"
 LOOPBACK_CLUSTER = "topo"
 
 
-def controller_options(fleet: devfleet.Fleet, namespace: str) -> ControllerOptions:
+def controller_options(
+    fleet: devfleet.Fleet, namespace: str, context: str = LOOPBACK_CLUSTER
+) -> ControllerOptions:
+    """A controller with topology on, watching ``namespace`` of the fleet's ``context``, at the
+    tests' quick intervals."""
     return ControllerOptions(
         kubeconfig=str(fleet.kubeconfig),
-        context=LOOPBACK_CLUSTER,
+        context=context,
         watch_namespace=namespace,
         leader_elect=False,
         topology=True,

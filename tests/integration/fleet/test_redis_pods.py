@@ -12,9 +12,10 @@ import redis
 
 from devfleet import fleet as devfleet
 from devfleet import procs, prometheus, redispods
-from syncer.controller.model import API_VERSION, KIND, ControllerOptions
+from syncer.controller.model import API_VERSION, KIND
 from syncer.kube import ClusterClient
 from tests.integration.controller.kit import controller_running, install_crd, is_ready
+from tests.integration.controller.rediskit import controller_options
 from tests.support.waiting import eventually
 
 CLUSTER = "redis-fleet"
@@ -65,18 +66,7 @@ def test_prometheus_sees_a_real_redis_behind_every_pod_with_the_fleet_s_cluster_
     kube.apply(
         {"apiVersion": "v1", "kind": "Secret", "metadata": secret, "stringData": {"password": PASSWORD}}
     )
-    options = ControllerOptions(
-        kubeconfig=str(redis_fleet.kubeconfig),
-        context=CLUSTER,
-        watch_namespace=namespace,
-        leader_elect=False,
-        topology=True,
-        poll_seconds=1.0,
-        topology_interval=1.0,
-        topology_timeout=1.0,
-        watch_timeout_seconds=5,
-        resync_seconds=30.0,
-    )
+    options = controller_options(redis_fleet, namespace, CLUSTER)
     spec = {
         "version": "7.2",
         "shards": SHARDS,
