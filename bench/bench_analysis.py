@@ -32,9 +32,10 @@ from syncer.domain.objects import ClusterManifests, DesiredFleet, Manifest, Obje
 from syncer.domain.progress import PassEvent, Step
 from syncer.engine.analysis_gate import query_prometheus
 from syncer.engine.rollout import FleetRollout
-from syncer.engine.rollout_model import RolloutHooks, RolloutOptions, RolloutOutcome
+from syncer.engine.rollout_model import RolloutHooks, RolloutOptions
 from syncer.errors import Location
 from syncer.kube import ClusterClient
+from syncer.rollout.moves import RolloutOutcome
 
 CLUSTERS = ("canary", "eu-1", "us-1")
 LABELS = {"canary": {"tier": "canary"}, "eu-1": {"tier": "prod"}, "us-1": {"tier": "prod"}}

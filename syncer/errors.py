@@ -232,6 +232,11 @@ class GateRefused(RolloutError):
     or has in flight (the reason says what it does)."""
 
 
+class FactOutOfTurn(RolloutError):
+    """The rollout machine was given a fact that does not answer the effect it asked last (or came
+    after its end): a fault of the engine that runs it, never of the fleet."""
+
+
 class RevisionNotNamed(RolloutError):
     """A person's act (``promote``, ``abort``, ``rollback``, ``retry``) whose revision names none, or
     several, of the revisions it could concern; the message lists them. ``matched`` holds the ones an

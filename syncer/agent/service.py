@@ -30,11 +30,12 @@ from syncer.engine.connections import KubeconfigConnections
 from syncer.engine.fleet_pass import FleetPass, PassResult, PassScope, git_revisions
 from syncer.engine.gate_questions import GateQuestions
 from syncer.engine.revision import PollOutcome, Stage
-from syncer.engine.rollout_model import RolloutOptions, RolloutOutcome
+from syncer.engine.rollout_model import RolloutOptions
 from syncer.errors import VerificationError
 from syncer.kube import ClientOptions, KubeApi
 from syncer.leader.fence import FenceOf
 from syncer.notify.notifier import RESULTS, Notifier
+from syncer.rollout.moves import RolloutOutcome
 from syncer.status.metrics import SyncerMetrics
 from syncer.status.report import EventReporter
 

@@ -39,8 +39,8 @@ from syncer.controller.logs import configure as configure_logs
 from syncer.domain.durations import format_duration, parse_duration
 from syncer.domain.progress import PassEvent, Step, Waiting
 from syncer.engine.revision import PollOutcome
-from syncer.engine.rollout_model import RolloutOutcome
 from syncer.errors import SyncerError
+from syncer.rollout.moves import RolloutOutcome
 from syncer.status.metrics import SyncerMetrics
 
 EXIT_OK, EXIT_NOT_SYNCED, EXIT_ERROR = 0, 1, 2

@@ -17,9 +17,10 @@ from syncer.domain.progress import PassEvent, Step
 from syncer.domain.sync_state import FailedRevision, SyncPhase
 from syncer.engine.failures import live_fingerprint, refusal_now
 from syncer.engine.rollout_gate import RolloutParts
-from syncer.engine.rollout_model import RolloutOutcome, RolloutReport, WaveReport
+from syncer.engine.rollout_model import RolloutReport, WaveReport
 from syncer.rollout import Decision, Wave, phase_after_rollback
 from syncer.rollout.failures import Refusal, blame, not_blamed
+from syncer.rollout.moves import RolloutOutcome
 from syncer.rollout.rollback_targets import good_before, rollback_targets
 from syncer.rollout.waves import for_going_back
 

@@ -39,11 +39,12 @@ from syncer.engine.revision import (
     Stage,
 )
 from syncer.engine.rollout import FleetRollout
-from syncer.engine.rollout_model import RolloutHooks, RolloutOptions, RolloutOutcome, RolloutReport
+from syncer.engine.rollout_model import RolloutHooks, RolloutOptions, RolloutReport
 from syncer.engine.unknown_records import ignore_unknown
 from syncer.errors import FencedOut, KubeError, SyncerError
 from syncer.kube import KubeApi
 from syncer.leader.fence import UNFENCED, FencedKube, FenceOf
+from syncer.rollout.moves import RolloutOutcome
 from syncer.rollout.pins import pins_away
 from syncer.source import GitSource
 from syncer.status.state_store import LoadedState

@@ -16,8 +16,9 @@ from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import PassEvent, Step, Waiting
 from syncer.engine.failed_wave import FleetsOf, roll_back_wave
 from syncer.engine.rollout_gate import RolloutParts
-from syncer.engine.rollout_model import RolloutOutcome, RolloutReport, WaveReport
-from syncer.rollout import Decision, GateVerdict, Wave, judge_abort, judge_promotion, people_needed
+from syncer.engine.rollout_model import RolloutReport, WaveReport
+from syncer.rollout import Decision, GateVerdict, Wave, judge_promotion, people_needed
+from syncer.rollout.moves import RolloutOutcome
 
 
 def hold_for_promotion(rollout: RolloutParts, wave: Wave, fleet: DesiredFleet) -> str:
@@ -62,38 +63,6 @@ def _end_waits(rollout: RolloutParts, wave: Wave, awaiting: AwaitingPromotion) -
             since = rollout.records.clock() if awaiting.active else 0.0
             rollout.records.save(name, replace(state, awaiting=replace(awaiting, since=since)))
     return ended
-
-
-def stop_at_gate(
-    rollout: RolloutParts,
-    wave: Wave,
-    fleet: DesiredFleet,
-    fleets: FleetsOf,
-    done: tuple[tuple[WaveReport, ...], GateVerdict | None],
-) -> RolloutReport | None:
-    """How the rollout ends before ``wave`` starts (None: it goes on): a person aborted the
-    revision (``abort_wave``; also when only an earlier wave that had passed records the abort,
-    ``done``'s verdict: the revision goes no further), the wave waits at its manual gate
-    (``hold_for_promotion``), or it waits because clusters of it may not be changed now
-    (``held_now``: a suspension, a window). ``done`` holds the reports of the waves before."""
-    reports, earlier = done
-    aborted = judge_abort(wave, rollout.records.states, fleet.revision)
-    if aborted is None and earlier is not None:
-        aborted = replace(earlier, decision=Decision.HALT, failed=(), reasons=())
-    if aborted is not None:
-        return abort_wave(rollout, wave, fleet, fleets, (reports, aborted))
-    reason = hold_for_promotion(rollout, wave, fleet)
-    if not reason:
-        held = rollout.applier.held_now(wave.clusters, fleet, wave.name)
-        if not held:
-            return None
-        reason = held.reason
-        waits = held.waiting
-        rollout.records.listener(
-            PassEvent(Step.GATE_WAIT, wave.name, revision=fleet.revision, reason=reason, waiting=waits)
-        )
-    waiting = WaveReport(wave.name, wave.clusters, Decision.WAIT, reason)
-    return RolloutReport(fleet.revision, RolloutOutcome.WAITING, (*reports, waiting), reason)
 
 
 def abort_wave(

@@ -13,7 +13,8 @@ the others, then waits for it; a wave that passed is only watched (``rollout_gat
 composed here, none inheriting from another: ``rollout_state`` (the clusters' records),
 ``rollout_apply`` (applies and repairs), ``rollout_gate`` (health); and functions over them:
 ``failed_wave`` (a failed wave's failures and rollback), ``manual_gate`` (a person's promotion and
-abort).
+abort). What the rollout does next is decided by the pure rollout machine (``syncer.rollout.machine``),
+whose effects ``rollout_run`` runs over these parts.
 """
 
 from __future__ import annotations
@@ -25,29 +26,21 @@ from dataclasses import replace
 
 from syncer.domain.changeset import ChangeSet
 from syncer.domain.objects import DesiredFleet
-from syncer.domain.progress import Listener, PassEvent, Step
+from syncer.domain.progress import Listener
 from syncer.domain.sync_state import ClusterSyncState
-from syncer.engine.failed_wave import FleetsOf, roll_back_wave
-from syncer.engine.failures import refusals
-from syncer.engine.manual_gate import abort_wave, stop_at_gate
+from syncer.engine.failed_wave import FleetsOf
 from syncer.engine.rollout_apply import WaveApplier
-from syncer.engine.rollout_gate import HealthGate, RolloutParts, Superseded
-from syncer.engine.rollout_model import (
-    RolloutHooks,
-    RolloutOptions,
-    RolloutOutcome,
-    RolloutReport,
-    WaveReport,
-)
+from syncer.engine.rollout_gate import HealthGate, RolloutParts
+from syncer.engine.rollout_model import RolloutHooks, RolloutOptions, RolloutReport
+from syncer.engine.rollout_run import run_rollout
 from syncer.engine.rollout_state import RolloutStates
 from syncer.errors import KubeError
 from syncer.kube import KubeApi
-from syncer.rollout import Decision, GateVerdict, Wave, is_done, judge_abort, plan_waves
+from syncer.rollout import Wave, is_done, plan_waves
+from syncer.rollout.moves import RolloutOutcome
 from syncer.rollout.pins import restricted
-from syncer.rollout.rollback_targets import wave_passed
 from syncer.rollout.waves import for_going_back, waves_without
 from syncer.status.state_store import LoadedState
-from syncer.tracing import current, each
 
 __all__ = ["FleetRollout"]
 
@@ -138,136 +131,9 @@ class FleetRollout:
         return replace(report, unsaved=tuple(sorted(self.records.unsaved.items())))
 
     def _roll_out(self, fleet: DesiredFleet, waves: tuple[Wave, ...], fleets: FleetsOf) -> RolloutReport:
-        reports: list[WaveReport] = []
-        touched = judged = False  # judged: the last wave went through its gate in this pass
-        aborted: GateVerdict | None = None  # a person's abort that sent a passed wave back
-        for wave in each(
-            waves, "syncer.wave", lambda w: {"syncer.wave": w.name, "syncer.revision": fleet.revision}
-        ):
-            if self.records.stop.is_set():
-                return RolloutReport(
-                    fleet.revision, RolloutOutcome.INTERRUPTED, tuple(reports), "stopped between waves"
-                )
-            if touched and self.records.newer():
-                message = "a newer verified revision takes over at this wave boundary"
-                return RolloutReport(fleet.revision, RolloutOutcome.SUPERSEDED, tuple(reports), message)
-            if wave_passed(wave.clusters, self.records.states, fleet.revision):
-                wrote, aborted = self._pass_over(wave, fleet, fleets, reports, aborted)
-                touched = touched or wrote
-                judged = False
-                continue
-            reachable = tuple(c for c in wave.clusters if c not in self.records.unreachable)
-            refused = refusals(
-                self.records.clients,
-                reachable,
-                fleet,
-                self.records.states,
-                self.records.options.apply.field_manager,
-            )
-            if refused:
-                reason = "; ".join(r.reason for r in refused)
-                reports.append(WaveReport(wave.name, wave.clusters, Decision.HALT, reason))
-                return RolloutReport(fleet.revision, RolloutOutcome.HALTED, tuple(reports), reason)
-            stopped = stop_at_gate(self.parts, wave, fleet, fleets, (tuple(reports), aborted))
-            if stopped is not None:  # an abort, a manual gate, a suspension or a closed window
-                return stopped
-            if len(reachable) < len(wave.clusters) and wave_passed(
-                reachable, self.records.states, fleet.revision
-            ):
-                # The ones that answer passed before: while the wave waits they are watched, not re-judged.
-                observed = self.gate.observe(replace(wave, clusters=reachable), fleet)
-                return self._wait_for(wave, fleet, fleets, (tuple(reports), observed.change_sets))
-            self._tell_started(wave.name, fleet)
-            change_sets = self.applier.apply_wave(wave, fleet)
-            touched = touched or any(cs.writes for cs in change_sets)
-            if any(c in self.records.unreachable for c in wave.clusters):  # also: suspended while applying
-                return self._wait_for(wave, fleet, fleets, (tuple(reports), change_sets))
-            try:
-                verdict = self.gate.decide(wave, fleet, rolling_out=True)
-            except Superseded:
-                message = "a newer verified revision takes over while the wave waits"
-                return RolloutReport(fleet.revision, RolloutOutcome.SUPERSEDED, tuple(reports), message)
-            reports.append(
-                WaveReport(
-                    wave.name, wave.clusters, verdict.decision, verdict.reason, change_sets, verdict.reasons
-                )
-            )
-            current().set("syncer.result", verdict.decision.value)
-            if verdict.decision is Decision.WAIT:
-                if self.records.stop.is_set():
-                    message = "stopped while waiting"
-                    return RolloutReport(fleet.revision, RolloutOutcome.INTERRUPTED, tuple(reports), message)
-                return RolloutReport(fleet.revision, RolloutOutcome.WAITING, tuple(reports), verdict.reason)
-            if verdict.decision is not Decision.PROCEED:
-                # A background analysis' failure fails every cluster on the revision with the wave.
-                failing = replace(wave, clusters=verdict.across) if verdict.across else wave
-                return roll_back_wave(self.parts, failing, fleet, fleets, (verdict.decision, tuple(reports)))
-            judged = True
-        self._tell_finished(fleet, len(waves), judged)
-        outcome = RolloutOutcome.APPLIED if touched else RolloutOutcome.UNCHANGED
-        return RolloutReport(fleet.revision, outcome, tuple(reports))
-
-    def _pass_over(
-        self,
-        wave: Wave,
-        fleet: DesiredFleet,
-        fleets: FleetsOf,
-        reports: list[WaveReport],
-        aborted: GateVerdict | None,
-    ) -> tuple[bool, GateVerdict | None]:
-        """A wave that passed on ``fleet``'s revision, its report added to ``reports``: whether it
-        wrote (drift repaired), and the abort seen so far. When a person aborted the revision it goes
-        back too, each cluster to the revision it ran healthy before (``abort_wave``), and no later
-        wave takes the revision (``stop_at_gate``); otherwise its clusters are looked at: later
-        unhealthiness is degradation, never a failure."""
-        found = judge_abort(wave, self.records.states, fleet.revision)
-        if found is not None:
-            back = abort_wave(self.parts, wave, fleet, fleets, (tuple(reports), found))
-            reports.extend(back.waves[len(reports) :])
-            return False, found
-        reports.append(self.gate.observe(wave, fleet))
-        return any(cs.writes for cs in reports[-1].change_sets), aborted
-
-    def _tell_started(self, wave: str, fleet: DesiredFleet) -> None:
-        """``rollout-started`` before a wave applies, when no cluster records the revision yet."""
-        if not any(
-            self.records.states[c].revision == fleet.revision
-            for c in fleet.clusters
-            if c in self.records.states
-        ):
-            self.records.listener(PassEvent(Step.ROLLOUT_STARTED, wave, revision=fleet.revision))
-
-    def _tell_finished(self, fleet: DesiredFleet, waves: int, judged: bool) -> None:
-        """``rollout-finished`` when the last wave passed its gate in this pass (``judged``)."""
-        if judged:
-            done = f"{waves} wave(s) healthy"
-            self.records.listener(PassEvent(Step.ROLLOUT_FINISHED, revision=fleet.revision, reason=done))
-
-    def _wait_for(
-        self,
-        wave: Wave,
-        fleet: DesiredFleet,
-        fleets: FleetsOf,
-        done: tuple[tuple[WaveReport, ...], tuple[ChangeSet, ...]],
-    ) -> RolloutReport:
-        """A wave with clusters that cannot be used: the ones that answer are judged as a wave of their
-        own (and fail or roll back as one) unless they passed before, then the wave waits for the
-        rest, with the reason."""
-        reports, change_sets = done
-        blocked = [c for c in wave.clusters if c in self.records.unreachable]
-        reachable = tuple(c for c in wave.clusters if c not in self.records.unreachable)
-        part = replace(wave, clusters=reachable)
-        if reachable and not wave_passed(reachable, self.records.states, fleet.revision):
-            verdict = self.gate.decide(part, fleet)
-            if verdict.decision in {Decision.HALT, Decision.ROLLBACK}:
-                failed = WaveReport(
-                    wave.name, reachable, verdict.decision, verdict.reason, change_sets, verdict.reasons
-                )
-                return roll_back_wave(self.parts, part, fleet, fleets, (verdict.decision, (*reports, failed)))
-        reason = "waiting for " + "; ".join(f"{c}: {self.records.unreachable[c]}" for c in blocked)
-        self.records.listener(PassEvent(Step.GATE_WAIT, wave.name, revision=fleet.revision, reason=reason))
-        waiting = WaveReport(wave.name, wave.clusters, Decision.WAIT, reason, change_sets)
-        return RolloutReport(fleet.revision, RolloutOutcome.WAITING, (*reports, waiting), reason)
+        """The rollout machine (``syncer.rollout.machine``) run over this rollout's parts
+        (``rollout_run``): what to do next is its decision, what happened the parts' answer."""
+        return run_rollout(self.parts, fleet, waves, fleets)
 
     # -- drift repair -----------------------------------------------------------------------------
 

@@ -150,7 +150,8 @@ class HealthGate:
         timeout ends the wait with the reason (the next pass looks again), and one that may not be
         changed now (``held_now``: a person's suspension or pin, its window) ends it at once, saying
         so. A wave healthy and baked is then judged by its analysis (``analysed``; a rollback's gate
-        is not)."""
+        is not). A wave that proceeds is not recorded passed here: the rollout machine's
+        ``RecordPassed`` writes that (``rollout_run``), and a rollback records its own end."""
         allowed = self.records.options.rollout.rollback if rollback is None else rollback
         entered = self.records.clock()
         waited = False  # the person's acts read with the states are current until the gate waits
@@ -201,12 +202,6 @@ class HealthGate:
                     clusters=verdict.failed,
                 )
             )
-            if verdict.decision is Decision.PROCEED:
-                for name in filter(self.records.owns, wave.clusters):
-                    self.records.save(
-                        name,
-                        replace(self.records.states[name], phase=SyncPhase.HEALTHY, last_good=fleet.revision),
-                    )
             if verdict.decision is not Decision.WAIT or self.records.stop.wait(
                 min(verdict.wait, self.records.options.health_poll)
             ):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 from syncer.apply import ApplyPolicy
 from syncer.config.rollout import RolloutPolicy
@@ -15,19 +14,7 @@ from syncer.engine.analysis_gate import QueryFn, query_prometheus
 from syncer.engine.diff import DiffOptions
 from syncer.leader.fence import UNFENCED, Fence, FenceOf
 from syncer.rollout import Decision
-
-
-class RolloutOutcome(StrEnum):
-    """How a rollout of one revision ended."""
-
-    APPLIED = "applied"
-    UNCHANGED = "unchanged"
-    HALTED = "halted"
-    ROLLED_BACK = "rolled-back"
-    INTERRUPTED = "interrupted"
-    WAITING = "waiting"  # a wave waits for a cluster that cannot be reached or written to
-    FENCED_OUT = "fenced-out"  # this replica lost the Lease: nothing more was written
-    SUPERSEDED = "superseded"  # a newer verified revision took over at a wave boundary
+from syncer.rollout.moves import RolloutOutcome
 
 
 @dataclass(frozen=True)

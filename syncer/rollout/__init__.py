@@ -8,7 +8,9 @@ gate may start and whether a person aborted a revision (``promotion``), and
 what the clusters' recorded states say about revisions (``revisions``: what is done, how a
 rollback ends; ``failures``: where a revision failed, for which cause, and what refuses it;
 ``rollback_targets``: each cluster's own rollback target; ``pins``: which clusters a person's pin keeps on
-a revision, and which revisions a cluster's history lets it be pinned to). Must not do I/O
+a revision, and which revisions a cluster's history lets it be pinned to), and the rollout of one
+revision over its waves as a machine (``machine``: ``start``/``step``, ``(state, fact) -> (state,
+effects)``; its facts, effects and outcomes are ``moves``), whose effects the engine runs. Must not do I/O
 or apply anything, nor read the clock; the engine passes progress, states and the time in and acts
 on the decision.
 

@@ -24,8 +24,8 @@ from syncer.controller.runner import run_controller
 from syncer.domain.progress import PassEvent
 from syncer.domain.sync_state import SyncPhase
 from syncer.engine.revision import Stage
-from syncer.engine.rollout_model import RolloutOutcome
 from syncer.kube import ClusterClient
+from syncer.rollout.moves import RolloutOutcome
 from syncer.status import StateStore
 from syncer.status.metrics import SyncerMetrics
 from tests.integration.conftest import FleetHandle

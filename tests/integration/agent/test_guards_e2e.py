@@ -19,8 +19,8 @@ from syncer.config.rollout import load_rollout_policy
 from syncer.domain.progress import Step
 from syncer.domain.sync_state import SyncPhase
 from syncer.engine.revision import Stage
-from syncer.engine.rollout_model import RolloutOutcome
 from syncer.errors import GuardRejected
+from syncer.rollout.moves import RolloutOutcome
 from tests.integration.agent.test_agent_e2e import Setup, redis_cluster, states
 from tests.integration.agent.test_agent_e2e import setup as e2e_setup
 

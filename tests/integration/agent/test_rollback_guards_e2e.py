@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from syncer.domain.progress import Step
-from syncer.engine.rollout_model import RolloutOutcome
+from syncer.rollout.moves import RolloutOutcome
 from tests.integration.agent.test_agent_e2e import Setup, redis_cluster, states
 from tests.integration.agent.test_guards_e2e import guarded, live_versions, setup
 

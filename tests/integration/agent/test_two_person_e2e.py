@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from syncer.engine.revision import Stage
-from syncer.engine.rollout_model import RolloutOutcome
+from syncer.rollout.moves import RolloutOutcome
 from tests.integration.agent.test_agent_e2e import Setup, redis_cluster, states
 from tests.integration.agent.test_agent_e2e import setup as e2e_setup
 from tests.integration.verify.kit import Keys, SshKey, write_policy

@@ -20,8 +20,8 @@ from syncer.agent.service import Agent
 from syncer.config import load_agent_config
 from syncer.config.rollout import load_rollout_policy
 from syncer.domain.progress import Step
-from syncer.engine.rollout_model import RolloutOutcome
 from syncer.errors import NotFound
+from syncer.rollout.moves import RolloutOutcome
 from syncer.status.acts import OVERRIDE_FIELD_MANAGER
 from syncer.status.state_store import STATE_CONFIGMAP
 from tests.integration.agent.test_agent_e2e import ROLLOUT, Setup, redis_cluster, states

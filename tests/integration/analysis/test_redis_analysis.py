@@ -29,10 +29,11 @@ from syncer.domain.progress import PassEvent, Step
 from syncer.domain.sync_state import SyncPhase
 from syncer.engine.diff import DiffOptions
 from syncer.engine.rollout import FleetRollout
-from syncer.engine.rollout_model import RolloutOptions, RolloutOutcome
+from syncer.engine.rollout_model import RolloutOptions
 from syncer.errors import KubeError
 from syncer.kube import ClusterClient
 from syncer.rollout import Decision
+from syncer.rollout.moves import RolloutOutcome
 from syncer.status import StateStore
 from tests.integration.analysis.test_wave_analysis import gate_verdicts, measured
 from tests.integration.controller.kit import controller_running, install_crd

@@ -25,9 +25,10 @@ from syncer.domain.progress import PassEvent, Step
 from syncer.domain.sync_state import ClusterSyncState, RetryRequest, SyncPhase
 from syncer.engine.diff import DiffOptions
 from syncer.engine.rollout import FleetRollout
-from syncer.engine.rollout_model import RolloutOptions, RolloutOutcome
+from syncer.engine.rollout_model import RolloutOptions
 from syncer.kube import ClusterClient
 from syncer.rollout import Decision
+from syncer.rollout.moves import RolloutOutcome
 from syncer.status import StateStore
 from syncer.status.acts import PersonActs
 from tests.integration.analysis.kit import ERRORS_LABEL, live_exporter

@@ -19,8 +19,8 @@ from syncer.config.rollout import RolloutPolicy, parse_rollout_policy
 from syncer.domain.analysis import AnalysisVerdict, MeasurementOutcome
 from syncer.domain.progress import PassEvent, Step
 from syncer.domain.sync_state import SyncPhase
-from syncer.engine.rollout_model import RolloutOutcome
 from syncer.kube import ClusterClient
+from syncer.rollout.moves import RolloutOutcome
 from tests.integration.analysis.test_wave_analysis import Repo, gate_verdicts, measured, rollout, state
 
 pytestmark = pytest.mark.integration

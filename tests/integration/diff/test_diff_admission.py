@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from syncer.engine.rollout_model import RolloutOutcome
 from syncer.errors import NotFound
 from syncer.kube import ApplyOptions
+from syncer.rollout.moves import RolloutOutcome
 from tests.integration.chart.kit import agent_values, render
 from tests.integration.diff.conftest import seed
 from tests.integration.diff.sync_kit import Cluster, rc

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from syncer.domain.applied import APPLIED_FIELDS_ANNOTATION
-from syncer.engine.rollout_model import RolloutOutcome
+from syncer.rollout.moves import RolloutOutcome
 from tests.integration.diff.sync_kit import API_VERSION, Cluster, owned_by, rc, running_controller
 
 pytestmark = pytest.mark.integration

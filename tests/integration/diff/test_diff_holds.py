@@ -19,8 +19,9 @@ from syncer.domain.selectors import LabelSelector
 from syncer.domain.sync_state import Pin, Suspension
 from syncer.engine.diff import ClusterTarget, DiffOptions, diff_fleet
 from syncer.engine.rollout import FleetRollout
-from syncer.engine.rollout_model import RolloutOptions, RolloutOutcome
+from syncer.engine.rollout_model import RolloutOptions
 from syncer.kube import ClusterClient
+from syncer.rollout.moves import RolloutOutcome
 from syncer.status import StateStore
 from syncer.status.acts import PersonActs
 from tests.integration.conftest import FleetHandle

@@ -21,9 +21,10 @@ import pytest
 from kubernetes import client as k8s
 
 from syncer.domain.sync_state import SyncPhase
-from syncer.engine.rollout_model import RolloutOutcome, RolloutReport
+from syncer.engine.rollout_model import RolloutReport
 from syncer.errors import NotFound
 from syncer.kube import ApplyOptions
+from syncer.rollout.moves import RolloutOutcome
 from syncer.status import StateStore
 from syncer.status.state_store import STATE_CONFIGMAP, STATE_KEY
 from tests.integration.conftest import FleetHandle

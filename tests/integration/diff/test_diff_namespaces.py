@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from syncer.engine.rollout_model import RolloutOutcome
 from syncer.errors import Invalid, NotFound
 from syncer.kube import ApplyOptions
+from syncer.rollout.moves import RolloutOutcome
 from tests.integration.diff.sync_kit import Cluster, rc
 from tests.support.waiting import eventually
 

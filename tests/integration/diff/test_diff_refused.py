@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from syncer.domain.changeset import FailureCause
-from syncer.engine.rollout_model import RolloutOutcome
 from syncer.kube import ApplyOptions
+from syncer.rollout.moves import RolloutOutcome
 from syncer.status import StateStore
 from tests.integration.diff.sync_kit import Body, Cluster
 from tests.support.waiting import eventually

@@ -17,8 +17,9 @@ from syncer.domain.objects import DesiredFleet
 from syncer.domain.selectors import LabelSelector
 from syncer.domain.sync_state import ClusterSyncState, SyncPhase
 from syncer.engine.rollout import FleetRollout
-from syncer.engine.rollout_model import RolloutOptions, RolloutOutcome, RolloutReport
+from syncer.engine.rollout_model import RolloutOptions, RolloutReport
 from syncer.kube import ClusterClient
+from syncer.rollout.moves import RolloutOutcome
 from syncer.status import StateStore
 from tests.integration.conftest import FleetHandle
 from tests.support.agent_config import acts_config

@@ -25,9 +25,10 @@ from syncer.domain.progress import PassEvent, Step
 from syncer.domain.sync_state import ClusterSyncState, InventoryEntry, SyncPhase
 from syncer.engine.diff import DiffOptions
 from syncer.engine.rollout import FleetRollout
-from syncer.engine.rollout_model import RolloutOptions, RolloutOutcome
+from syncer.engine.rollout_model import RolloutOptions
 from syncer.errors import NotFound
 from syncer.kube import ApplyOptions, ClusterClient
+from syncer.rollout.moves import RolloutOutcome
 from syncer.status import StateStore
 from syncer.status.state_store import STATE_CONFIGMAP, STATE_KEY
 from tests.integration.conftest import FleetHandle

@@ -16,8 +16,9 @@ from syncer.domain.progress import PassEvent, Step
 from syncer.domain.sync_state import Pin, SyncPhase
 from syncer.engine.pinned import roll_pins
 from syncer.engine.rollout import FleetRollout
-from syncer.engine.rollout_model import RolloutOptions, RolloutOutcome
+from syncer.engine.rollout_model import RolloutOptions
 from syncer.kube import ClusterClient
+from syncer.rollout.moves import RolloutOutcome
 from syncer.status.acts import PersonActs
 from tests.integration.engine.test_failed_before import Repo, clients, prefix, state
 from tests.support.fleet_repo import canary_then_rest

@@ -31,9 +31,10 @@ from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import PassEvent
 from syncer.domain.sync_state import SyncPhase
 from syncer.engine.rollout import FleetRollout
-from syncer.engine.rollout_model import RolloutOptions, RolloutOutcome
+from syncer.engine.rollout_model import RolloutOptions
 from syncer.kube import ClientOptions, ClusterClient
 from syncer.rollout import Decision
+from syncer.rollout.moves import RolloutOutcome
 from syncer.status import StateStore
 from syncer.status.state_store import STATE_CONFIGMAP
 from tests.integration.conftest import FleetHandle

@@ -17,8 +17,9 @@ from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import PassEvent, Step
 from syncer.domain.sync_state import Pin
 from syncer.engine.rollout import FleetRollout
-from syncer.engine.rollout_model import RolloutOptions, RolloutOutcome
+from syncer.engine.rollout_model import RolloutOptions
 from syncer.kube import ClusterClient
+from syncer.rollout.moves import RolloutOutcome
 from syncer.status.acts import PersonActs
 from syncer.status.history import history_of
 from syncer.status.state_store import STATE_CONFIGMAP

@@ -18,10 +18,11 @@ from syncer.domain.progress import PassEvent
 from syncer.domain.sync_state import SyncPhase
 from syncer.engine.diff import DiffOptions
 from syncer.engine.rollout import FleetRollout
-from syncer.engine.rollout_model import RolloutOptions, RolloutOutcome
+from syncer.engine.rollout_model import RolloutOptions
 from syncer.errors import NotFound
 from syncer.kube import ClusterClient
 from syncer.rollout import Decision
+from syncer.rollout.moves import RolloutOutcome
 from syncer.status import StateStore
 from tests.support.fleet_repo import FleetRepo, canary_then_rest
 

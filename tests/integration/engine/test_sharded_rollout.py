@@ -23,9 +23,9 @@ from devfleet import audit
 from devfleet import fleet as devfleet
 from devfleet.standin import ReadyStatusStandIn
 from syncer.domain.sync_state import SyncPhase
-from syncer.engine.rollout_model import RolloutOutcome
 from syncer.kube import ClusterClient
 from syncer.rollout import plan_waves
+from syncer.rollout.moves import RolloutOutcome
 from syncer.status.state_store import StateStore
 from tests.integration.engine.sharded_kit import (
     DURATION,

@@ -18,8 +18,8 @@ import yaml
 
 from syncer.domain.progress import Step
 from syncer.engine.revision import Stage
-from syncer.engine.rollout_model import RolloutOutcome
 from syncer.kube import ClusterClient
+from syncer.rollout.moves import RolloutOutcome
 from syncer.status import StateStore
 from tests.integration.agent.test_agent_e2e import Setup, states
 from tests.integration.conftest import FleetHandle

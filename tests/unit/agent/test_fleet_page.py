@@ -13,7 +13,8 @@ from syncer.domain.progress import PassEvent, Step
 from syncer.domain.sync_state import ClusterSyncState, SyncPhase
 from syncer.engine.fleet_pass import PassResult
 from syncer.engine.revision import Advance, PollOutcome, PreparedRevision
-from syncer.engine.rollout_model import RolloutOutcome, RolloutReport
+from syncer.engine.rollout_model import RolloutReport
+from syncer.rollout.moves import RolloutOutcome
 from syncer.source.snapshots import Snapshot
 from syncer.status.fleet_view import RevisionView
 from syncer.verify.results import CommitVerdict, Verdict, VerificationResult

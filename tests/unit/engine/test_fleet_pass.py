@@ -15,9 +15,10 @@ from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import PassEvent, Step
 from syncer.domain.sync_state import SyncPhase
 from syncer.engine.fleet_pass import FleetPass, PassResult
-from syncer.engine.rollout_model import RolloutOptions, RolloutOutcome
+from syncer.engine.rollout_model import RolloutOptions
 from syncer.errors import KubeError, ServerError, SourceError, VerificationError
 from syncer.rollout import Decision
+from syncer.rollout.moves import RolloutOutcome
 from syncer.status.state_store import STATE_CONFIGMAP, STATE_KEY, StateStore
 from tests.support.fleet_repo import LABELS, canary_then_rest
 from tests.support.memory_kube import MemoryKube

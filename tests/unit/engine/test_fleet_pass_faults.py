@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from syncer.domain.progress import PassEvent, Step
 from syncer.domain.sync_state import ClusterSyncState, SyncPhase
 from syncer.engine.fleet_pass import FleetPass
-from syncer.engine.rollout_model import RolloutOutcome
 from syncer.errors import ConfigError, FencedOut, ServerError
 from syncer.rollout import Decision
+from syncer.rollout.moves import RolloutOutcome
 from syncer.status.state_store import STATE_CONFIGMAP, StateStore
 from tests.support.memory_kube import MemoryKube
 from tests.unit.engine.test_fleet_pass import CLUSTERS, STATE_NAMESPACE, Rig, fleet, options, rig

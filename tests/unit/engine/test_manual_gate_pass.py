@@ -16,7 +16,7 @@ from syncer.domain.progress import Step, Waiting
 from syncer.domain.selectors import LabelSelector
 from syncer.domain.sync_state import RetryRequest, SyncPhase
 from syncer.engine.fleet_pass import FleetPass
-from syncer.engine.rollout_model import RolloutOutcome
+from syncer.rollout.moves import RolloutOutcome
 from syncer.status.acts import ABORT_KEY, PROMOTION_KEY, RETRY_KEY
 from syncer.status.state_store import STATE_CONFIGMAP
 from tests.unit.engine.test_fleet_pass import STATE_NAMESPACE, Rig, fleet, options

@@ -10,7 +10,7 @@ from dataclasses import asdict
 
 from syncer.domain.progress import Step
 from syncer.domain.sync_state import Pin, SyncPhase
-from syncer.engine.rollout_model import RolloutOutcome
+from syncer.rollout.moves import RolloutOutcome
 from syncer.status.acts import PIN_KEY
 from syncer.status.history import history_of
 from syncer.status.state_store import STATE_CONFIGMAP

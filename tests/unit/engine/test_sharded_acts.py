@@ -13,7 +13,7 @@ from syncer.domain.gates import Abort
 from syncer.domain.progress import PassEvent, Step
 from syncer.domain.sync_state import Suspension, SyncPhase
 from syncer.engine.fleet_pass import FleetPass, PassResult
-from syncer.engine.rollout_model import RolloutOutcome
+from syncer.rollout.moves import RolloutOutcome
 from syncer.status.acts import PersonActs
 from syncer.status.state_store import StateStore
 from tests.support.fleet_repo import canary_then_rest

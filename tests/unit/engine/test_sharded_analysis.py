@@ -13,9 +13,10 @@ from syncer.config.rollout import WaveGate
 from syncer.domain.analysis import AnalysisVerdict, MetricCounts
 from syncer.domain.progress import PassEvent, Step, Waiting
 from syncer.engine.rollout import FleetRollout
-from syncer.engine.rollout_model import RolloutHooks, RolloutOptions, RolloutOutcome
+from syncer.engine.rollout_model import RolloutHooks, RolloutOptions
 from syncer.guards.language import Program, compile_expression
 from syncer.rollout import Decision
+from syncer.rollout.moves import RolloutOutcome
 from syncer.status.state_store import StateStore
 from tests.support.fleet_repo import LABELS, canary_then_rest
 from tests.support.memory_kube import MemoryKube

@@ -11,7 +11,7 @@ import threading
 from syncer.domain.progress import PassEvent, Step
 from syncer.engine.fleet_pass import FleetPass
 from syncer.engine.in_force import InForce, policy_fingerprint
-from syncer.engine.rollout_model import RolloutOutcome
+from syncer.rollout.moves import RolloutOutcome
 from syncer.status.revision_record import RevisionRecord
 from syncer.status.state_store import StateStore
 from tests.support.memory_kube import MemoryKube

@@ -10,7 +10,7 @@ from dataclasses import asdict
 
 from syncer.domain.progress import Step, Waiting
 from syncer.domain.sync_state import Suspension, SyncPhase
-from syncer.engine.rollout_model import RolloutOutcome
+from syncer.rollout.moves import RolloutOutcome
 from syncer.status.acts import SUSPENSION_KEY
 from syncer.status.state_store import STATE_CONFIGMAP
 from tests.unit.engine.test_fleet_pass import STATE_NAMESPACE, Rig, fleet

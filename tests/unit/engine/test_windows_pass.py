@@ -14,7 +14,7 @@ from syncer.domain.progress import Step, Waiting
 from syncer.domain.selectors import LabelSelector
 from syncer.domain.sync_state import SyncPhase
 from syncer.engine.fleet_pass import FleetPass
-from syncer.engine.rollout_model import RolloutOutcome
+from syncer.rollout.moves import RolloutOutcome
 from syncer.status.acts import PersonActs
 from tests.unit.engine.test_fleet_pass import STATE_NAMESPACE, Rig, fleet, options
 

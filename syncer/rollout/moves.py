@@ -1,0 +1,204 @@
+"""The words of the rollout machine (``syncer.rollout.machine``): the facts the engine observed and
+the effects it must run next, and how a rollout of one revision ended (``RolloutOutcome``). [pure]
+
+Each effect but ``Tell`` and ``End`` asks the engine one fact back: ``Look`` -> ``Looked``,
+``LookAtGate`` -> ``AtGate``, ``Apply`` -> ``Applied``, ``Judge`` -> ``GateJudged`` (or
+``Overtaken``), ``Observe`` -> ``WaveObserved``, ``RecordPassed`` -> ``PassRecorded``, ``RollBack``
+and ``AbortBack`` -> ``WentBack``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from syncer.domain.progress import PassEvent
+from syncer.rollout.gate import Decision, GateVerdict
+from syncer.rollout.held import Held
+from syncer.rollout.waves import Wave
+
+
+class RolloutOutcome(StrEnum):
+    """How a rollout of one revision ended."""
+
+    APPLIED = "applied"
+    UNCHANGED = "unchanged"
+    HALTED = "halted"
+    ROLLED_BACK = "rolled-back"
+    INTERRUPTED = "interrupted"
+    WAITING = "waiting"  # a wave waits for a cluster that cannot be reached or written to
+    FENCED_OUT = "fenced-out"  # this replica lost the Lease: nothing more was written
+    SUPERSEDED = "superseded"  # a newer verified revision took over at a wave boundary
+
+
+# -- effects: what the engine must do next --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Look:
+    """Look at ``wave`` before it starts: whether the agent is asked to stop, whether a newer
+    revision takes over (asked only when ``ask_newer``: this pass wrote something), whether the wave
+    passed before, a person's abort of the revision, and what refuses the revision there."""
+
+    wave: Wave
+    ask_newer: bool
+
+
+@dataclass(frozen=True)
+class LookAtGate:
+    """Look at ``wave``'s gates before it applies: its manual gate (recording what it waits for), what
+    holds its clusters now, and which of them cannot be reached."""
+
+    wave: Wave
+
+
+@dataclass(frozen=True)
+class Apply:
+    """Apply the revision to the clusters of ``wave`` (each checked again for a hold as it is)."""
+
+    wave: Wave
+
+
+@dataclass(frozen=True)
+class Judge:
+    """Wait at ``wave``'s health gate until it decides; ``whole``: the wave in hand rolling out (its
+    verdict is reported, a person's abort and the background analysis are read while it waits),
+    else the part of it that can be reached."""
+
+    wave: Wave
+    whole: bool = True
+
+
+@dataclass(frozen=True)
+class Observe:
+    """Watch a wave that passed before (drift repaired, health recorded); ``before_wait``: only the
+    part of it that answers, before the wave waits for the rest."""
+
+    wave: Wave
+    before_wait: bool = False
+
+
+@dataclass(frozen=True)
+class RecordPassed:
+    """Record that ``clusters`` of ``wave`` passed on ``revision``: healthy, their last good revision.
+    The one place a last good revision of a rollout is written."""
+
+    wave: str
+    clusters: tuple[str, ...]
+    revision: str
+
+
+@dataclass(frozen=True)
+class RollBack:
+    """Record the failure of ``wave`` (``verdict``) and, on a rollback decision, put its clusters back
+    on the revision each last ran healthy; ``reported``: the verdict's wave report is already made."""
+
+    wave: Wave
+    verdict: GateVerdict
+    reported: bool = True
+
+
+@dataclass(frozen=True)
+class AbortBack:
+    """End ``wave`` for a person's abort of the revision (``verdict``): its clusters on it go back."""
+
+    wave: Wave
+    verdict: GateVerdict
+
+
+@dataclass(frozen=True)
+class Tell:
+    """Tell the pass's listener ``event``."""
+
+    event: PassEvent
+
+
+@dataclass(frozen=True)
+class End:
+    """The rollout ends: ``outcome`` with ``message``; with a ``wave``, its report closes the rollout
+    (``decision`` and the message as its reason)."""
+
+    outcome: RolloutOutcome
+    message: str = ""
+    wave: Wave | None = None
+    decision: Decision | None = None
+
+
+Effect = Look | LookAtGate | Apply | Judge | Observe | RecordPassed | RollBack | AbortBack | Tell | End
+Asking = Look | LookAtGate | Apply | Judge | Observe | RecordPassed | RollBack | AbortBack
+
+
+# -- facts: what the engine observed -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Looked:
+    """Before a wave: the agent was asked to ``stop``; a ``newer`` verified revision takes over; the
+    wave ``passed`` on the revision before; a person's ``abort`` of it; why the revision is
+    ``refused`` there ("" when not). Fields after the first that ends the look may be unset."""
+
+    stop: bool = False
+    newer: bool = False
+    passed: bool = False
+    abort: GateVerdict | None = None
+    refused: str = ""
+
+
+@dataclass(frozen=True)
+class AtGate:
+    """At a wave's gates: why it ``awaits`` promotion ("" when it may start), what ``held`` it (a
+    suspension, a pin, a closed window), the clusters that cannot be reached (``unreachable``, each
+    with why), whether the ones that can ``reachable_passed`` before, and whether no cluster
+    records the revision yet (``fresh``: the rollout starts with this wave)."""
+
+    awaits: str = ""
+    held: Held | None = None
+    unreachable: tuple[tuple[str, str], ...] = ()
+    reachable_passed: bool = False
+    fresh: bool = False
+
+
+@dataclass(frozen=True)
+class Applied:
+    """A wave applied: whether anything was ``wrote``, and its clusters that cannot be used now (each
+    with why: unreachable, or held while it applied), and whether the others ``reachable_passed``."""
+
+    wrote: bool
+    unreachable: tuple[tuple[str, str], ...] = ()
+    reachable_passed: bool = False
+
+
+@dataclass(frozen=True)
+class GateJudged:
+    """The gate's ``verdict``; ``stopped``: the agent was asked to stop while it waited."""
+
+    verdict: GateVerdict
+    stopped: bool = False
+
+
+@dataclass(frozen=True)
+class Overtaken:
+    """A newer verified revision takes over while the wave waits at its gate."""
+
+
+@dataclass(frozen=True)
+class WaveObserved:
+    """A passed wave watched: whether drift was repaired (``wrote``)."""
+
+    wrote: bool
+
+
+@dataclass(frozen=True)
+class PassRecorded:
+    """The clusters of a passed wave record it."""
+
+
+@dataclass(frozen=True)
+class WentBack:
+    """How the failed or aborted wave's end came out: the rollout's ``outcome`` and ``message``."""
+
+    outcome: RolloutOutcome
+    message: str
+
+
+Fact = Looked | AtGate | Applied | GateJudged | Overtaken | WaveObserved | PassRecorded | WentBack
