@@ -147,7 +147,13 @@ class Agent:
         scope = replace(writing.scope or PassScope(), known=tuple(config.clusters))
         # Every write to a cluster passes its fence first.
         self.fleet_pass = FleetPass(
-            self.gate, self.connections, options, listeners, writing.fences, scope=scope, clients=clients
+            self.gate,
+            self.connections,
+            options,
+            listeners,
+            fences=writing.fences,
+            scope=scope,
+            clients=clients,
         )
         questions.answered_by(self.fleet_pass.recorded_revisions, self.fleet_pass.plan_live)
         self._lock = threading.Lock()

@@ -43,7 +43,7 @@ from syncer.engine.rollout_model import RolloutHooks, RolloutOptions, RolloutOut
 from syncer.engine.unknown_records import ignore_unknown
 from syncer.errors import FencedOut, KubeError, SyncerError
 from syncer.kube import KubeApi
-from syncer.leader.fence import UNFENCED, FencedKube, FenceOf
+from syncer.leader.fence import FencedKube, FenceOf
 from syncer.rollout.pins import pins_away
 from syncer.source import GitSource
 from syncer.status.state_store import LoadedState
@@ -167,8 +167,8 @@ class FleetPass:
         connect: Connect,
         options: RolloutOptions = RolloutOptions(),
         listener: Listener | None = None,
-        fences: FenceOf = lambda _: UNFENCED,
         *,
+        fences: FenceOf,
         scope: PassScope = PassScope(),
         clients: dict[str, KubeApi] | None = None,
     ) -> None:

@@ -25,6 +25,7 @@ from syncer.status import StateStore
 from syncer.status.acts import PersonActs
 from tests.integration.conftest import FleetHandle
 from tests.support.fleet_repo import FleetRepo
+from tests.support.unfenced import UNFENCED_HOOKS
 
 pytestmark = pytest.mark.integration
 
@@ -37,7 +38,7 @@ def policy(*, manual: bool = False) -> RolloutPolicy:
 
 def sync(clients: dict[str, ClusterClient], prefix: str, fleet: DesiredFleet, rollout: RolloutPolicy) -> str:
     options = RolloutOptions(rollout=rollout, state_namespace=f"{prefix}-state", health_poll=0.5)
-    return str(FleetRollout(clients, options).sync(fleet).outcome)
+    return str(FleetRollout(clients, options, hooks=UNFENCED_HOOKS).sync(fleet).outcome)
 
 
 def diff(fleet_handle: FleetHandle, prefix: str, fleet: DesiredFleet, rollout: RolloutPolicy) -> FleetPlan:

@@ -22,6 +22,7 @@ from syncer.status.state_store import STATE_CONFIGMAP, STATE_KEY, StateStore
 from tests.support.fleet_repo import LABELS, canary_then_rest
 from tests.support.memory_kube import MemoryKube
 from tests.support.memory_revisions import MemoryRevisions, desired_fleet
+from tests.support.unfenced import UNFENCED_EVERYWHERE
 
 CLUSTERS = LABELS
 STATE_NAMESPACE = "syncer-state"
@@ -67,7 +68,13 @@ class Rig:
 
     def new_pass(self) -> FleetPass:
         """A pass as a freshly started agent has it: no memory but what the clusters record."""
-        return FleetPass(self.revisions, self.clusters.__getitem__, options(), self.events.append)
+        return FleetPass(
+            self.revisions,
+            self.clusters.__getitem__,
+            options(),
+            self.events.append,
+            fences=UNFENCED_EVERYWHERE,
+        )
 
     def run(self) -> PassResult:
         self.events.clear()

@@ -16,6 +16,7 @@ from syncer.errors import ConfigError, FencedOut, ServerError
 from syncer.rollout import Decision
 from syncer.status.state_store import STATE_CONFIGMAP, StateStore
 from tests.support.memory_kube import MemoryKube
+from tests.support.unfenced import UNFENCED_EVERYWHERE
 from tests.unit.engine.test_fleet_pass import CLUSTERS, STATE_NAMESPACE, Rig, fleet, options, rig
 
 __all__ = ["rig"]  # the fixture
@@ -177,7 +178,9 @@ def test_a_cluster_whose_connection_cannot_be_opened_is_reported_and_the_others_
             raise ConfigError("the kubeconfig's user eu-1-admin has no credentials")
         return rig.clusters[name]
 
-    rig.fleet_pass = FleetPass(rig.revisions, connect, options(), rig.events.append)
+    rig.fleet_pass = FleetPass(
+        rig.revisions, connect, options(), rig.events.append, fences=UNFENCED_EVERYWHERE
+    )
     rig.revisions.push(fleet("rev-1"))
     result = rig.run()
     assert result.report is not None

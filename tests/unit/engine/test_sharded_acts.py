@@ -19,6 +19,7 @@ from syncer.status.state_store import StateStore
 from tests.support.fleet_repo import canary_then_rest
 from tests.support.memory_kube import MemoryKube
 from tests.support.memory_revisions import MemoryRevisions
+from tests.support.unfenced import UNFENCED_EVERYWHERE
 from tests.unit.engine.test_fleet_pass import CLUSTERS, STATE_NAMESPACE, fleet, options
 
 
@@ -55,7 +56,13 @@ class Replica:
         self.events: list[PassEvent] = []
         self.stop_waiting = False
         self.stop = threading.Event()
-        self.fleet_pass = FleetPass(shared.revisions, shared.clusters.__getitem__, shared.options, self._tell)
+        self.fleet_pass = FleetPass(
+            shared.revisions,
+            shared.clusters.__getitem__,
+            shared.options,
+            self._tell,
+            fences=UNFENCED_EVERYWHERE,
+        )
         self.fleet_pass.owns = owned.__contains__
 
     def _tell(self, event: PassEvent) -> None:

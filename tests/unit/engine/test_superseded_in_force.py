@@ -16,6 +16,7 @@ from syncer.status.revision_record import RevisionRecord
 from syncer.status.state_store import StateStore
 from tests.support.memory_kube import MemoryKube
 from tests.support.memory_revisions import MemoryRevisions
+from tests.support.unfenced import UNFENCED_EVERYWHERE
 from tests.unit.engine.test_fleet_pass import CLUSTERS, STATE_NAMESPACE, fleet, options
 
 MEMBERS = "syncer-members"
@@ -29,7 +30,9 @@ class Replica:
         self.revisions = MemoryRevisions()
         self.events: list[PassEvent] = []
         self.on_canary_passed = lambda: None
-        self.fleet_pass = FleetPass(self.revisions, self.clusters.__getitem__, options(), self._tell)
+        self.fleet_pass = FleetPass(
+            self.revisions, self.clusters.__getitem__, options(), self._tell, fences=UNFENCED_EVERYWHERE
+        )
         self.fleet_pass.owns = lambda _: True
         policy = policy_fingerprint(options().rollout)
         record = RevisionRecord(home, MEMBERS, identity)

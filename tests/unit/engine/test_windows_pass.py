@@ -16,6 +16,7 @@ from syncer.domain.sync_state import SyncPhase
 from syncer.engine.fleet_pass import FleetPass
 from syncer.engine.rollout_model import RolloutOutcome
 from syncer.status.acts import PersonActs
+from tests.support.unfenced import UNFENCED_EVERYWHERE
 from tests.unit.engine.test_fleet_pass import STATE_NAMESPACE, Rig, fleet, options
 
 PROD = LabelSelector.from_dict({"matchLabels": {"tier": "prod"}})
@@ -32,7 +33,11 @@ class WindowRig(Rig):
         base = options()
         rollout = replace(base.rollout, windows=(self.window,))
         return FleetPass(
-            self.revisions, self.clusters.__getitem__, replace(base, rollout=rollout), self.events.append
+            self.revisions,
+            self.clusters.__getitem__,
+            replace(base, rollout=rollout),
+            self.events.append,
+            fences=UNFENCED_EVERYWHERE,
         )
 
 
