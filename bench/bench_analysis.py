@@ -35,9 +35,11 @@ from syncer.engine.rollout import FleetRollout
 from syncer.engine.rollout_model import RolloutHooks, RolloutOptions
 from syncer.errors import Location
 from syncer.kube import ClusterClient
+from syncer.leader.fence import NO_LEASE, everywhere
 from syncer.rollout.moves import RolloutOutcome
 
 CLUSTERS = ("canary", "eu-1", "us-1")
+UNLEASED = everywhere(NO_LEASE)  # the bench writes its own clusters, holding no Lease
 LABELS = {"canary": {"tier": "canary"}, "eu-1": {"tier": "prod"}, "us-1": {"tier": "prod"}}
 POLICIES = Path(__file__).resolve().parents[1] / "policies"
 REDIS_NAMESPACE = "bench-redis"
@@ -108,13 +110,15 @@ def run(
     # A previous revision first, so every way measures a second rollout: a ``baseline: previous``
     # then has clusters on the previous revision to query (on a first rollout it queries nothing).
     previous = RolloutOptions(rollout=policy_without(rollout_policy), state_namespace=state, health_poll=0.2)
-    first = FleetRollout(clients, previous).sync(desired(f"{namespace}-previous", namespace))
+    first = FleetRollout(clients, previous, hooks=RolloutHooks(fences=UNLEASED)).sync(
+        desired(f"{namespace}-previous", namespace)
+    )
     if first.outcome is not RolloutOutcome.APPLIED:
         raise SystemExit(f"the previous revision did not apply: {first}")
     options = RolloutOptions(rollout=rollout_policy, state_namespace=state, health_poll=0.2)
-    report = FleetRollout(clients, options, listener=listen, hooks=RolloutHooks(query=counted)).sync(
-        desired(namespace, namespace), last_good=desired(f"{namespace}-previous", namespace)
-    )
+    report = FleetRollout(
+        clients, options, listener=listen, hooks=RolloutHooks(fences=UNLEASED, query=counted)
+    ).sync(desired(namespace, namespace), last_good=desired(f"{namespace}-previous", namespace))
     if report.outcome is not RolloutOutcome.APPLIED:
         raise SystemExit(f"the rollout did not apply: {report}")
     return marks["end"] - marks["start"], asked[0]

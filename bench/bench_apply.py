@@ -48,12 +48,14 @@ from syncer.domain import MANAGED_BY_SELECTOR, Inventory, applied_body
 from syncer.domain.changeset import EntryOutcome
 from syncer.engine.diff import DiffOptions, plan_live_cluster
 from syncer.engine.rollout import FleetRollout
-from syncer.engine.rollout_model import RolloutOptions
+from syncer.engine.rollout_model import RolloutHooks, RolloutOptions
 from syncer.errors import KubeError, NotFound
 from syncer.kube import ApplyOptions, ClientOptions, ClusterClient
+from syncer.leader.fence import NO_LEASE, everywhere
 from syncer.manifests import load_fleet
 
 CLUSTERS = ("bench", "eu-1", "us-1")
+UNLEASED = everywhere(NO_LEASE)  # the bench writes its own clusters, holding no Lease
 APPLY_CLUSTER = CLUSTERS[0]
 API_VERSION = "redis.syncer.dev/v1alpha1"
 NAMESPACES = 5
@@ -407,7 +409,7 @@ def agent_child(kubeconfig: str, repo: str) -> None:
     same objects; one JSON line after each, a line on stdin before each repeat, and the peak RSS at
     the end. Without ``repo`` only the start-up: the imports and the clients."""
     clients = {name: ClusterClient.from_kubeconfig(kubeconfig, name) for name in CLUSTERS}
-    rollout = FleetRollout(clients, agent_options())
+    rollout = FleetRollout(clients, agent_options(), hooks=RolloutHooks(fences=UNLEASED))
     for step, revision in enumerate(("rev-1", "rev-1", "rev-2") if repo else ()):
         if step:
             sys.stdin.readline()

@@ -44,10 +44,13 @@ from bench_apply import (
 )
 
 from syncer.engine.rollout import FleetRollout
+from syncer.engine.rollout_model import RolloutHooks
 from syncer.kube import ClientOptions, ClusterClient
+from syncer.leader.fence import NO_LEASE, everywhere
 from syncer.manifests import load_fleet
 
 GOAL_RATIO = 1.05
+UNLEASED = everywhere(NO_LEASE)  # the bench writes its own clusters, holding no Lease
 PREFIX = "trace"
 
 
@@ -56,7 +59,7 @@ def child(kubeconfig: str, repo: str, revision: str) -> None:
     from syncer import tracing
 
     clients = {name: ClusterClient.from_kubeconfig(kubeconfig, name) for name in CLUSTERS}
-    rollout = FleetRollout(clients, agent_options())
+    rollout = FleetRollout(clients, agent_options(), hooks=RolloutHooks(fences=UNLEASED))
     fleet = load_fleet(Path(repo), revision)
     started = time.perf_counter()
     with tracing.span("bench.pass", root=True):

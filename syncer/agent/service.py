@@ -18,7 +18,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from syncer.agent.fleet_page import FleetPage
 from syncer.config import AgentConfig, ClusterAccess
@@ -26,9 +26,10 @@ from syncer.config.settings import AgentSettings
 from syncer.domain.changeset import ChangeSet
 from syncer.domain.progress import Listener, PassEvent, Step, to_all
 from syncer.domain.rollout_records import rebuild, records_of
+from syncer.engine.cluster_reads import ClusterReads
 from syncer.engine.connections import KubeconfigConnections
 from syncer.engine.fleet_pass import FleetPass, PassResult, PassScope, git_revisions
-from syncer.engine.gate_questions import GateQuestions
+from syncer.engine.guarding import RevisionGuard
 from syncer.engine.revision import PollOutcome, Stage
 from syncer.engine.rollout_model import RolloutOptions
 from syncer.errors import VerificationError
@@ -129,14 +130,17 @@ class Agent:
             history_keep=config.history_keep,
             actor=f"agent {self.identity}",
         )
-        # The gate judges a tip against the revisions the clusters record, read by the pass itself,
-        # and (with guards) planned as the sync would plan it: asked of the pass made below.
-        questions = GateQuestions(config.guards)
-        judge = questions.judge if questions.judges else None
-        self.gate = git_revisions(config.source, config.trust, questions.recorded, judge)
         self.connections = KubeconfigConnections(config.clusters, settings.kubeconfig, writing.client)
-        waves = self.waves = tuple(wave.name for wave in config.rollout.waves)
+        # The clusters' connections and states, read once per pass, each write fenced: built first,
+        # the gate judges a tip from them (the revisions they record and, with guards, the tip
+        # planned as the sync would plan it) and the pass rolls out from the same reads.
         clients: dict[str, KubeApi] = {}  # the pass's connections, opened as it needs them
+        reads = ClusterReads(
+            self.connections, writing.fences, options, known=tuple(config.clusters), clients=clients
+        )
+        judge = None if config.guards.empty else RevisionGuard(config.guards, reads.plan_live).require
+        self.gate = git_revisions(config.source, config.trust, reads.recorded_revisions, judge)
+        waves = self.waves = tuple(wave.name for wave in config.rollout.waves)
         events = writing.events(clients) if writing.events is not None else clients
         self.reporter = EventReporter(metrics, events, settings.state_namespace, waves)
         self.tally = PassTally()
@@ -145,12 +149,7 @@ class Agent:
         self.page = FleetPage(waves, config.clusters, lambda: self.gate.current, config.tracing)
         notices = _only(writing.tells, self.notifier) if self.notifier is not None else None
         listeners = to_all(self.reporter, listener, self._tell_tally, notices, self.page.tell)
-        scope = replace(writing.scope or PassScope(), known=tuple(config.clusters))
-        # Every write to a cluster passes its fence first.
-        self.fleet_pass = FleetPass(
-            self.gate, self.connections, options, listeners, writing.fences, scope=scope, clients=clients
-        )
-        questions.answered_by(self.fleet_pass.recorded_revisions, self.fleet_pass.plan_live)
+        self.fleet_pass = FleetPass(self.gate, reads, options, listeners, scope=writing.scope or PassScope())
         self._lock = threading.Lock()
         self.passes = 0
 

@@ -3,11 +3,15 @@ in its order, over the states the diff read. [no I/O]
 
 Wave by wave, as the sync goes: a wave that already passed on the revision is passed over; the first
 wave where a cluster refuses the revision (it failed there before), where the manual gate waits for a
-person's promotion, or where a cluster may not be changed now (a suspension, a pin to another
-revision, a closed maintenance window: ``syncer.rollout.held.hold_of``, the judgement every writer
-asks) stops the sync. There every cluster of the wave is held (the held ones with their own reason,
-the others with the wave's), and so is every cluster of the later waves. Their changes stay listed:
-they are what the sync will do once the hold ends, and the diff's exit code says a change is due.
+person's promotion, or where a cluster may not be changed now (a suspension, a closed maintenance
+window: ``syncer.rollout.held.hold_of``, the judgement every writer asks) stops the sync. There every
+cluster of the wave is held (the held ones with their own reason, the others with the wave's), and so
+is every cluster of the later waves. Their changes stay listed: they are what the sync will do once
+the hold ends, and the diff's exit code says a change is due.
+
+A cluster a person pinned to another revision (``syncer rollback``) is left out of this revision's
+waves, as the sync leaves it out (``waves_without``: it gets its pinned revision instead): it holds
+no wave and is held itself, with its own reason.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ from syncer.domain.objects import DesiredFleet
 from syncer.domain.plans import ClusterPlan, WavePlan
 from syncer.domain.sync_state import ClusterSyncState
 from syncer.rollout import is_done, judge_promotion, people_needed
-from syncer.rollout.held import hold_of
+from syncer.rollout.held import hold_of, person_hold
+from syncer.rollout.pins import pins_away
 from syncer.rollout.rollback_targets import wave_passed
-from syncer.rollout.waves import Wave
+from syncer.rollout.waves import Wave, waves_without
 
 AWAITING_PROMOTION = "awaiting-promotion"
 """The ``hold`` of the clusters of a wave waiting at its manual gate."""
@@ -42,7 +47,9 @@ def hold_waves(
     ``policy_waves`` are the rollout policy's waves (their gates), ``judged`` the policy, the trust
     policy's two-person rules and the time the windows are judged at."""
     policy, two_person, now = judged
-    gates = {wave.name: wave for wave in policy_waves}
+    pinned = pins_away(states, fleet.revision)
+    gates = {wave.name: wave for wave in waves_without(tuple(policy_waves), pinned)}
+    waves = tuple(_pins_held(plan, {n: states[n] for n in pinned}, fleet.revision) for plan in waves)
     stop = ""
     shown = []
     for plan in waves:
@@ -83,6 +90,18 @@ def hold_waves(
         )
         shown.append(replace(plan, clusters=clusters))
     return (*shown, *waves[len(shown) :])
+
+
+def _pins_held(plan: WavePlan, pinned: Mapping[str, ClusterSyncState], revision: str) -> WavePlan:
+    """``plan`` with each of the ``pinned`` clusters (pinned to another revision than ``revision``)
+    held by its own hold (a suspension first, else its pin), unless something of its own already
+    blocks it (its pinned revision's plan, ``syncer.engine.diff``)."""
+    clusters = []
+    for cluster in plan.clusters:
+        state = pinned.get(cluster.cluster)
+        hold = person_hold(state, revision) if state is not None else None
+        clusters.append(cluster if hold is None else _held_cluster(cluster, hold.why, str(hold.kind)))
+    return replace(plan, clusters=tuple(clusters))
 
 
 def _held(plan: WavePlan, why: str, hold: str) -> WavePlan:

@@ -13,20 +13,19 @@ returned ``PassResult``; the caller decides how to log, count or show it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Protocol
 
 from syncer.config import SourceOptions, TrustPolicy
 from syncer.domain.changeset import ChangeSet
-from syncer.domain.objects import ClusterManifests, DesiredFleet
-from syncer.domain.plans import ClusterPlan
+from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import Listener, PassEvent, Step
 from syncer.domain.revision_history import HistoryEntry
 from syncer.domain.sync_state import ClusterSyncState
 from syncer.engine.acts_read import ActsRead
-from syncer.engine.diff import plan_live_cluster
+from syncer.engine.cluster_reads import ClusterReads
 from syncer.engine.in_force import InForce
 from syncer.engine.pinned import heal_pins, roll_pins
 from syncer.engine.revision import (
@@ -41,19 +40,13 @@ from syncer.engine.revision import (
 from syncer.engine.rollout import FleetRollout
 from syncer.engine.rollout_model import RolloutHooks, RolloutOptions, RolloutReport
 from syncer.engine.unknown_records import ignore_unknown
-from syncer.errors import FencedOut, KubeError, SyncerError
-from syncer.kube import KubeApi
-from syncer.leader.fence import UNFENCED, FencedKube, FenceOf
+from syncer.errors import FencedOut, SyncerError
 from syncer.rollout.moves import RolloutOutcome
 from syncer.rollout.pins import pins_away
 from syncer.source import GitSource
-from syncer.status.state_store import LoadedState
 from syncer.tracing import Span, span
 
 MAX_SUPERSEDED = 5  # newer revisions one pass takes over from, before leaving the rest to the next
-
-Connect = Callable[[str], KubeApi]
-"""Opens the connection to one cluster, by name; SyncerError when it cannot."""
 
 
 class Revisions(Protocol):
@@ -125,7 +118,7 @@ def _describe(passing: Span, result: PassResult) -> None:
 def git_revisions(
     source: SourceOptions,
     trust: TrustPolicy,
-    recorded: Callable[[], Mapping[str, str]] | None = None,
+    recorded: Callable[[Collection[str]], Mapping[str, str]] | None = None,
     judge: Callable[[DesiredFleet, DesiredFleet | None], object] | None = None,
 ) -> RevisionGate:
     """The revisions of the fleet repository at ``source``, judged under ``trust`` (``recorded`` and
@@ -136,12 +129,10 @@ def git_revisions(
 
 @dataclass(frozen=True)
 class PassScope:
-    """The clusters a pass answers for: ``known`` are the agent config's (their records join the
-    history check of a new tip); a sharded replica writes only those it ``owns`` now (None: every
-    cluster) and settles the one revision in force with the other replicas (``in_force``; None:
-    this replica alone decides)."""
+    """The clusters a pass answers for: a sharded replica writes only those it ``owns`` now (None:
+    every cluster) and settles the one revision in force with the other replicas (``in_force``;
+    None: this replica alone decides)."""
 
-    known: tuple[str, ...] = ()
     owns: Callable[[str], bool] | None = None
     in_force: InForce | None = None
 
@@ -160,50 +151,33 @@ def rejection_event(rejection: Rejection) -> PassEvent:
 
 
 class FleetPass:
-    """Takes revisions from ``revisions`` to the clusters, one pass per call."""
+    """Takes revisions from ``revisions`` to the clusters, one pass per call; ``reads`` are the
+    clusters' connections and states (with their fences), the same the revision gate judges from."""
 
     def __init__(
         self,
         revisions: Revisions,
-        connect: Connect,
-        options: RolloutOptions = RolloutOptions(),
+        reads: ClusterReads,
+        options: RolloutOptions,
         listener: Listener | None = None,
-        fences: FenceOf = lambda _: UNFENCED,
         *,
         scope: PassScope = PassScope(),
-        clients: dict[str, KubeApi] | None = None,
     ) -> None:
-        """``clients``: where the connections opened are kept (shared with who writes Events)."""
         self.revisions = revisions
-        self.connect = connect
+        self.reads = reads
         self.options = options
         self.listener = listener or (lambda _: None)
-        self.fences = fences
-        self.clients: dict[str, KubeApi] = clients if clients is not None else {}
+        self.fences = reads.fences
+        self.clients = reads.clients
         self.owns = scope.owns
         self.in_force = scope.in_force
-        self.known_clusters = scope.known
         self._seen_rejection: Rejection | None = None
-        self._stop = threading.Event()
-        # What this pass read (each cluster's state at most once) and could not read or connect to.
-        self._read: dict[str, LoadedState] = {}
-        self._opening = threading.RLock()  # clients and states are opened from the guard's threads too
-        self._unread: dict[str, KubeError] = {}
-        self._unconnected: dict[str, str] = {}
         # States decided but not written yet (their cluster could not be written), kept across passes.
         self._pending: dict[str, ClusterSyncState] = {}
         self._suspended: dict[str, bool] = {}  # whether each cluster recorded a suspension when last read
         self._acts = ActsRead()
         self._rebuilt: dict[str, DesiredFleet] = {}  # older revisions rebuilt this pass, for rollbacks
         self._signers: dict[str, str] = {}  # who signed each revision rolled out, for the history
-
-    def client(self, cluster: str) -> KubeApi:
-        """The connection to ``cluster``, opened on first use and kept; each write through it passes
-        the fence first."""
-        with self._opening:
-            if cluster not in self.clients:
-                self.clients[cluster] = FencedKube(self.connect(cluster), self.fences(cluster))
-            return self.clients[cluster]
 
     def _new_rollout(self, stop: threading.Event) -> FleetRollout:
         hooks = RolloutHooks(
@@ -220,89 +194,28 @@ class FleetPass:
         """A rollout over the clusters of ``fleet``; those that cannot be connected to are reported
         and waited for."""
         for name in fleet.clusters:
-            self._connect(name)
+            self.reads.connected(name)
         rollout = self._new_rollout(stop)
-        for name, problem in self._unconnected.items():
+        for name, problem in self.reads.unconnected.items():
             if name in fleet.clusters:
                 rollout.unreachable[name] = problem
                 self.listener(PassEvent(Step.CLUSTER_UNREACHABLE, cluster=name, error=problem))
         return rollout
 
-    def _connect(self, cluster: str) -> bool:
-        """Open the connection to ``cluster`` (once per pass at most); False when it cannot be."""
-        with self._opening:
-            if cluster in self._unconnected:
-                return False
-            try:
-                self.client(cluster)
-            except SyncerError as err:
-                self._unconnected[cluster] = f"cannot connect: {err}"
-                return False
-            return True
-
-    def _load(self, cluster: str) -> LoadedState | None:
-        """``cluster``'s stored state, read at most once per pass; None when it cannot be read."""
-        with self._opening:
-            if cluster in self._read:
-                return self._read[cluster]
-            if cluster in self._unread or not self._connect(cluster):
-                return None
-            try:
-                self._read[cluster] = self._new_rollout(self._stop).records.load_state(cluster)
-            except KubeError as err:
-                self._unread[cluster] = err
-                return None
-            return self._read[cluster]
-
-    def plan_live(self, desired: ClusterManifests) -> ClusterPlan:
-        """``desired`` planned against its cluster as the sync would plan it (its recorded inventory,
-        the sync's rules); a cluster that cannot be reached gives a plan with ``error`` set."""
-        name = desired.cluster
-        loaded = self._load(name)
-        if loaded is None:
-            why = self._unconnected.get(name) or f"cannot read its sync state: {self._unread.get(name)}"
-            return ClusterPlan(name, error=why)
-        try:
-            inventory = loaded.state.applied_inventory()
-            rules = self.options.apply.rules
-            return plan_live_cluster(self.clients[name], desired, self.options.diff, inventory, rules)
-        except SyncerError as err:
-            return ClusterPlan(name, error=str(err))
-
-    def recorded_revisions(self) -> dict[str, str]:
-        """The revisions the clusters record as applied or last good, each with the clusters recording
-        it: the known clusters and those of the revision in force. The states read here are the ones
-        the pass rolls out from: each is read once per pass. A cluster whose record cannot be read
-        is left out of this answer and out of the pass (its wave waits); once it answers again, the
-        revision in force goes to it only if it descends from what it records
-        (``RolloutStates.hold_back``)."""
-        current = self.revisions.current.fleet.clusters if self.revisions.current else {}
-        found: dict[str, list[str]] = {}
-        for name in sorted(set(self.known_clusters) | set(current)):
-            loaded = self._load(name)
-            if loaded is None:
-                continue
-            for revision in dict.fromkeys((loaded.state.revision, loaded.state.last_good)):
-                if revision:
-                    found.setdefault(revision, []).append(name)
-        return {
-            revision: f"the revision {', '.join(names)} record(s) as applied"
-            for revision, names in found.items()
-        }
-
     def run_pass(self, stop: threading.Event) -> PassResult:
         """Advance the revision and roll the revision in force out (or carry on with an interrupted
         rollout); ``stop`` ends the rollout at its next safe point. A cluster that cannot be reached
         is reported and waited for; it never stops the pass for the others."""
-        self._stop = stop
-        self._read, self._unread, self._unconnected, self._rebuilt = {}, {}, {}, {}
+        self.reads.begin(stop)
+        self._rebuilt = {}
         try:
             with span("syncer.pass", root=True) as passing:
                 result = self._run_pass(stop)
                 _describe(passing, result)
                 return result
         finally:
-            self._read, self._unread, self._rebuilt = {}, {}, {}
+            self.reads.end()
+            self._rebuilt = {}
 
     def _advance(self) -> tuple[Advance, bool]:
         """Advance the revision; tell the recorded revisions not used as a base and a rejection not
@@ -376,7 +289,7 @@ class FleetPass:
         ``superseded`` revision, from the states as that rollout left them)."""
         self._signers[current.revision] = signer_of(current)
         rollout = self._rollout(stop, current.fleet)
-        rollout.read_states(self._read, self._unread)
+        rollout.read_states(self.reads.read, self.reads.unread)
         if superseded is None:
             self._remember(rollout)
             self._tell_suspensions(rollout.states)
@@ -466,7 +379,7 @@ class FleetPass:
         current = self.revisions.current
         if current is None:
             return ()
-        self._unconnected = {}
+        self.reads.unconnected.clear()
         try:
             with span("syncer.drift", {"syncer.revision": current.revision}, root=True):
                 rollout = self._rollout(stop, current.fleet)

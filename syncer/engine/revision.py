@@ -10,7 +10,7 @@ tried again until the branch moves.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -169,13 +169,14 @@ class RevisionGate:
         source: GitSource,
         policy: TrustPolicy,
         options: RevisionOptions = RevisionOptions(),
-        recorded: Callable[[], Mapping[str, str]] | None = None,
+        recorded: Callable[[Collection[str]], Mapping[str, str]] | None = None,
         *,
         judge: Callable[[DesiredFleet, DesiredFleet | None], object] | None = None,
     ):
         """``recorded`` returns the revisions the fleet's clusters record as applied (each with who
-        records it): every new tip must descend from them, and those that verify give the base of
-        the checks (``BaseJudge``) beside this gate's own revision."""
+        records it), asked with the clusters of the revision in force (``ClusterReads``): every new
+        tip must descend from them, and those that verify give the base of the checks
+        (``BaseJudge``) beside this gate's own revision."""
         self.source = source
         self.policy = policy
         self.options = options
@@ -194,7 +195,8 @@ class RevisionGate:
         """Poll the branch; take a new tip through verify and manifests; never lose the revision in force."""
         recorded: dict[str, str] = {}
         try:
-            recorded = dict(self.recorded()) if self.recorded else {}
+            in_force = self.current.fleet.clusters if self.current else ()
+            recorded = dict(self.recorded(in_force)) if self.recorded else {}
             poll = self.source.poll(recorded)
         except HistoryRewritten as err:
             return self._reject(err.revision, err)

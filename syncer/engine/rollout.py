@@ -58,7 +58,7 @@ class FleetRollout:
         stop: threading.Event | None = None,
         clock: Callable[[], float] = time.time,
         listener: Listener | None = None,
-        hooks: RolloutHooks = RolloutHooks(),
+        hooks: RolloutHooks,
     ) -> None:
         self.records = RolloutStates(clients, options, stop=stop, clock=clock, listener=listener, hooks=hooks)
         self.applier = WaveApplier(self.records)

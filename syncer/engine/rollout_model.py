@@ -12,7 +12,7 @@ from syncer.config.two_person import TwoPersonRule
 from syncer.domain.changeset import ChangeSet
 from syncer.engine.analysis_gate import QueryFn, query_prometheus
 from syncer.engine.diff import DiffOptions
-from syncer.leader.fence import UNFENCED, Fence, FenceOf
+from syncer.leader.fence import FenceOf
 from syncer.rollout import Decision
 from syncer.rollout.moves import RolloutOutcome
 
@@ -39,10 +39,6 @@ def _every_cluster(_: str) -> bool:
     return True
 
 
-def _unfenced(_: str) -> Fence:
-    return UNFENCED
-
-
 def _never() -> bool:
     return False
 
@@ -57,7 +53,8 @@ def _unknown_signer(_: str) -> str:
 
 @dataclass(frozen=True)
 class RolloutHooks:
-    """What a rollout asks outside itself, given whole when it is built.
+    """What a rollout asks outside itself, given whole when it is built; ``fences`` has no default
+    (a writer built without a Lease says so: ``NO_LEASE``).
 
     ``owns(cluster)``: whether this replica may write to a cluster now (a sharded replica applies,
     checks and records only those; the others' progress is what their owner recorded); ``sharded``
@@ -68,9 +65,9 @@ class RolloutHooks:
     policy's name of who signed a verified revision ("" when not known), for the clusters' history;
     ``query(source, promql, at)``: how a wave's analysis asks Prometheus."""
 
+    fences: FenceOf
     owns: Callable[[str], bool] = _every_cluster
     sharded: bool = False
-    fences: FenceOf = _unfenced
     newer: Callable[[], bool] = _never
     admits: Callable[[str, str], bool] = _always
     signer: Callable[[str], str] = _unknown_signer

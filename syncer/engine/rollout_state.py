@@ -32,7 +32,7 @@ class RolloutStates:
         stop: threading.Event | None = None,
         clock: Callable[[], float] = time.time,
         listener: Listener | None = None,
-        hooks: RolloutHooks = RolloutHooks(),
+        hooks: RolloutHooks,
     ) -> None:
         self.clients = clients
         self.owns = hooks.owns

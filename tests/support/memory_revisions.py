@@ -4,7 +4,7 @@ is tested on real repositories; here only what the pass decides from the gate's 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,7 @@ class MemoryRevisions:
         self.synced: list[str] = []
         self.rebuilt: list[str] = []
         self.unrebuildable: set[str] = set()
-        self.recorded: Callable[[], Mapping[str, str]] | None = None
+        self.recorded: Callable[[Collection[str]], Mapping[str, str]] | None = None
         self.seen_recorded: list[Mapping[str, str]] = []
         self.rewritten_away: set[str] = set()
         self.forged: set[str] = set()
@@ -69,7 +69,8 @@ class MemoryRevisions:
 
     def advance(self) -> Advance:
         if self.recorded is not None:
-            self.seen_recorded.append(dict(self.recorded()))
+            in_force = self.current.fleet.clusters if self.current else ()
+            self.seen_recorded.append(dict(self.recorded(in_force)))
         if self.source_down is not None:
             self.last_rejection = Rejection("", Stage.SOURCE, self.source_down)
             return Advance(PollOutcome.REJECTED, self.current, self.last_rejection)

@@ -11,6 +11,10 @@
    of an object other than ``self`` or ``cls`` (``x.attr = ...``, ``self.x.attr = ...``, augmented
    and annotated assignments, and ``setattr(x, ...)``): what an object needs is given to its
    constructor.
+4. No writer is unfenced by default: no constructor of a class of ``syncer/engine`` or
+   ``syncer/agent`` (its ``__init__``, or a dataclass's fields) has a default for a parameter that
+   carries the fences of its writes (typed ``Fence``, ``FenceOf``, ``RolloutHooks``, ``Writing`` or
+   ``ClusterReads``): who builds a writer says how it is fenced (``NO_LEASE`` when it holds no Lease).
 """
 
 from __future__ import annotations
@@ -91,6 +95,49 @@ def outside_assignments(*packages: str) -> list[str]:
     return found
 
 
+FENCE_CARRIERS = frozenset({"Fence", "FenceOf", "RolloutHooks", "Writing", "ClusterReads"})
+
+
+def _carries_fences(annotation: ast.expr | None) -> bool:
+    if annotation is None:
+        return False
+    text = annotation.value if isinstance(annotation, ast.Constant) else ast.unparse(annotation)
+    names = {n.id for n in ast.walk(ast.parse(str(text), mode="eval")) if isinstance(n, ast.Name)}
+    return bool(names & FENCE_CARRIERS)
+
+
+def _defaulted(arguments: ast.arguments) -> Iterator[ast.arg]:
+    """The parameters of ``arguments`` that have a default."""
+    positional = arguments.posonlyargs + arguments.args
+    yield from positional[len(positional) - len(arguments.defaults) :]
+    yield from (a for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True) if d is not None)
+
+
+def _fence_defaults_in(where: str, tree: ast.Module) -> Iterator[str]:
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        for node in cls.body:
+            if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+                for arg in _defaulted(node.args):
+                    if _carries_fences(arg.annotation):
+                        yield f"{where}:{arg.lineno} {cls.name}.{arg.arg}"
+            elif (
+                isinstance(node, ast.AnnAssign)
+                and node.value is not None
+                and _carries_fences(node.annotation)
+            ):
+                yield f"{where}:{node.lineno} {cls.name}.{ast.unparse(node.target)}"
+
+
+def fence_defaults(*packages: str) -> list[str]:
+    """Each constructor parameter (or dataclass field) of ``packages`` that carries fences and has a
+    default, as ``path:line Class.name``."""
+    return [found for where, tree in _modules(*packages) for found in _fence_defaults_in(where, tree)]
+
+
+def test_no_writer_is_built_unfenced_by_default() -> None:
+    assert fence_defaults("engine", "agent") == []
+
+
 def test_no_rollout_class_inherits_from_another_project_class() -> None:
     assert inheritance("engine", "rollout") == []
 
@@ -124,6 +171,12 @@ def test_the_rules_find_what_they_forbid() -> None:
     statements = ast.parse("x.a = 1\nself.a = 2\nself.b.c = 3\ncls.d = 4\nx.e += 1\n(x.f, y) = 1, 2").body
     flagged = [ast.unparse(s) for s in statements if any(_outside(t) for t in _targets(s))]
     assert flagged == ["x.a = 1", "self.b.c = 3", "x.e += 1", "x.f, y = (1, 2)"]
+    writers = ast.parse(
+        "class W:\n"
+        "    def __init__(self, a: int = 1, *, fences: FenceOf = f, hooks: RolloutHooks) -> None: ...\n"
+        "class D:\n    fence: Fence = UNFENCED\n    writing: 'Writing'\n    other: int = 0\n"
+    )
+    assert list(_fence_defaults_in("w.py", writers)) == ["w.py:2 W.fences", "w.py:4 D.fence"]
 
 
 def _targets(node: ast.stmt) -> list[ast.expr]:

@@ -28,6 +28,7 @@ from syncer.rollout.moves import RolloutOutcome
 from syncer.status import StateStore
 from tests.integration.analysis.kit import exporter
 from tests.support.fleet_repo import FleetRepo
+from tests.support.unfenced import UNFENCED_HOOKS
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
@@ -72,7 +73,7 @@ def rollout(
     options = RolloutOptions(
         rollout=rollout_policy, diff=DiffOptions(), state_namespace=f"{prefix}-state", health_poll=0.5
     )
-    return FleetRollout(clients, options, listener=log)
+    return FleetRollout(clients, options, listener=log, hooks=UNFENCED_HOOKS)
 
 
 def test_a_background_metric_turning_bad_during_the_third_wave_rolls_the_whole_rollout_back(

@@ -39,6 +39,7 @@ from tests.integration.analysis.test_wave_analysis import gate_verdicts, measure
 from tests.integration.controller.kit import controller_running, install_crd
 from tests.integration.controller.rediskit import controller_options
 from tests.support.fleet_repo import LABELS, FleetRepo
+from tests.support.unfenced import UNFENCED_HOOKS
 
 pytestmark = pytest.mark.integration
 
@@ -171,7 +172,7 @@ def rollout(clients: dict[str, ClusterClient], local: LocalPrometheus, log: list
     options = RolloutOptions(
         rollout=policy(local), diff=DiffOptions(), state_namespace=f"{PREFIX}-state", health_poll=0.5
     )
-    return FleetRollout(clients, options, listener=log.append)
+    return FleetRollout(clients, options, listener=log.append, hooks=UNFENCED_HOOKS)
 
 
 def _config(api: ClusterClient) -> dict[str, str]:

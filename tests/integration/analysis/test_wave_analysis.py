@@ -34,6 +34,7 @@ from syncer.status.acts import PersonActs
 from tests.integration.analysis.kit import ERRORS_LABEL, live_exporter
 from tests.integration.conftest import FleetHandle
 from tests.support.fleet_repo import FleetRepo
+from tests.support.unfenced import UNFENCED_HOOKS
 
 pytestmark = pytest.mark.integration
 
@@ -78,7 +79,7 @@ def rollout(
     options = RolloutOptions(
         rollout=rollout_policy, diff=DiffOptions(), state_namespace=f"{prefix}-state", health_poll=0.5
     )
-    return FleetRollout(clients, options, listener=log.append)
+    return FleetRollout(clients, options, listener=log.append, hooks=UNFENCED_HOOKS)
 
 
 def state(clients: dict[str, ClusterClient], prefix: str, name: str) -> ClusterSyncState:
@@ -269,9 +270,9 @@ def test_prometheus_stopped_mid_analysis_is_inconclusive_and_a_retry_measures_ag
 
     tolerant = policy(scraped, prefix, count=5, consecutiveErrorLimit=1)
     options = RolloutOptions(rollout=tolerant, state_namespace=f"{prefix}-state", health_poll=0.5)
-    report = FleetRollout(clients, options, listener=stop_prometheus_after_the_first_measurement).sync(
-        following, last_good=good
-    )
+    report = FleetRollout(
+        clients, options, listener=stop_prometheus_after_the_first_measurement, hooks=UNFENCED_HOOKS
+    ).sync(following, last_good=good)
     assert report.outcome is RolloutOutcome.HALTED, report
     assert "error-rate: 2 errors in a row, 1 allowed; waiting for a person" in report.message
     assert [outcome for _, outcome, _ in measured(log)] == [
@@ -388,7 +389,7 @@ def test_a_stopped_rollout_resumes_its_analysis_without_resetting_the_counts(
             stop.set()
 
     options = RolloutOptions(rollout=longer, state_namespace=f"{prefix}-state", health_poll=0.5)
-    stopped = FleetRollout(clients, options, stop=stop, listener=stop_after_two).sync(
+    stopped = FleetRollout(clients, options, stop=stop, listener=stop_after_two, hooks=UNFENCED_HOOKS).sync(
         following, last_good=good
     )
     assert stopped.outcome is RolloutOutcome.INTERRUPTED, stopped

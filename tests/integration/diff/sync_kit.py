@@ -32,6 +32,7 @@ from syncer.errors import NotFound
 from syncer.kube import ClusterClient
 from syncer.manifests import load_fleet
 from tests.integration.diff.conftest import API_VERSION, write_repo
+from tests.support.unfenced import UNFENCED_HOOKS
 
 Body = dict[str, Any]
 Key = tuple[str, str, str]
@@ -155,7 +156,9 @@ class Cluster:
             state_namespace=self.state_namespace,
             health_poll=0.5,
         )
-        return FleetRollout({self.name: self.api}, options).sync(load_fleet(repo, revision))
+        return FleetRollout({self.name: self.api}, options, hooks=UNFENCED_HOOKS).sync(
+            load_fleet(repo, revision)
+        )
 
     def diff(self, repo: Path, output: str = "json") -> tuple[int, str]:
         args = [

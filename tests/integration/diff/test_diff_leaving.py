@@ -20,6 +20,7 @@ from syncer.kube import ClusterClient
 from syncer.manifests import load_fleet
 from tests.integration.conftest import FleetHandle
 from tests.integration.diff.conftest import write_repo
+from tests.support.unfenced import UNFENCED_HOOKS
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +44,7 @@ def test_a_cluster_leaving_the_fleet_is_named_with_its_objects_and_the_sync_leav
     )
     try:
         first = write_repo(tmp_path / "r1", [leaving, staying], {leaving: [_namespace(kept)], staying: []})
-        FleetRollout(apis, options).sync(load_fleet(first, "r1"))
+        FleetRollout(apis, options, hooks=UNFENCED_HOOKS).sync(load_fleet(first, "r1"))
         assert apis[leaving].get("v1", "Namespace", kept)
 
         second = write_repo(tmp_path / "r2", [staying], {staying: []})
@@ -64,7 +65,7 @@ def test_a_cluster_leaving_the_fleet_is_named_with_its_objects_and_the_sync_leav
         text = CliRunner().invoke(cli, args)
         assert f"cluster {leaving} leaves the fleet" in text.stdout
 
-        FleetRollout(apis, options).sync(load_fleet(second, "r2"))
+        FleetRollout(apis, options, hooks=UNFENCED_HOOKS).sync(load_fleet(second, "r2"))
         assert apis[leaving].get("v1", "Namespace", kept)["metadata"]["name"] == kept
     finally:
         for api in apis.values():

@@ -16,6 +16,7 @@ from syncer.engine.rollout import FleetRollout
 from syncer.engine.rollout_model import RolloutOptions
 from syncer.manifests import load_fleet
 from tests.integration.diff.sync_kit import Cluster
+from tests.support.unfenced import UNFENCED_HOOKS
 
 pytestmark = pytest.mark.integration
 
@@ -97,7 +98,9 @@ def test_an_opted_out_prune_is_named_with_why_in_the_sync_log(target: Cluster, t
         state_namespace=target.state_namespace,
         health_poll=0.5,
     )
-    FleetRollout({target.name: target.api}, options, listener=told.append).sync(load_fleet(second, "r2"))
+    FleetRollout({target.name: target.api}, options, listener=told.append, hooks=UNFENCED_HOOKS).sync(
+        load_fleet(second, "r2")
+    )
     (applied,) = [e for e in told if e.step is Step.APPLIED]
     assert f"Namespace/{kept}" in applied.detail
     assert PRUNE_DISABLED in applied.detail

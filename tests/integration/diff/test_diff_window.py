@@ -12,10 +12,20 @@ from pathlib import Path
 
 from syncer.config.windows import MaintenanceWindow, WindowKind
 from syncer.domain.selectors import LabelSelector
-from syncer.engine.rollout_model import RolloutOutcome
+from syncer.rollout.moves import RolloutOutcome
 from syncer.kube import ClusterClient
 from tests.integration.conftest import FleetHandle
-from tests.integration.diff.test_diff_holds import diff, policy, pytestmark, revisions, shown, sync, write
+from tests.integration.diff.test_diff_holds import (
+    diff,
+    policy,
+    pytestmark,
+    recorded,
+    revisions,
+    said_and_done,
+    shown,
+    sync,
+    write,
+)
 from tests.support.fleet_repo import LABELS, FleetRepo
 
 __all__ = ["pytestmark"]
@@ -35,7 +45,7 @@ def test_a_closed_window_holds_its_cluster_and_its_wave_in_the_diff_as_in_the_sy
     fleet: FleetHandle, clients: dict[str, ClusterClient], prefix: str, tmp_path: Path
 ) -> None:
     repo = FleetRepo(tmp_path / "repo", prefix, REGIONS)
-    assert sync(clients, prefix, write(repo, "r1"), policy()) == str(RolloutOutcome.APPLIED)
+    assert sync(clients, prefix, write(repo, "r1"), policy()).outcome == str(RolloutOutcome.APPLIED)
     frozen = replace(policy(), windows=(FREEZE,))
     second = write(repo, "r2")
 
@@ -50,11 +60,19 @@ def test_a_closed_window_holds_its_cluster_and_its_wave_in_the_diff_as_in_the_sy
     assert "freeze" in held["eu-1"], held
     assert held["us-1"].startswith("its wave waits: eu-1"), held
 
-    assert sync(clients, prefix, second, frozen) == str(RolloutOutcome.WAITING)
+    before = recorded(clients, prefix)
+    synced = sync(clients, prefix, second, frozen)
+    assert synced.outcome == str(RolloutOutcome.WAITING)
+    said, done = said_and_done(plan, before, synced, recorded(clients, prefix))
+    assert done == said == {"canary": (True, "r2"), "eu-1": (False, "r1"), "us-1": (False, "r1")}
     assert revisions(clients, prefix) == {"canary": "r2", "eu-1": "r1", "us-1": "r1"}
 
     # The window no longer applies: nothing holds in the diff, and the sync writes everywhere.
     opened = diff(fleet, prefix, second, policy())
     assert shown(opened) == {"canary": ("", "unchanged"), "eu-1": ("", "update"), "us-1": ("", "update")}
-    assert sync(clients, prefix, second, policy()) == str(RolloutOutcome.APPLIED)
+    before = recorded(clients, prefix)
+    synced = sync(clients, prefix, second, policy())
+    assert synced.outcome == str(RolloutOutcome.APPLIED)
+    said, done = said_and_done(opened, before, synced, recorded(clients, prefix))
+    assert done == said == {"canary": (False, "r2"), "eu-1": (True, "r2"), "us-1": (True, "r2")}
     assert revisions(clients, prefix) == dict.fromkeys(clients, "r2")

@@ -24,6 +24,7 @@ from syncer.status import StateStore
 from tests.integration.conftest import FleetHandle
 from tests.support.agent_config import acts_config
 from tests.support.fleet_repo import FleetRepo
+from tests.support.unfenced import UNFENCED_HOOKS
 
 pytestmark = pytest.mark.integration
 
@@ -39,7 +40,7 @@ def sync(
 ) -> RolloutReport:
     """One pass of a new rollout (as a restarted agent would run it: it reads the clusters first)."""
     options = RolloutOptions(rollout=gated(), state_namespace=f"{prefix}-state", health_poll=0.5)
-    return FleetRollout(clients, options).sync(fleet, last_good=last_good)
+    return FleetRollout(clients, options, hooks=UNFENCED_HOOKS).sync(fleet, last_good=last_good)
 
 
 def states(clients: dict[str, ClusterClient], prefix: str) -> dict[str, ClusterSyncState]:

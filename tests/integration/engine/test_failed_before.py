@@ -35,6 +35,7 @@ from tests.integration.conftest import FleetHandle
 from tests.support.agent_config import acts_config
 from tests.support.fleet_repo import FleetRepo, canary_then_rest
 from tests.support.namespaces import delete_namespaces
+from tests.support.unfenced import UNFENCED_HOOKS
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
@@ -87,7 +88,7 @@ def rollout(
     options = RolloutOptions(
         rollout=policy, diff=DiffOptions(), state_namespace=f"{prefix}-state", health_poll=0.5
     )
-    return FleetRollout(clients, options, listener=None if log is None else log.append)
+    return FleetRollout(clients, options, listener=None if log is None else log.append, hooks=UNFENCED_HOOKS)
 
 
 def state(client: ClusterClient, prefix: str) -> ClusterSyncState:

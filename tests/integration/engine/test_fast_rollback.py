@@ -22,6 +22,7 @@ from syncer.rollout.moves import RolloutOutcome
 from syncer.status.acts import PersonActs
 from tests.integration.engine.test_failed_before import Repo, clients, prefix, state
 from tests.support.fleet_repo import canary_then_rest
+from tests.support.unfenced import UNFENCED_HOOKS
 
 pytestmark = pytest.mark.integration
 __all__ = ["clients", "prefix"]  # fixtures
@@ -36,7 +37,7 @@ def rollout(
     options = RolloutOptions(
         rollout=replace(policy, rollback_checks=checks), state_namespace=f"{prefix}-state", health_poll=0.5
     )
-    return FleetRollout(clients, options, listener=log.append)
+    return FleetRollout(clients, options, listener=log.append, hooks=UNFENCED_HOOKS)
 
 
 def test_a_failed_waves_rollback_waits_for_health_not_for_the_bake(

@@ -40,6 +40,7 @@ from syncer.status.state_store import STATE_CONFIGMAP
 from tests.integration.conftest import FleetHandle
 from tests.support.fleet_repo import FleetRepo, canary_then_rest
 from tests.support.namespaces import delete_namespaces
+from tests.support.unfenced import UNFENCED_HOOKS
 
 pytestmark = pytest.mark.integration
 
@@ -93,7 +94,7 @@ def sync_options(prefix: str) -> RolloutOptions:
 def rollout(
     clients: dict[str, ClusterClient], prefix: str, listener: Callable[[PassEvent], None] | None = None
 ) -> FleetRollout:
-    return FleetRollout(clients, sync_options(prefix), listener=listener)
+    return FleetRollout(clients, sync_options(prefix), listener=listener, hooks=UNFENCED_HOOKS)
 
 
 def running_revision(client: ClusterClient, prefix: str) -> str:

@@ -25,6 +25,7 @@ from syncer.status.history import history_of
 from syncer.status.state_store import STATE_CONFIGMAP
 from tests.integration.conftest import FleetHandle
 from tests.support.fleet_repo import FleetRepo
+from tests.support.unfenced import UNFENCED_HOOKS
 
 pytestmark = pytest.mark.integration
 
@@ -44,7 +45,7 @@ def test_a_pin_written_between_the_passs_read_and_its_apply_leaves_the_cluster_u
     policy = RolloutPolicy((WavePolicy("all", 100.0, gate=WaveGate(health_timeout=60, bake=0)),))
     options = RolloutOptions(rollout=policy, state_namespace=state_namespace, health_poll=0.5)
     first = repo.write_documents("r1", [repo.namespace({"rev": "r1"})])
-    assert FleetRollout(clients, options).sync(first).outcome is RolloutOutcome.APPLIED
+    assert FleetRollout(clients, options, hooks=UNFENCED_HOOKS).sync(first).outcome is RolloutOutcome.APPLIED
     second: DesiredFleet = repo.write_documents("r2", [repo.namespace({"rev": "r2"})])
 
     person = ClusterClient.from_kubeconfig(str(fleet.kubeconfig), PINNED)
@@ -60,7 +61,7 @@ def test_a_pin_written_between_the_passs_read_and_its_apply_leaves_the_cluster_u
             after_pin["namespace"] = _version(person, "v1", "Namespace", prefix)
 
     try:
-        report = FleetRollout(clients, options, listener=listener).sync(second)
+        report = FleetRollout(clients, options, listener=listener, hooks=UNFENCED_HOOKS).sync(second)
         assert after_pin, "the pass never reached the pinned cluster's apply"
         state_now = _version(person, "v1", "ConfigMap", STATE_CONFIGMAP, state_namespace)
         namespace_now = person.get("v1", "Namespace", prefix)

@@ -64,7 +64,7 @@ def test_a_tip_git_refuses_is_rejected_once_and_not_fetched_again(repo: Fixture)
         GitSource(repo.source.options),
         repo.policy,
         RevisionOptions(timeout=30),
-        recorded=lambda: {good.revision: "cluster canary"},
+        recorded=lambda _: {good.revision: "cluster canary"},
     )
     resumed = restarted.advance()
     assert resumed.rejection is not None

@@ -26,7 +26,7 @@ def test_a_refusal_whose_text_changes_between_polls_stays_the_same_rejection(
     force_push(repo, a)
     recorded = {b: "the revision canary records as applied"}
     gate = fresh_gate(repo, tmp_path / "fresh", recorded)
-    gate.recorded = lambda: dict(recorded)
+    gate.recorded = lambda _: dict(recorded)
     first = gate.advance()
     assert first.outcome is PollOutcome.REJECTED
     assert first.rejection is not None

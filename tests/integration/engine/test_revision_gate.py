@@ -13,11 +13,17 @@ from click.testing import CliRunner
 from syncer.cli import cli
 from syncer.config import TrustPolicy, load_trust_policy
 from syncer.domain.progress import Step
-from syncer.engine.fleet_pass import rejection_event
+from syncer.domain.sync_state import ClusterSyncState, SyncPhase
+from syncer.engine.cluster_reads import ClusterReads
+from syncer.engine.fleet_pass import git_revisions, rejection_event
 from syncer.engine.revision import PollOutcome, RevisionGate, RevisionOptions, Stage
+from syncer.engine.rollout_model import RolloutOptions
 from syncer.errors import HistoryRewritten, ManifestError, UnexpectedFailure
+from syncer.kube import ClusterClient
 from syncer.source import GitSource, SourceOptions
+from syncer.status import StateStore
 from tests.integration.verify.kit import GitRepo, Keys, SshKey, bare_remote, write_policy
+from tests.support.unfenced import UNFENCED_EVERYWHERE
 
 pytestmark = pytest.mark.integration
 
@@ -225,7 +231,7 @@ def fresh_gate(
     """A replica that never polled this remote (an empty cache) whose clusters record ``recorded``."""
     source = GitSource(SourceOptions(url=str(fx.remote), cache_dir=cache))
     return RevisionGate(
-        source, policy or fx.policy, RevisionOptions(timeout=30), lambda: dict(recorded or {})
+        source, policy or fx.policy, RevisionOptions(timeout=30), lambda _: dict(recorded or {})
     )
 
 
@@ -275,7 +281,7 @@ def test_a_replica_whose_own_cache_is_behind_still_refuses_what_the_fleet_moved_
     b = repo.push("applied by another replica", {"notes/b.txt": "b\n"})
     force_push(repo, a.revision)
     recorded[b] = RECORDED_BY  # another replica rolled b out meanwhile
-    gate.recorded = lambda: dict(recorded)
+    gate.recorded = lambda _: dict(recorded)
     result = gate.advance()
     assert result.outcome is PollOutcome.REJECTED
     assert isinstance(result.rejection and result.rejection.error, HistoryRewritten)
@@ -358,7 +364,7 @@ def test_allow_history_rewrite_takes_a_rewritten_tip_end_to_end_and_judges_it_fr
     source = GitSource(
         SourceOptions(url=str(fx.remote), cache_dir=tmp_path / "cache", allow_history_rewrite=True)
     )
-    gate = RevisionGate(source, policy, RevisionOptions(timeout=30), lambda: {b: RECORDED_BY})
+    gate = RevisionGate(source, policy, RevisionOptions(timeout=30), lambda _: {b: RECORDED_BY})
     assert gate.advance().outcome is PollOutcome.ACCEPTED
     fx.work.git("reset", "-q", "--hard", a)
     c = fx.push("signed replacement", {"notes/c.txt": "c\n"}, force=True)
@@ -377,3 +383,27 @@ def test_allow_history_rewrite_takes_a_rewritten_tip_end_to_end_and_judges_it_fr
     assert f"commit {unsigned[:12]} ('unsigned replacement') is not trusted: unsigned" in str(
         refused.rejection and refused.rejection.error
     )
+
+
+def test_a_gate_built_on_the_clusters_reads_judges_with_their_records_before_any_pass_exists(
+    repo: Fixture, tmp_path: Path, clients: dict[str, ClusterClient], prefix: str
+) -> None:
+    a = repo.work.git("rev-parse", "HEAD")
+    b = repo.push("newer signed revision", {"notes/b.txt": "b\n"})
+    force_push(repo, a)
+    state_namespace = f"{prefix}-state"
+    for name in ("canary", "eu-1"):  # the fleet rolled b out; us-1 records nothing yet
+        StateStore(clients[name], state_namespace).save(
+            ClusterSyncState(name, revision=b, phase=SyncPhase.HEALTHY, last_good=b)
+        )
+    # Built as the agent builds them: the clusters' reads first, the gate on them; no pass at all.
+    options = RolloutOptions(state_namespace=state_namespace)
+    reads = ClusterReads(clients.__getitem__, UNFENCED_EVERYWHERE, options, known=sorted(clients))
+    source = SourceOptions(url=str(repo.remote), cache_dir=tmp_path / "fresh")
+    gate = git_revisions(source, repo.policy, reads.recorded_revisions)
+
+    result = gate.advance()
+    assert (result.outcome, result.current) == (PollOutcome.REJECTED, None)
+    assert result.rejection is not None
+    assert isinstance(result.rejection.error, HistoryRewritten)
+    assert f"does not descend from {RECORDED_BY} {b}" in str(result.rejection.error)

@@ -25,6 +25,7 @@ from syncer.rollout import Decision
 from syncer.rollout.moves import RolloutOutcome
 from syncer.status import StateStore
 from tests.support.fleet_repo import FleetRepo, canary_then_rest
+from tests.support.unfenced import UNFENCED_HOOKS
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +47,7 @@ def rollout(
     options = RolloutOptions(
         rollout=rollout_policy, diff=DiffOptions(), state_namespace=f"{prefix}-state", health_poll=0.5
     )
-    return FleetRollout(clients, options, listener=log.append)
+    return FleetRollout(clients, options, listener=log.append, hooks=UNFENCED_HOOKS)
 
 
 def test_the_canary_is_applied_healthy_and_baked_before_the_next_wave(

@@ -23,6 +23,7 @@ from syncer.status.state_store import StateStore
 from tests.support.fleet_repo import LABELS, canary_then_rest
 from tests.support.memory_kube import MemoryKube
 from tests.support.memory_revisions import desired_fleet
+from tests.support.unfenced import UNFENCED_EVERYWHERE
 
 NAMESPACE = "syncer-state"
 PROMETHEUS = PrometheusSource("http://prometheus.test")
@@ -88,9 +89,9 @@ class Rollout:
             stop=self.stop,
             clock=self._clock,
             listener=self._tell,
-            hooks=RolloutHooks(query=query)
+            hooks=RolloutHooks(fences=UNFENCED_EVERYWHERE, query=query)
             if owned is None
-            else RolloutHooks(owns=owned.__contains__, sharded=True, query=query),
+            else RolloutHooks(fences=UNFENCED_EVERYWHERE, owns=owned.__contains__, sharded=True, query=query),
         )
 
     def _clock(self) -> float:

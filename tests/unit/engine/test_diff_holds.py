@@ -1,5 +1,6 @@
-"""The diff holds what the sync will hold: a wave waits as a whole for a suspended, pinned or
-windowed cluster, or at its manual gate, and every later wave waits behind it; changes stay listed."""
+"""The diff holds what the sync will hold: a wave waits as a whole for a suspended or windowed
+cluster, or at its manual gate, and every later wave waits behind it; a cluster pinned to another
+revision is held alone (the sync leaves it out of the revision's waves); changes stay listed."""
 
 from __future__ import annotations
 
@@ -68,11 +69,26 @@ def test_a_suspended_cluster_holds_its_whole_wave_and_every_later_wave() -> None
     assert held["us-1"][1].startswith("the sync waits at wave eu: eu-2: suspended")
 
 
-def test_a_cluster_pinned_to_another_revision_holds_its_wave() -> None:
+def test_a_cluster_pinned_to_another_revision_is_held_alone() -> None:
     pinned = replace_state("us-1", pin=Pin(OLD, "ops", "bad release", 1.0))
     held = _held(_policy(), _states(**{"us-1": pinned}))
     assert held["us-1"][0] == "pinned"
     assert (held["eu-1"], held["eu-2"]) == (("", ""), ("", ""))
+
+
+def test_a_pinned_cluster_holds_neither_its_wave_nor_the_later_ones() -> None:
+    # The sync leaves eu-2 out of the revision's waves (it gets its pinned revision): eu-1 and us-1
+    # take the revision in the same pass.
+    pinned = replace_state("eu-2", pin=Pin(OLD, "ops", "bad release", 1.0))
+    held = _held(_policy(), _states(**{"eu-2": pinned}))
+    assert held["eu-2"] == ("pinned", f"pinned to {OLD[:12]} by ops at 1970-01-01 00:00 UTC: bad release")
+    assert {n: held[n] for n in ("canary", "eu-1", "us-1")} == dict.fromkeys(
+        ("canary", "eu-1", "us-1"), ("", "")
+    )
+    both = replace_state("eu-2", pin=pinned.pin, suspension=Suspension("incident 7", "ops", 1.0))
+    held = _held(_policy(), _states(**{"eu-2": both}))
+    assert held["eu-2"][0] == "suspended", "its pinned rollback waits for the suspension"
+    assert held["us-1"] == ("", "")
 
 
 def test_a_manual_gate_holds_its_wave_until_promoted_and_then_not() -> None:

@@ -5,6 +5,7 @@ states, rejected tips and drift repair. Kubernetes itself is tested on the real 
 from __future__ import annotations
 
 import threading
+from collections.abc import Collection
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from syncer.status.state_store import STATE_CONFIGMAP, STATE_KEY, StateStore
 from tests.support.fleet_repo import LABELS, canary_then_rest
 from tests.support.memory_kube import MemoryKube
 from tests.support.memory_revisions import MemoryRevisions, desired_fleet
+from tests.support.unfenced import unfenced_pass
 
 CLUSTERS = LABELS
 STATE_NAMESPACE = "syncer-state"
@@ -66,9 +68,12 @@ class Rig:
         self.stop = threading.Event()
         self.fleet_pass = self.new_pass()
 
-    def new_pass(self) -> FleetPass:
-        """A pass as a freshly started agent has it: no memory but what the clusters record."""
-        return FleetPass(self.revisions, self.clusters.__getitem__, options(), self.events.append)
+    def new_pass(self, known: Collection[str] = ()) -> FleetPass:
+        """A pass as a freshly started agent has it: no memory but what the clusters record;
+        ``known``: the clusters whose records join every tip's history check."""
+        return unfenced_pass(
+            self.revisions, self.clusters.__getitem__, options(), self.events.append, known=known
+        )
 
     def run(self) -> PassResult:
         self.events.clear()
@@ -343,8 +348,8 @@ def test_a_corrupt_sync_state_is_rebuilt_and_said(rig: Rig) -> None:
 
 
 def test_the_revisions_the_clusters_record_are_read_with_the_pass_and_not_again(rig: Rig) -> None:
-    rig.fleet_pass.known_clusters = tuple(CLUSTERS)
-    rig.revisions.recorded = rig.fleet_pass.recorded_revisions
+    rig.fleet_pass = rig.new_pass(known=CLUSTERS)
+    rig.revisions.recorded = rig.fleet_pass.reads.recorded_revisions
     rig.revisions.push(fleet("rev-1"))
     rig.run()
     # Judged before any cluster recorded a revision (asked again between waves, from the same reads).

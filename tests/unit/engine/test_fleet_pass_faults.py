@@ -10,12 +10,14 @@ from collections.abc import Iterator
 
 from syncer.domain.progress import PassEvent, Step
 from syncer.domain.sync_state import ClusterSyncState, SyncPhase
+from syncer.engine.cluster_reads import ClusterReads
 from syncer.engine.fleet_pass import FleetPass
 from syncer.errors import ConfigError, FencedOut, ServerError
 from syncer.rollout import Decision
 from syncer.rollout.moves import RolloutOutcome
 from syncer.status.state_store import STATE_CONFIGMAP, StateStore
 from tests.support.memory_kube import MemoryKube
+from tests.support.unfenced import unfenced_pass
 from tests.unit.engine.test_fleet_pass import CLUSTERS, STATE_NAMESPACE, Rig, fleet, options, rig
 
 __all__ = ["rig"]  # the fixture
@@ -130,8 +132,8 @@ def test_a_newer_verified_revision_takes_over_at_the_next_wave_boundary(rig: Rig
 
 
 def test_a_new_tip_is_taken_while_a_cluster_cannot_be_read_and_reaches_the_others(rig: Rig) -> None:
-    rig.fleet_pass.known_clusters = tuple(CLUSTERS)
-    rig.revisions.recorded = rig.fleet_pass.recorded_revisions
+    rig.fleet_pass = rig.new_pass(known=CLUSTERS)
+    rig.revisions.recorded = rig.fleet_pass.reads.recorded_revisions
     rig.revisions.push(fleet("rev-1"))
     rig.run()
     rig.clusters["us-1"].down = True
@@ -154,7 +156,7 @@ def test_a_new_tip_is_taken_while_a_cluster_cannot_be_read_and_reaches_the_other
 def test_a_cluster_back_from_an_outage_does_not_get_a_revision_that_does_not_descend_from_its_own(
     rig: Rig,
 ) -> None:
-    rig.fleet_pass.known_clusters = tuple(CLUSTERS)
+    rig.fleet_pass = rig.new_pass(known=CLUSTERS)
     rig.revisions.push(fleet("rev-1"))
     rig.run()
     # us-1 went to rev-1b while this replica could not read it; rev-1b was then rewritten away.
@@ -177,7 +179,7 @@ def test_a_cluster_whose_connection_cannot_be_opened_is_reported_and_the_others_
             raise ConfigError("the kubeconfig's user eu-1-admin has no credentials")
         return rig.clusters[name]
 
-    rig.fleet_pass = FleetPass(rig.revisions, connect, options(), rig.events.append)
+    rig.fleet_pass = unfenced_pass(rig.revisions, connect, options(), rig.events.append)
     rig.revisions.push(fleet("rev-1"))
     result = rig.run()
     assert result.report is not None
@@ -208,13 +210,8 @@ class TripFence:
 
 def test_a_pass_that_loses_the_lease_mid_rollout_ends_without_writing_more(rig: Rig) -> None:
     fence = TripFence(writes=4)
-    rig.fleet_pass = FleetPass(
-        rig.revisions,
-        rig.clusters.__getitem__,
-        options(),
-        rig.events.append,
-        fences=lambda _: fence,
-    )
+    reads = ClusterReads(rig.clusters.__getitem__, lambda _: fence, options())
+    rig.fleet_pass = FleetPass(rig.revisions, reads, options(), rig.events.append)
     rig.revisions.push(fleet("rev-1"))
     result = rig.run()
     assert result.report is not None

@@ -16,6 +16,7 @@ from syncer.domain.selectors import LabelSelector
 from syncer.engine.fleet_pass import FleetPass
 from syncer.rollout.moves import RolloutOutcome
 from syncer.status.acts import PersonActs
+from tests.support.unfenced import unfenced_pass
 from tests.unit.engine.test_fleet_pass import STATE_NAMESPACE, Rig, fleet, options
 
 PROD = LabelSelector.from_dict({"matchLabels": {"tier": "prod"}})
@@ -36,7 +37,7 @@ class GatedRig(Rig):
         rest = WavePolicy("rest", 100, None, replace(gate, manual=True))
         policy = RolloutPolicy((canary, rest), windows=(FREEZE,) if self.frozen else ())
         chosen = replace(options(), rollout=policy)
-        return FleetPass(self.revisions, self.clusters.__getitem__, chosen, self.events.append)
+        return unfenced_pass(self.revisions, self.clusters.__getitem__, chosen, self.events.append)
 
     def acts(self, cluster: str) -> PersonActs:
         return PersonActs(self.clusters[cluster], STATE_NAMESPACE)

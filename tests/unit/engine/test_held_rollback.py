@@ -12,10 +12,10 @@ from syncer.config.windows import MaintenanceWindow, WindowKind
 from syncer.domain.progress import PassEvent, Step
 from syncer.domain.selectors import LabelSelector
 from syncer.domain.sync_state import Pin, Suspension, SyncPhase
-from syncer.engine.fleet_pass import FleetPass
 from syncer.errors import ServerError
 from syncer.rollout.moves import RolloutOutcome
 from syncer.status.acts import PersonActs
+from tests.support.unfenced import unfenced_pass
 from tests.unit.engine.test_fleet_pass import STATE_NAMESPACE, Rig, fleet, options
 
 
@@ -79,7 +79,7 @@ def test_a_rollback_is_not_held_by_a_window_that_closed_since_its_wave_started()
     )
     rig = Rig()
     chosen = replace(options(), rollout=replace(options().rollout, windows=(canary_frozen,)))
-    rig.fleet_pass = FleetPass(rig.revisions, rig.clusters.__getitem__, chosen, rig.events.append)
+    rig.fleet_pass = unfenced_pass(rig.revisions, rig.clusters.__getitem__, chosen, rig.events.append)
     acts(rig, "canary").record_window_override("release", 4e9)
     rig.revisions.push(fleet("rev-1"))
     assert rig.run().synced

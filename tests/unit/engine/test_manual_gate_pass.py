@@ -19,6 +19,7 @@ from syncer.engine.fleet_pass import FleetPass
 from syncer.rollout.moves import RolloutOutcome
 from syncer.status.acts import ABORT_KEY, PROMOTION_KEY, RETRY_KEY
 from syncer.status.state_store import STATE_CONFIGMAP
+from tests.support.unfenced import unfenced_pass
 from tests.unit.engine.test_fleet_pass import STATE_NAMESPACE, Rig, fleet, options
 
 
@@ -34,7 +35,7 @@ class GatedRig(Rig):
         canary = WavePolicy("canary", 1, LabelSelector.from_dict({"matchLabels": {"tier": "canary"}}), gate)
         rest = WavePolicy("rest", 100, None, replace(gate, manual=True))
         chosen = replace(options(), rollout=RolloutPolicy((canary, rest)), two_person=self.rules)
-        return FleetPass(self.revisions, self.clusters.__getitem__, chosen, self.events.append)
+        return unfenced_pass(self.revisions, self.clusters.__getitem__, chosen, self.events.append)
 
     def act(self, cluster: str, key: str, value: dict[str, Any]) -> None:
         """A person's act, as server-side apply merges it into the ConfigMap beside the state."""

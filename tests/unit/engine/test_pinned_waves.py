@@ -14,6 +14,7 @@ from syncer.domain.sync_state import Pin
 from syncer.engine.fleet_pass import FleetPass
 from syncer.rollout.moves import RolloutOutcome
 from syncer.status.acts import PersonActs
+from tests.support.unfenced import unfenced_pass
 from tests.unit.engine.test_fleet_pass import STATE_NAMESPACE, Rig, fleet, options
 
 
@@ -25,7 +26,7 @@ class GatedRig(Rig):
         canary = WavePolicy("canary", 1, LabelSelector.from_dict({"matchLabels": {"tier": "canary"}}), gate)
         rest = WavePolicy("rest", 100, None, replace(gate, manual=True))
         chosen = replace(options(), rollout=RolloutPolicy((canary, rest)))
-        return FleetPass(self.revisions, self.clusters.__getitem__, chosen, self.events.append)
+        return unfenced_pass(self.revisions, self.clusters.__getitem__, chosen, self.events.append)
 
     def acts(self, cluster: str) -> PersonActs:
         return PersonActs(self.clusters[cluster], STATE_NAMESPACE)

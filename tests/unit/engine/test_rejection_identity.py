@@ -10,11 +10,11 @@ import threading
 from collections.abc import Iterator
 
 from syncer.domain.progress import PassEvent, Step
-from syncer.engine.fleet_pass import FleetPass
 from syncer.engine.revision import Advance, PollOutcome, Rejection, Stage
 from syncer.errors import GuardRejected, VerificationError
 from tests.support.memory_kube import MemoryKube
 from tests.support.memory_revisions import MemoryRevisions
+from tests.support.unfenced import unfenced_pass
 from tests.unit.engine.test_fleet_pass import CLUSTERS, options
 
 
@@ -33,7 +33,7 @@ def told(rejections: list[Rejection]) -> list[tuple[str, str, str]]:
     """The rejections a pass per poll tells, as (revision, kind of error, its text)."""
     events: list[PassEvent] = []
     clusters = {name: MemoryKube(name) for name in CLUSTERS}
-    fleet_pass = FleetPass(Rewording(iter(rejections)), clusters.__getitem__, options(), events.append)
+    fleet_pass = unfenced_pass(Rewording(iter(rejections)), clusters.__getitem__, options(), events.append)
     for _ in rejections:
         fleet_pass.run_pass(threading.Event())
     return [

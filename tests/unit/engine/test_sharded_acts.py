@@ -12,13 +12,14 @@ from syncer.config.rollout import WaveGate
 from syncer.domain.gates import Abort
 from syncer.domain.progress import PassEvent, Step
 from syncer.domain.sync_state import Suspension, SyncPhase
-from syncer.engine.fleet_pass import FleetPass, PassResult
+from syncer.engine.fleet_pass import PassResult, PassScope
 from syncer.rollout.moves import RolloutOutcome
 from syncer.status.acts import PersonActs
 from syncer.status.state_store import StateStore
 from tests.support.fleet_repo import canary_then_rest
 from tests.support.memory_kube import MemoryKube
 from tests.support.memory_revisions import MemoryRevisions
+from tests.support.unfenced import unfenced_pass
 from tests.unit.engine.test_fleet_pass import CLUSTERS, STATE_NAMESPACE, fleet, options
 
 
@@ -55,8 +56,13 @@ class Replica:
         self.events: list[PassEvent] = []
         self.stop_waiting = False
         self.stop = threading.Event()
-        self.fleet_pass = FleetPass(shared.revisions, shared.clusters.__getitem__, shared.options, self._tell)
-        self.fleet_pass.owns = owned.__contains__
+        self.fleet_pass = unfenced_pass(
+            shared.revisions,
+            shared.clusters.__getitem__,
+            shared.options,
+            self._tell,
+            scope=PassScope(owns=owned.__contains__),
+        )
 
     def _tell(self, event: PassEvent) -> None:
         self.events.append(event)

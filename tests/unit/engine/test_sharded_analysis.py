@@ -21,6 +21,7 @@ from syncer.status.state_store import StateStore
 from tests.support.fleet_repo import LABELS, canary_then_rest
 from tests.support.memory_kube import MemoryKube
 from tests.support.memory_revisions import desired_fleet
+from tests.support.unfenced import UNFENCED_EVERYWHERE
 
 NAMESPACE = "syncer-state"
 PROMETHEUS = PrometheusSource("http://prometheus.test")
@@ -59,7 +60,7 @@ class Replica:
             self.asked.append(promql)
             return QueryAnswer(0.0)
 
-        hooks = RolloutHooks(owns=owned.__contains__, sharded=True, query=query)
+        hooks = RolloutHooks(fences=UNFENCED_EVERYWHERE, owns=owned.__contains__, sharded=True, query=query)
         self.rollout = FleetRollout(
             dict(clusters), options(analysed), stop=self.stop, listener=self._tell, hooks=hooks
         )

@@ -9,13 +9,14 @@ from __future__ import annotations
 import threading
 
 from syncer.domain.progress import PassEvent, Step
-from syncer.engine.fleet_pass import FleetPass
+from syncer.engine.fleet_pass import PassScope
 from syncer.engine.in_force import InForce, policy_fingerprint
 from syncer.rollout.moves import RolloutOutcome
 from syncer.status.revision_record import RevisionRecord
 from syncer.status.state_store import StateStore
 from tests.support.memory_kube import MemoryKube
 from tests.support.memory_revisions import MemoryRevisions
+from tests.support.unfenced import unfenced_pass
 from tests.unit.engine.test_fleet_pass import CLUSTERS, STATE_NAMESPACE, fleet, options
 
 MEMBERS = "syncer-members"
@@ -29,11 +30,13 @@ class Replica:
         self.revisions = MemoryRevisions()
         self.events: list[PassEvent] = []
         self.on_canary_passed = lambda: None
-        self.fleet_pass = FleetPass(self.revisions, self.clusters.__getitem__, options(), self._tell)
-        self.fleet_pass.owns = lambda _: True
         policy = policy_fingerprint(options().rollout)
         record = RevisionRecord(home, MEMBERS, identity)
-        self.fleet_pass.in_force = InForce(record, policy, lambda: {identity: policy})
+        in_force = InForce(record, policy, lambda: {identity: policy})
+        scope = PassScope(owns=lambda _: True, in_force=in_force)
+        self.fleet_pass = unfenced_pass(
+            self.revisions, self.clusters.__getitem__, options(), self._tell, scope=scope
+        )
         self.record = record
 
     def _tell(self, event: PassEvent) -> None:

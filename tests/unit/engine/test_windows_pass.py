@@ -16,6 +16,7 @@ from syncer.domain.sync_state import SyncPhase
 from syncer.engine.fleet_pass import FleetPass
 from syncer.rollout.moves import RolloutOutcome
 from syncer.status.acts import PersonActs
+from tests.support.unfenced import unfenced_pass
 from tests.unit.engine.test_fleet_pass import STATE_NAMESPACE, Rig, fleet, options
 
 PROD = LabelSelector.from_dict({"matchLabels": {"tier": "prod"}})
@@ -31,7 +32,7 @@ class WindowRig(Rig):
     def new_pass(self) -> FleetPass:
         base = options()
         rollout = replace(base.rollout, windows=(self.window,))
-        return FleetPass(
+        return unfenced_pass(
             self.revisions, self.clusters.__getitem__, replace(base, rollout=rollout), self.events.append
         )
 
