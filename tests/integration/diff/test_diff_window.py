@@ -12,8 +12,8 @@ from pathlib import Path
 
 from syncer.config.windows import MaintenanceWindow, WindowKind
 from syncer.domain.selectors import LabelSelector
-from syncer.rollout.moves import RolloutOutcome
 from syncer.kube import ClusterClient
+from syncer.rollout.moves import RolloutOutcome
 from tests.integration.conftest import FleetHandle
 from tests.integration.diff.test_diff_holds import (
     diff,
