@@ -415,8 +415,9 @@ def test_a_replica_that_takes_a_newer_revision_mid_rollout_puts_it_in_force_befo
     """Both replicas roll the first push out and wait at the baking canary; the second push reaches
     only one of them, which takes it over at its gate. It records it in force before it rolls it
     out (else each replica would wait at a wave for the other's clusters on its own revision), and
-    once the lagging replica gets the push every cluster ends on it."""
-    group = Group(tmp_path, light, ops_key, canary_bake="20s")
+    once the lagging replica gets the push every cluster ends on it. The canary bakes 10 s: the second
+    push is recorded in force about 2 s into it."""
+    group = Group(tmp_path, light, ops_key, canary_bake="10s")
     try:
         mirror = group.mirror("agent-mirror.yaml")
         with group.agents.shown_on_failure():
