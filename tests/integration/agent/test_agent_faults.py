@@ -57,6 +57,7 @@ def _recreated_and_ready(client: ClusterClient, namespace: str, uid: str) -> boo
 
 
 APISERVER = "kube-apiserver"
+WORKLOAD_CHAIN = ("kube-controller-manager", "kube-scheduler", "kwok")
 
 
 def _quiet(_: str) -> None:
@@ -72,8 +73,10 @@ def test_a_cluster_unhealthy_after_its_rollout_is_repaired_not_halted(rig: Rig, 
         args = rig.args(policy, "--no-leader-elect")
         args[args.index("--drift-interval") + 1] = "3s"
         proc = agents.start("agent", args)
-        eventually("every cluster healthy", lambda: rig.all_healthy(revision), 3 * ROLLOUT_TIMEOUT)
-        time.sleep(HEALTH_TIMEOUT + 1)  # past the health timeout of every wave
+        done = eventually("every cluster healthy", lambda: rig.all_healthy(revision), 3 * ROLLOUT_TIMEOUT)
+        # Past the health timeout of every wave: of the last wave's apply, the latest.
+        past = max(s.applied_at for s in done.values()) + HEALTH_TIMEOUT + 1
+        time.sleep(max(0.0, past - time.time()))
 
         eu = rig.clients["eu-1"]
         uid = eu.get(RC_API, "RedisCluster", "sessions", rig.namespace)["metadata"]["uid"]
@@ -213,6 +216,12 @@ def test_a_replica_whose_lease_cluster_goes_away_stays_up_serving_and_resumes(
             assert proc.get("/healthz")[0] == 200
         finally:
             fleet.state.start_component(home, APISERVER, _quiet)
+        # The cluster's controller manager, scheduler and kwok would watch the apiserver again only
+        # after client-go's backoff (up to 30 s, all of it waiting on the fleet, not on the agent):
+        # started again, they connect at once.
+        for component in WORKLOAD_CHAIN:
+            fleet.state.stop_component(home, component, _quiet)
+            fleet.state.start_component(home, component, _quiet)
         eventually("the replica to lead again", lambda: proc.get("/readyz")[1].startswith("leader"), 60)
         working_again(rig.clients[home], rig.namespace)
         second = rig.commit("newer redis", "7.2.5")
@@ -234,15 +243,16 @@ def _tokens(rig: Rig) -> dict[str, int]:
 @pytest.mark.slow
 def test_a_leader_frozen_past_its_lease_writes_nothing_when_it_resumes(rig: Rig, agents: Agents) -> None:
     rig.start_controllers()
-    # The canary wave bakes long enough for a to be caught in it and for b's whole rollout to outlast
-    # the rest of a's bake; the other waves have nothing to wait for.
+    # The canary wave bakes long enough for a to be caught in it (a is caught within about 2 s of the
+    # canary's apply); b's whole rollout bakes the canary wave as long and only starts once a's Lease
+    # expired, so it outlasts the rest of a's bake at any length. The other waves have nothing to wait for.
     canary, *rest = FAST["waves"]
     slow = write_policy(
         rig,
         "slow.yaml",
         {
             **FAST,
-            "waves": [{**canary, "bake": "20s"}, *rest],
+            "waves": [{**canary, "bake": "10s"}, *rest],
             "defaults": {**FAST["defaults"], "healthTimeout": "60s"},
             "rollback": False,
         },

@@ -20,7 +20,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
 from tests.integration.agent.browser import RECORD_WAVES, WIDTHS, chromium, screenshots, text_of, wave_states
-from tests.integration.agent.drills import FAST, commit_per_cluster, no_traceback, write_policy
+from tests.integration.agent.drills import FAST, commit_per_cluster, lease_flags, no_traceback, write_policy
 from tests.integration.agent.procs import AgentProc, Agents
 from tests.integration.agent.test_agent_process import (
     LABELS,
@@ -109,7 +109,9 @@ def test_the_page_follows_a_rollout_wave_by_wave_and_shows_git_text_as_text(
     with_guards(rig)
     with agents.shown_on_failure(), chromium() as browser:
         # The remote has no commit yet: the page is open and recording before the rollout starts.
-        proc = agents.start("agent", rig.args("three-waves.yaml"))
+        # A Lease of the test's own: the default one may still be held by an agent of an earlier test,
+        # and the page would wait out that Lease before the rollout starts.
+        proc = agents.start("agent", rig.args("three-waves.yaml", *lease_flags(rig, "canary")))
         open_page(browser, proc)
         sha = rig.commit(HOSTILE, "7.2.4")
         eventually(
@@ -239,7 +241,7 @@ def test_a_failing_wave_shows_failed_with_its_reason_after_its_rollback_and_an_u
     add_unreachable_cluster(rig, "gone")
     policy = write_policy(rig, "fast.yaml", FAST)
     with agents.shown_on_failure(), chromium() as browser:
-        proc = agents.start("agent", rig.args(policy))
+        proc = agents.start("agent", rig.args(policy, *lease_flags(rig, "canary")))
         open_page(browser, proc)
         versions = {"canary": "7.2.4", "eu-1": "7.2.4", "us-1": "7.2.4", "gone": "7.2.4"}
         good = commit_per_cluster(rig, "sessions 7.2.4", versions)

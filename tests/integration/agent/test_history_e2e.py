@@ -19,9 +19,9 @@ import yaml
 from syncer.kube import ApplyOptions
 from syncer.status.history import HISTORY_KEY
 from syncer.status.state_store import STATE_CONFIGMAP
-from tests.integration.agent.drills import no_traceback
+from tests.integration.agent.drills import no_traceback, write_policy
 from tests.integration.agent.procs import Agents
-from tests.integration.agent.test_agent_process import CLUSTERS, ROLLOUT_TIMEOUT, Rig, agents, rig
+from tests.integration.agent.test_agent_process import CLUSTERS, ROLLOUT_TIMEOUT, TWO_WAVES, Rig, agents, rig
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
@@ -44,8 +44,12 @@ def _history(rig: Rig) -> dict[str, list[dict[str, Any]]]:
 @pytest.mark.slow
 def test_history_of_five_revisions_survives_a_restart_with_an_empty_cache(rig: Rig, agents: Agents) -> None:
     rig.start_controllers()
+    # TWO_WAVES without its bakes: the history records each revision however long its waves bake.
+    unbaked = write_policy(
+        rig, "unbaked.yaml", {**TWO_WAVES, "defaults": {**TWO_WAVES["defaults"], "bake": "0s"}}
+    )
     with agents.shown_on_failure():
-        agent = agents.start("agent", rig.args("two-waves.yaml", "--no-leader-elect"))
+        agent = agents.start("agent", rig.args(unbaked, "--no-leader-elect"))
         revisions = []
         for patch in range(1, 6):
             revisions.append(rig.commit(f"sessions cache 7.2.{patch}", f"7.2.{patch}"))
@@ -79,7 +83,7 @@ def test_history_of_five_revisions_survives_a_restart_with_an_empty_cache(rig: R
         # Read from the clusters alone: the agent is down and its cache gone.
         assert _history(rig) == first
 
-        again = agents.start("again", rig.args("two-waves.yaml", "--no-leader-elect"))
+        again = agents.start("again", rig.args(unbaked, "--no-leader-elect"))
         sixth = rig.commit("sessions cache 7.2.6", "7.2.6")
         eventually("the sixth revision healthy", lambda: rig.all_healthy(sixth), ROLLOUT_TIMEOUT)
         eventually(

@@ -18,7 +18,6 @@ from tests.integration.agent.test_sharded_run import (
     ROLLOUT_TIMEOUT,
     Group,
     assert_single_writer,
-    light,
     replica_of,
     waves,
 )
@@ -26,7 +25,6 @@ from tests.integration.verify.kit import SshKey
 from tests.support.waiting import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
-__all__ = ["light"]  # fixture
 
 
 @pytest.fixture

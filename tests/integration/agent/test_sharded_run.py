@@ -33,7 +33,6 @@ from syncer.status.revision_record import RevisionInForce, RevisionRecord
 from syncer.status.state_store import FENCING_LEASE, FENCING_TOKEN, STATE_CONFIGMAP, StateStore
 from tests.integration.agent.procs import AgentProc, Agents
 from tests.integration.agent.runkit import run_args
-from tests.integration.engine.sharded_kit import light_fleet
 from tests.integration.verify.kit import GitRepo, SshKey, bare_remote, write_policy
 from tests.support.namespaces import delete_namespaces
 from tests.support.receivers import Receiver
@@ -61,12 +60,6 @@ def waves(canary_bake: str) -> dict[str, object]:
         "defaults": {"maxConcurrent": 4, "healthTimeout": "300s", "bake": "0s"},
         "rollback": False,
     }
-
-
-@pytest.fixture(scope="module")
-def light(tmp_path_factory: pytest.TempPathFactory) -> Iterator[devfleet.Fleet]:
-    with light_fleet(tmp_path_factory.mktemp("sharded-run") / "state", CLUSTERS) as fleet:
-        yield fleet
 
 
 class Group:
@@ -184,7 +177,7 @@ class Group:
     def writes(self, name: str) -> list[audit.AuditedWrite]:
         """The replicas' writes to ``name``: everything but what a group keeps in the home cluster
         (member Leases and the revision in force, in its members' namespace; the fleet, and so its
-        audit logs, serve every test of the module)."""
+        audit logs, serve every sharded test of the package: conftest.light)."""
         return [
             w
             for w in audit.writes(self.fleet, name)
@@ -422,8 +415,9 @@ def test_a_replica_that_takes_a_newer_revision_mid_rollout_puts_it_in_force_befo
     """Both replicas roll the first push out and wait at the baking canary; the second push reaches
     only one of them, which takes it over at its gate. It records it in force before it rolls it
     out (else each replica would wait at a wave for the other's clusters on its own revision), and
-    once the lagging replica gets the push every cluster ends on it."""
-    group = Group(tmp_path, light, ops_key, canary_bake="20s")
+    once the lagging replica gets the push every cluster ends on it. The canary bakes 10 s: the second
+    push is recorded in force about 2 s into it."""
+    group = Group(tmp_path, light, ops_key, canary_bake="10s")
     try:
         mirror = group.mirror("agent-mirror.yaml")
         with group.agents.shown_on_failure():

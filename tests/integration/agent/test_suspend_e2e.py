@@ -65,7 +65,7 @@ def test_a_cluster_suspended_mid_rollout_is_never_written_and_resume_completes_i
             "defaults": {"maxConcurrent": 1, "healthTimeout": "60s", "bake": "1s"},
             "rollback": False,
         }
-        slow_eu = {**brief, "waves": [waves[0], {**waves[1], "bake": "30s"}, waves[2]]}
+        slow_eu = {**brief, "waves": [waves[0], {**waves[1], "bake": "15s"}, waves[2]]}
         first = rig.commit("sessions cache", "7.2.4")
         before = agents.start("before", rig.args(write_policy(rig, "brief.yaml", brief), "--no-leader-elect"))
         eventually("every cluster healthy", lambda: rig.all_healthy(first), ROLLOUT_TIMEOUT)

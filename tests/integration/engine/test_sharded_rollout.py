@@ -47,6 +47,9 @@ COUNT = int(os.environ.get("SYNCER_TEST_SHARDED_CLUSTERS", "20"))
 EXPECTED = {20: [1, 2, 10, 20], 6: [1, 3, 6]}
 CLUSTERS = devfleet.cluster_names(COUNT, "w")
 HOME = CLUSTERS[0]
+# The canary's bake in the kill test: the survivor takes the canary over within the bound the test
+# asserts (DURATION + 4 * RETRY + 5 s = 15 s), so inside the bake, and resumes the wave there.
+KILL_BAKE = 20
 # The clusters' sync states outlive a test (the fleet is the module's) and a revision they record as
 # healthy is not rolled out again: each test rolls out a revision of its own (rev-0, rev-1).
 
@@ -173,7 +176,7 @@ def test_killing_the_replica_that_owns_the_canary_mid_wave_hands_the_fleet_over_
                 group,
                 str(repo),
                 "rev-1",
-                "30",
+                str(KILL_BAKE),
                 *CLUSTERS,
             ],
             env=env,
