@@ -1,5 +1,7 @@
-"""The health part of a rollout: the gate of a wave being rolled out (each cluster's health checked
-and recorded until the gate proceeds, halts or rolls back) and the watch over a wave that has passed.
+"""The health part of a rollout: the looks at a wave's gate (each cluster's health checked and
+recorded, a person's abort, a sharded replica's clusters elsewhere, the analyses measured, the sleep
+between looks: the effects of ``syncer.rollout.gate_wait``, which decides) and the watch over a wave
+that has passed.
 
 A wave whose clusters all recorded the revision healthy has passed: its gate is not judged again.
 Later unhealthiness there is degradation, not a failed rollout: the cluster's health is recorded and
@@ -11,41 +13,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from syncer.domain.analysis import AnalysisVerdict
 from syncer.domain.changeset import ChangeSet
 from syncer.domain.health import Health, ObjectHealth
 from syncer.domain.objects import DesiredFleet
-from syncer.domain.progress import PassEvent, Step, Waiting
+from syncer.domain.progress import PassEvent, Step
 from syncer.domain.sync_state import SyncPhase
 from syncer.engine.analysis_gate import AnalysisGate, QueryFn
 from syncer.engine.live import live_health
 from syncer.engine.rollout_apply import WaveApplier
 from syncer.engine.rollout_model import WaveReport
 from syncer.engine.rollout_state import RolloutStates
-from syncer.errors import KubeError
-from syncer.rollout import (
-    ClusterProgress,
-    Decision,
-    GateVerdict,
-    Wave,
-    failed_apply,
-    judge_abort,
-    judge_wave,
+from syncer.errors import FactOutOfTurn, KubeError
+from syncer.rollout import ClusterProgress, Decision, GateVerdict, Wave, failed_apply, judge_abort
+from syncer.rollout.gate_wait import gate_step, open_gate
+from syncer.rollout.moves import (
+    Analyse,
+    AnalysisLooked,
+    CheckGate,
+    Effect,
+    GateFact,
+    GateLooked,
+    Sleep,
+    Slept,
+    Tell,
 )
 from syncer.rollout.recorded import recorded_progress
 from syncer.tracing import traced
-
-
-class Superseded(Exception):
-    """A newer verified revision takes over while a wave waits (a sharded replica's gate)."""
-
-
-_GATE_STEPS = {
-    Decision.WAIT: Step.GATE_WAIT,
-    Decision.PROCEED: Step.GATE_PROCEED,
-    Decision.HALT: Step.GATE_HALT,
-    Decision.ROLLBACK: Step.GATE_ROLLBACK,
-}
 
 
 class HealthGate:
@@ -133,79 +126,57 @@ class HealthGate:
         return progress
 
     @traced("syncer.health.wait")
-    def decide(
-        self,
-        wave: Wave,
-        fleet: DesiredFleet,
-        rollback: bool | None = None,
-        *,
-        rolling_out: bool = False,
-        analysed: bool = True,
-    ) -> GateVerdict:
-        """Check the wave's health until the gate decides (or the agent is asked to stop).
-
-        A sharded replica also waits for clusters other replicas own; while it waits it applies the
-        clusters it gains, and (``rolling_out``) a newer verified revision takes over at once
-        (``Superseded``); a cluster its owner does not put on the revision within the wave's health
-        timeout ends the wait with the reason (the next pass looks again), and one that may not be
-        changed now (``held_now``: a person's suspension or pin, its window) ends it at once, saying
-        so. A wave healthy and baked is then judged by its analysis (``analysed``; a rollback's gate
-        is not). A wave that proceeds is not recorded passed here: the rollout machine's
-        ``RecordPassed`` writes that (``rollout_run``), and a rollback records its own end."""
-        allowed = self.records.options.rollout.rollback if rollback is None else rollback
-        entered = self.records.clock()
-        waited = False  # the person's acts read with the states are current until the gate waits
+    def decide(self, wave: Wave, fleet: DesiredFleet, rollback: bool, *, analysed: bool) -> GateVerdict:
+        """The gate of a wave going back (``failed_wave``): its effects run until it decides (or the
+        agent is asked to stop); ``analysed``: a healthy, baked wave is measured by its analysis.
+        The gate itself decides (``syncer.rollout.gate_wait``); the rollout's own gate runs in the
+        rollout machine (``rollout_run``)."""
+        gate, effects, end = open_gate(wave, fleet.revision, whole=False, analysed=analysed)
         while True:
-            if self.records.sharded:
-                self.applier.apply_wave(wave, fleet, taking_over=True)  # clusters gained meanwhile
-                if rolling_out and self.records.newer():
-                    raise Superseded
-            progress = self._progress(wave, fleet, fleet.revision)
-            aborted = self._aborted(wave, fleet.revision, learn=waited) if rolling_out else None
-            if aborted is not None:
-                return aborted
-            waited = True
-            verdict = judge_wave(wave, progress, self.records.clock(), rollback=allowed)
-            elsewhere = self._elsewhere(wave, fleet.revision)
-            if verdict.decision is Decision.WAIT and elsewhere:
-                # A cluster a person holds (or its window) cannot change until that ends: no wait.
-                held = self.applier.held_now(self._not_on(wave, fleet.revision), fleet, wave.name)
-                late = self.records.clock() - entered >= wave.gate.health_timeout
-                lines = (*held.suspended, *held.pinned, *held.closed) if held else elsewhere
-                reason = "waiting for " + "; ".join(lines)
-                verdict = replace(verdict, reason=reason, decision=Decision.WAIT)
-                if held or late:
-                    waits = held.waiting if held else None
-                    self.records.listener(
-                        PassEvent(
-                            Step.GATE_WAIT, wave.name, revision=fleet.revision, reason=reason, waiting=waits
-                        )
-                    )
-                    timed = "" if held else f" (for {wave.gate.health_timeout:g}s)"
-                    return replace(verdict, reason=f"{reason}{timed}", waiting=waits)
-            still = verdict.decision is Decision.PROCEED and self._still_healthy(wave, fleet.revision)
-            if verdict.decision is Decision.PROCEED and analysed and wave.gate.analysis.metrics and not still:
-                verdict = self._analysed(wave, fleet, verdict, allowed)
-            if rolling_out and not still and verdict.decision in {Decision.WAIT, Decision.PROCEED}:
-                verdict = self._background(wave, fleet, verdict, allowed)
-            step = _GATE_STEPS[verdict.decision]
-            if still:
-                step = Step.GATE_STILL_HEALTHY
-            self.records.listener(
-                PassEvent(
-                    step,
-                    wave.name,
-                    revision=fleet.revision,
-                    reason=verdict.reason,
-                    waiting=verdict.waiting,
-                    analysis=verdict.analysis,
-                    clusters=verdict.failed,
-                )
-            )
-            if verdict.decision is not Decision.WAIT or self.records.stop.wait(
-                min(verdict.wait, self.records.options.health_poll)
-            ):
-                return verdict
+            fact: GateFact | None = None
+            for effect in effects:
+                fact = self.run(effect, fleet, rollback) or fact
+            if end is not None and end.verdict is not None:
+                return end.verdict
+            if fact is None:
+                raise FactOutOfTurn(f"the gate of {wave.name} asked for nothing and did not decide")
+            gate, effects, end = gate_step(gate, fact)
+
+    def run(self, effect: Effect, fleet: DesiredFleet, rollback: bool | None = None) -> GateFact | None:
+        """Run one effect of a wave's gate: a look, an analysis, a sleep (on the stop event), or a
+        word told; ``rollback``: whether a failed wave may roll back (None: the rollout policy's)."""
+        match effect:
+            case Tell(event):
+                self.records.listener(event)
+                return None
+            case CheckGate():
+                allowed = self.records.options.rollout.rollback if rollback is None else rollback
+                return self.look(effect, fleet, allowed)
+            case Analyse(wave, background):
+                return self._background(wave, fleet) if background else self._analysed(wave, fleet)
+            case Sleep(seconds):
+                return Slept(self.records.stop.wait(seconds))
+        raise FactOutOfTurn(f"no way to run {effect!r} at a gate")
+
+    def look(self, check: CheckGate, fleet: DesiredFleet, rollback: bool) -> GateLooked:
+        """One look at a wave's gate (see ``CheckGate``): what was observed, at the time it was."""
+        wave, revision, records = check.wave, fleet.revision, self.records
+        poll = records.options.health_poll
+        if records.sharded:
+            self.applier.apply_wave(wave, fleet, taking_over=True)  # clusters gained meanwhile
+            if check.whole and records.newer():
+                return GateLooked(records.clock(), poll, newer=True)
+        progress = tuple(self._progress(wave, fleet, revision).values())
+        now, stop = records.clock(), records.stop.is_set()
+        abort = self._aborted(wave, revision, learn=check.again) if check.whole else None
+        if abort is not None:
+            return GateLooked(now, poll, progress, stop, abort=abort, rollback=rollback)
+        elsewhere = self._elsewhere(wave, revision)
+        held = self.applier.held_now(self._not_on(wave, revision), fleet, wave.name) if elsewhere else None
+        still = self._still_healthy(wave, revision)
+        return GateLooked(
+            now, poll, progress, stop, elsewhere=elsewhere, held=held or None, still=still, rollback=rollback
+        )
 
     def _aborted(self, wave: Wave, revision: str, *, learn: bool) -> GateVerdict | None:
         """The end of ``wave`` when a person aborted ``revision``; with ``learn`` (the gate waited
@@ -214,44 +185,21 @@ class HealthGate:
         for name in wave.clusters if learn else ():
             if name in self.records.states and name not in self.records.unreachable:
                 self.records.learn_acts(name)
-        verdict = judge_abort(wave, self.records.states, revision)
-        if verdict is not None:
-            why = verdict.reason
-            self.records.listener(PassEvent(Step.ROLLOUT_ABORTED, wave.name, revision=revision, reason=why))
-        return verdict
+        return judge_abort(wave, self.records.states, revision)
 
-    def _analysed(self, wave: Wave, fleet: DesiredFleet, healthy: GateVerdict, rollback: bool) -> GateVerdict:
-        """The verdict on a healthy, baked wave once its analysis looked (``engine.analysis_gate``):
-        wait for the next measurement, proceed, fail (halt or roll back) or halt for a person when it
-        is inconclusive (``syncer retry`` measures again). The counts are recorded first."""
+    def _analysed(self, wave: Wave, fleet: DesiredFleet) -> AnalysisLooked:
+        """What the wave's analysis found when it looked (``engine.analysis_gate``); the counts are
+        recorded first."""
         looked = self.analysis.look(wave, fleet, self.records.states, self.records.owns)
         for name, state in looked.states.items():
             self.records.save(name, state)
-        found = looked.verdict
-        if found.verdict is AnalysisVerdict.RUNNING:
-            return GateVerdict(Decision.WAIT, found.reason, found.wait, waiting=Waiting.ANALYSIS)
-        if found.verdict is AnalysisVerdict.SUCCESSFUL:
-            return replace(healthy, reason=f"{healthy.reason}; {found.reason}", analysis=found.verdict)
-        failed = tuple(name for name, _ in found.clusters)
-        if found.verdict is AnalysisVerdict.FAILED:
-            decision = Decision.ROLLBACK if rollback else Decision.HALT
-            return GateVerdict(
-                decision, found.reason, failed=failed, reasons=found.clusters, analysis=found.verdict
-            )
-        reason = f"{found.reason}; waiting for a person: syncer retry measures again"
-        return GateVerdict(
-            Decision.HALT, reason, failed=failed, reasons=found.clusters, analysis=found.verdict
-        )
+        return AnalysisLooked(looked.verdict, wave.clusters)
 
-    def _background(
-        self, wave: Wave, fleet: DesiredFleet, verdict: GateVerdict, rollback: bool
-    ) -> GateVerdict:
-        """``verdict`` once the rollout's background analysis looked at every cluster on the
-        revision (their counts recorded first): unchanged while it runs or passed (a waiting gate
-        asks again by the next measurement due), else the wave fails with every cluster on the
-        revision (``across``): rolled back or halted like a failed wave analysis, or halted for a
-        person when it is inconclusive (``syncer retry`` measures again). A sharded replica reads
-        the clusters it does not own afresh first: their owners measure them."""
+    def _background(self, wave: Wave, fleet: DesiredFleet) -> AnalysisLooked:
+        """What the rollout's background analysis found when it looked at every cluster on the
+        revision (their counts recorded first); nothing when it has no metrics or no cluster is on
+        the revision yet. A sharded replica reads the clusters it does not own afresh first: their
+        owners measure them."""
         policy = self.records.options.rollout.background
         for name in fleet.clusters if policy.metrics and self.records.sharded else ():
             if (
@@ -269,31 +217,12 @@ class HealthGate:
             and state.applied_at
         )
         if not policy.metrics or not on:
-            return verdict
+            return AnalysisLooked(None)
         watched = replace(wave, clusters=on, gate=replace(wave.gate, analysis=policy))
         looked = self.analysis.look(watched, fleet, self.records.states, self.records.owns, background=True)
         for name, state in looked.states.items():
             self.records.save(name, state)
-        found = looked.verdict
-        if found.verdict is AnalysisVerdict.RUNNING:
-            waits = verdict.wait if verdict.decision is Decision.PROCEED else min(verdict.wait, found.wait)
-            return replace(verdict, wait=waits)
-        if found.verdict is AnalysisVerdict.SUCCESSFUL:
-            return verdict
-        failed = tuple(name for name, _ in found.clusters)
-        reason = f"background analysis: {found.reason}"
-        decision = Decision.HALT
-        if found.verdict is AnalysisVerdict.FAILED:
-            decision = Decision.ROLLBACK if rollback else Decision.HALT
-        else:
-            reason = f"{reason}; waiting for a person: syncer retry measures again"
-        # Every cluster on the revision records the failure, so that none takes the revision again
-        # until git changes or a person retries it.
-        where = f"background analysis {found.verdict} on {', '.join(failed)}"
-        reasons = (*found.clusters, *((name, where) for name in on if name not in failed))
-        return GateVerdict(
-            decision, reason, failed=failed, reasons=reasons, analysis=found.verdict, across=on
-        )
+        return AnalysisLooked(looked.verdict, on)
 
     def _not_on(self, wave: Wave, revision: str) -> tuple[str, ...]:
         """The clusters of ``wave`` another replica owns that do not record ``revision``."""
@@ -306,7 +235,7 @@ class HealthGate:
             and state.revision != revision
         )
 
-    def _elsewhere(self, wave: Wave, revision: str) -> list[str]:
+    def _elsewhere(self, wave: Wave, revision: str) -> tuple[str, ...]:
         """The clusters of ``wave`` another replica owns that do not record ``revision``, with what
         they record instead, and those left out meanwhile, with why."""
         found = []
@@ -319,13 +248,14 @@ class HealthGate:
                 continue
             recorded = state.revision[:12] or "nothing yet"
             found.append(f"{name}: its owner has not put it on {revision[:12]} (it records {recorded})")
-        return found
+        return tuple(found)
 
     def _still_healthy(self, wave: Wave, revision: str) -> bool:
         """Every cluster of ``wave`` was already recorded healthy on ``revision`` (a pass that found
         nothing to do)."""
         return all(
-            (state := self.records.states[name]).phase is SyncPhase.HEALTHY
+            (state := self.records.states.get(name)) is not None
+            and state.phase is SyncPhase.HEALTHY
             and state.revision == revision
             and state.last_good == revision
             for name in wave.clusters

@@ -16,29 +16,30 @@ from syncer.domain.sync_state import SyncPhase
 from syncer.engine.failed_wave import FleetsOf, roll_back_wave
 from syncer.engine.failures import refusals
 from syncer.engine.manual_gate import abort_wave, hold_for_promotion
-from syncer.engine.rollout_gate import RolloutParts, Superseded
+from syncer.engine.rollout_gate import RolloutParts
 from syncer.engine.rollout_model import RolloutReport, WaveReport
 from syncer.errors import FactOutOfTurn
 from syncer.rollout import GateVerdict, Wave, judge_abort
 from syncer.rollout.machine import start, step
 from syncer.rollout.moves import (
     AbortBack,
+    Analyse,
     Applied,
     Apply,
     AtGate,
+    CheckGate,
     Effect,
     End,
     Fact,
-    GateJudged,
-    Judge,
     Look,
     LookAtGate,
     Looked,
     Observe,
-    Overtaken,
     PassRecorded,
     RecordPassed,
+    Report,
     RollBack,
+    Sleep,
     Tell,
     WaveObserved,
     WentBack,
@@ -53,7 +54,8 @@ def run_rollout(
     parts: RolloutParts, fleet: DesiredFleet, waves: tuple[Wave, ...], fleets: FleetsOf
 ) -> RolloutReport:
     """Roll ``fleet`` out over ``waves``: the machine's effects run in order, each asking one fact,
-    until it ends. Each wave is a span (``syncer.wave``) from its look to the next."""
+    until it ends. Each wave is a span (``syncer.wave``) from its look to the next, and its gate one
+    (``syncer.health.wait``) from its first look to its decision."""
     run = _EffectRunner(parts, fleet, fleets)
     state, effects = start(fleet.revision, waves)
     try:
@@ -67,6 +69,7 @@ def run_rollout(
                 raise FactOutOfTurn("the rollout machine asked for nothing and did not end")
             state, effects = step(state, fact)
     finally:
+        run.gate_span.close()
         run.spans.close()
 
 
@@ -82,11 +85,19 @@ class _EffectRunner:
         self.reports: list[WaveReport] = []
         self.change_sets: tuple[ChangeSet, ...] = ()
         self.spans = ExitStack()
+        self.gate_span = ExitStack()
 
     def run(self, effect: Effect) -> Fact | None:
+        if not isinstance(effect, CheckGate | Analyse | Sleep | Tell):
+            self.gate_span.close()  # the gate decided
+        if isinstance(effect, CheckGate) and not effect.again:
+            self.gate_span.enter_context(span("syncer.health.wait"))
         match effect:
-            case Tell(event):
-                self.records.listener(event)
+            case Tell() | CheckGate() | Analyse() | Sleep():
+                return self.parts.gate.run(effect, self.fleet)
+            case Report(wave, verdict):
+                self.reports.append(self._judged(wave, verdict))
+                current().set("syncer.result", verdict.decision.value)
                 return None
             case Look():
                 return self._look(effect)
@@ -94,8 +105,6 @@ class _EffectRunner:
                 return self._at_gate(wave)
             case Apply(wave):
                 return self._apply(wave)
-            case Judge(wave, whole):
-                return self._judge(wave, whole)
             case Observe(wave, before_wait):
                 report = self.parts.gate.observe(wave, self.fleet)
                 self.change_sets = report.change_sets
@@ -164,16 +173,6 @@ class _EffectRunner:
         blocked = tuple((c, unusable[c]) for c in wave.clusters if c in unusable)
         reachable = tuple(c for c in wave.clusters if c not in unusable)
         return blocked, bool(blocked) and wave_passed(reachable, self.records.states, self.fleet.revision)
-
-    def _judge(self, wave: Wave, whole: bool) -> GateJudged | Overtaken:
-        try:
-            verdict = self.parts.gate.decide(wave, self.fleet, rolling_out=whole)
-        except Superseded:
-            return Overtaken()
-        if whole:
-            self.reports.append(self._judged(wave, verdict))
-            current().set("syncer.result", verdict.decision.value)
-        return GateJudged(verdict, stopped=self.records.stop.is_set())
 
     def _judged(self, wave: Wave, verdict: GateVerdict) -> WaveReport:
         """The report of ``wave`` as its gate judged it."""

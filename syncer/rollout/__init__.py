@@ -10,7 +10,8 @@ rollback ends; ``failures``: where a revision failed, for which cause, and what 
 ``rollback_targets``: each cluster's own rollback target; ``pins``: which clusters a person's pin keeps on
 a revision, and which revisions a cluster's history lets it be pinned to), and the rollout of one
 revision over its waves as a machine (``machine``: ``start``/``step``, ``(state, fact) -> (state,
-effects)``; its facts, effects and outcomes are ``moves``), whose effects the engine runs. Must not do I/O
+effects)``; its facts, effects and outcomes are ``moves``; the waiting at a wave's gate, each look
+a fact with its time, is ``gate_wait``), whose effects the engine runs. Must not do I/O
 or apply anything, nor read the clock; the engine passes progress, states and the time in and acts
 on the decision.
 

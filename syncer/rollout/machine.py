@@ -10,8 +10,13 @@ The machine owns the order of a rollout and its invariants; the engine only obse
   passed wave sends every later wave back too);
 - a wave a person holds (suspension, pin), a closed window or a manual gate keeps gets no write:
   the rollout ends waiting;
-- after ``End`` nothing: every rollout ends within a bounded number of steps (each wave is looked
-  at once).
+- a wave's gate waits in the machine (``syncer.rollout.gate_wait``): each look is a ``CheckGate``
+  answered by what was observed then (the time, each cluster's progress, a person's abort, a newer
+  revision, a sharded replica's clusters elsewhere), the analyses' verdicts come in as facts, and a
+  wait is a ``Sleep``; a wave is recorded passed only once it has been healthy for its bake and its
+  analysis passed, never after an abort was read;
+- after ``End`` nothing: every rollout ends (each wave is looked at once; its gate ends when asked
+  to stop, and once the times it is given pass its timeouts).
 
 No I/O, no clock: times and what the clusters say come in the facts.
 """
@@ -24,26 +29,31 @@ from syncer.domain.progress import PassEvent, Step, Waiting
 from syncer.domain.rollout_status import ENDED_BADLY, WavePhase
 from syncer.errors import FactOutOfTurn
 from syncer.rollout.gate import Decision, GateVerdict
+from syncer.rollout.gate_wait import GateMoved, GateStage, GateWait, gate_step, open_gate
 from syncer.rollout.moves import (
     AbortBack,
+    Analyse,
+    AnalysisLooked,
     Applied,
     Apply,
     Asking,
     AtGate,
+    CheckGate,
     Effect,
     End,
     Fact,
-    GateJudged,
-    Judge,
+    GateLooked,
     Look,
     LookAtGate,
     Looked,
     Observe,
-    Overtaken,
     PassRecorded,
     RecordPassed,
+    Report,
     RollBack,
     RolloutOutcome,
+    Sleep,
+    Slept,
     Tell,
     WaveObserved,
     WentBack,
@@ -56,7 +66,9 @@ _ANSWERS: dict[type, tuple[type, ...]] = {
     Look: (Looked,),
     LookAtGate: (AtGate,),
     Apply: (Applied,),
-    Judge: (GateJudged, Overtaken),
+    CheckGate: (GateLooked,),
+    Analyse: (AnalysisLooked,),
+    Sleep: (Slept,),
     Observe: (WaveObserved,),
     RecordPassed: (PassRecorded,),
     RollBack: (WentBack,),
@@ -77,8 +89,8 @@ class RolloutMachine:
     """One pass's rollout of ``revision`` over ``waves``: the wave in hand (``index``), each wave's
     phase, whether this pass wrote (``touched``) and whether the last wave went through its gate in it
     (``judged``), a person's abort seen on an earlier wave (``aborted``), the effect whose fact it
-    waits for (``asked``), what the wave waits for when part of it cannot be used (``blocked``), and
-    the outcome once it ended."""
+    waits for (``asked``), what the wave waits for when part of it cannot be used (``blocked``), the
+    wave's gate while it waits there (``gate``), and the outcome once it ended."""
 
     revision: str
     waves: tuple[Wave, ...]
@@ -89,6 +101,7 @@ class RolloutMachine:
     aborted: GateVerdict | None = None
     asked: Asking | None = None
     blocked: str = ""
+    gate: GateWait | None = None
     outcome: RolloutOutcome | None = None
 
     @property
@@ -130,11 +143,8 @@ def _answer(state: RolloutMachine, asked: Asking, fact: Fact) -> Moved:
             return _at_gate(state, fact)
         case Apply(), Applied():
             return _applied(state, fact)
-        case Judge(), Overtaken():
-            message = "a newer verified revision takes over while the wave waits"
-            return _end(state, RolloutOutcome.SUPERSEDED, message)
-        case Judge(wave, whole), GateJudged():
-            return _judged(state, wave, fact) if whole else _part_judged(state, wave, fact.verdict)
+        case CheckGate() | Analyse() | Sleep(), GateLooked() | AnalysisLooked() | Slept() if state.gate:
+            return _gate_moved(state, gate_step(state.gate, fact))
         case Observe(_, before_wait), WaveObserved():
             if before_wait:
                 return _wait(state)
@@ -156,7 +166,7 @@ def _answer(state: RolloutMachine, asked: Asking, fact: Fact) -> Moved:
 def _ask(state: RolloutMachine, *effects: Effect) -> Moved:
     """``effects``, the last of which asks a fact the machine waits for."""
     last = effects[-1]
-    assert not isinstance(last, Tell | End)
+    assert not isinstance(last, Tell | Report | End)
     return replace(state, asked=last), effects
 
 
@@ -228,21 +238,41 @@ def _applied(state: RolloutMachine, fact: Applied) -> Moved:
     wave = state.wave
     state = replace(state, touched=state.touched or fact.wrote).at(WavePhase.WAITING_HEALTH)
     if not fact.unreachable:
-        return _ask(state, Judge(wave))
+        return _gate_moved(state, open_gate(wave, state.revision))
     state = replace(state, blocked=_blocked(fact.unreachable))
     part = _part(wave, fact.unreachable)
-    if part.clusters and not fact.reachable_passed:
-        return _ask(state, Judge(part, whole=False))  # the ones that answer are judged as a wave
+    if part.clusters and not fact.reachable_passed:  # the ones that answer are judged as a wave
+        return _gate_moved(state, open_gate(part, state.revision, whole=False))
     return _wait(state)
 
 
-def _judged(state: RolloutMachine, wave: Wave, fact: GateJudged) -> Moved:
-    verdict = fact.verdict
+def _gate_moved(state: RolloutMachine, moved: GateMoved) -> Moved:
+    """The rollout while its wave's gate waits (each wait in the wave's phase), or once it ended:
+    the wave in hand is reported and goes on as its verdict says; the part of a wave that answers
+    fails or passes alone."""
+    gate, effects, end = moved
+    if end is None:
+        if gate.whole and gate.stage is GateStage.SLEEPING and gate.verdict is not None:
+            state = state.at(_WAITS.get(gate.verdict.waiting or Waiting.HEALTH, WavePhase.WAITING_HEALTH))
+        elif gate.whole and gate.stage is GateStage.ANALYSING:
+            state = state.at(WavePhase.ANALYSING)
+        return _ask(replace(state, gate=gate), *effects)
+    state = replace(state, gate=None)
+    if end.verdict is None:
+        message = "a newer verified revision takes over while the wave waits"
+        return _before(_end(state, RolloutOutcome.SUPERSEDED, message), *effects)
+    if not gate.whole:
+        return _before(_part_judged(state, gate.wave, end.verdict), *effects)
+    reported = Report(gate.wave, end.verdict)
+    return _before(_judged(state, gate.wave, end.verdict, stopped=end.stopped), *effects, reported)
+
+
+def _judged(state: RolloutMachine, wave: Wave, verdict: GateVerdict, *, stopped: bool) -> Moved:
     if verdict.aborted:
         state = replace(state, aborted=verdict)
     if verdict.decision is Decision.WAIT:
         state = state.at(_WAITS.get(verdict.waiting or Waiting.HEALTH, WavePhase.WAITING_HEALTH))
-        if fact.stopped:
+        if stopped:
             return _end(state, RolloutOutcome.INTERRUPTED, "stopped while waiting")
         return _end(state, RolloutOutcome.WAITING, verdict.reason)
     if verdict.decision is Decision.PROCEED and not verdict.aborted:
@@ -271,8 +301,13 @@ def _wait(state: RolloutMachine) -> Moved:
 
 
 def _told(moved: Moved, event: PassEvent) -> Moved:
+    return _before(moved, Tell(event))
+
+
+def _before(moved: Moved, *first: Effect) -> Moved:
+    """``moved`` with the effects ``first`` run before its own."""
     state, effects = moved
-    return state, (Tell(event), *effects)
+    return state, (*first, *effects)
 
 
 def _failing(verdict: GateVerdict) -> GateVerdict:

@@ -1,10 +1,11 @@
 """The words of the rollout machine (``syncer.rollout.machine``): the facts the engine observed and
 the effects it must run next, and how a rollout of one revision ended (``RolloutOutcome``). [pure]
 
-Each effect but ``Tell`` and ``End`` asks the engine one fact back: ``Look`` -> ``Looked``,
-``LookAtGate`` -> ``AtGate``, ``Apply`` -> ``Applied``, ``Judge`` -> ``GateJudged`` (or
-``Overtaken``), ``Observe`` -> ``WaveObserved``, ``RecordPassed`` -> ``PassRecorded``, ``RollBack``
-and ``AbortBack`` -> ``WentBack``.
+Each effect but ``Tell``, ``Report`` and ``End`` asks the engine one fact back: ``Look`` ->
+``Looked``, ``LookAtGate`` -> ``AtGate``, ``Apply`` -> ``Applied``, ``CheckGate`` -> ``GateLooked``,
+``Analyse`` -> ``AnalysisLooked``, ``Sleep`` -> ``Slept``, ``Observe`` -> ``WaveObserved``,
+``RecordPassed`` -> ``PassRecorded``, ``RollBack`` and ``AbortBack`` -> ``WentBack``. The gate's
+words (``CheckGate`` ... ``Slept``) are those of ``syncer.rollout.gate_wait`` too.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from syncer.analysis.wave import WaveAnalysisVerdict
 from syncer.domain.progress import PassEvent
-from syncer.rollout.gate import Decision, GateVerdict
+from syncer.rollout.gate import ClusterProgress, Decision, GateVerdict
 from syncer.rollout.held import Held
 from syncer.rollout.waves import Wave
 
@@ -60,13 +62,39 @@ class Apply:
 
 
 @dataclass(frozen=True)
-class Judge:
-    """Wait at ``wave``'s health gate until it decides; ``whole``: the wave in hand rolling out (its
-    verdict is reported, a person's abort and the background analysis are read while it waits),
-    else the part of it that can be reached."""
+class CheckGate:
+    """Look once at ``wave``'s health gate now: the time, each cluster's progress, and, ``whole``
+    (the wave in hand rolling out, not the part of it that can be reached), a newer revision and a
+    person's abort; ``again``: the gate looked before (a person's acts are read afresh). A sharded
+    replica first applies the clusters it gained meanwhile."""
 
     wave: Wave
     whole: bool = True
+    again: bool = False
+
+
+@dataclass(frozen=True)
+class Analyse:
+    """Measure ``wave``'s analysis (what is due; the counts recorded), or, ``background``, the
+    rollout's background analysis over every cluster on the revision."""
+
+    wave: Wave
+    background: bool = False
+
+
+@dataclass(frozen=True)
+class Sleep:
+    """Wait ``seconds`` before the gate looks again, unless the agent is asked to stop."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Report:
+    """The gate of the wave in hand decided: its report says ``verdict``."""
+
+    wave: Wave
+    verdict: GateVerdict
 
 
 @dataclass(frozen=True)
@@ -124,8 +152,9 @@ class End:
     decision: Decision | None = None
 
 
-Effect = Look | LookAtGate | Apply | Judge | Observe | RecordPassed | RollBack | AbortBack | Tell | End
-Asking = Look | LookAtGate | Apply | Judge | Observe | RecordPassed | RollBack | AbortBack
+GateAsking = CheckGate | Analyse | Sleep
+Asking = Look | LookAtGate | Apply | GateAsking | Observe | RecordPassed | RollBack | AbortBack
+Effect = Asking | Tell | Report | End
 
 
 # -- facts: what the engine observed -------------------------------------------------------------
@@ -169,16 +198,41 @@ class Applied:
 
 
 @dataclass(frozen=True)
-class GateJudged:
-    """The gate's ``verdict``; ``stopped``: the agent was asked to stop while it waited."""
+class GateLooked:
+    """One look at a wave's gate at ``now``: each cluster's ``progress``; whether the agent was asked
+    to ``stop``; a ``newer`` verified revision takes over (a sharded replica, rolling out); a person's
+    ``abort``; the clusters of the wave other replicas own that are not on the revision yet or left
+    out meanwhile (``elsewhere``, each line with why) and what ``held`` them now (a person, a window);
+    whether every cluster was already recorded healthy on the revision (``still``: nothing to judge
+    again); and the engine's settings: the longest sleep between looks (``poll``) and whether a
+    failed wave may ``rollback``. Fields after the first that ends the look may be unset."""
 
-    verdict: GateVerdict
-    stopped: bool = False
+    now: float
+    poll: float
+    progress: tuple[ClusterProgress, ...] = ()
+    stop: bool = False
+    newer: bool = False
+    abort: GateVerdict | None = None
+    elsewhere: tuple[str, ...] = ()
+    held: Held | None = None
+    still: bool = False
+    rollback: bool = False
 
 
 @dataclass(frozen=True)
-class Overtaken:
-    """A newer verified revision takes over while the wave waits at its gate."""
+class AnalysisLooked:
+    """What an analysis found when it looked (``found``; None: the rollout has no background analysis
+    or no cluster is on the revision yet), and the clusters it looked at (``on``)."""
+
+    found: WaveAnalysisVerdict | None
+    on: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Slept:
+    """The gate's sleep ended; ``stopped``: the agent was asked to stop."""
+
+    stopped: bool
 
 
 @dataclass(frozen=True)
@@ -201,4 +255,5 @@ class WentBack:
     message: str
 
 
-Fact = Looked | AtGate | Applied | GateJudged | Overtaken | WaveObserved | PassRecorded | WentBack
+GateFact = GateLooked | AnalysisLooked | Slept
+Fact = Looked | AtGate | Applied | GateFact | WaveObserved | PassRecorded | WentBack

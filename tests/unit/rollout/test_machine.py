@@ -4,31 +4,38 @@ from __future__ import annotations
 
 import pytest
 
+from syncer.analysis.wave import WaveAnalysisVerdict
 from syncer.config.rollout import WaveGate
+from syncer.domain.analysis import AnalysisVerdict
+from syncer.domain.health import Health
 from syncer.domain.progress import PassEvent, Step, Waiting
 from syncer.domain.rollout_status import WavePhase
 from syncer.errors import FactOutOfTurn
-from syncer.rollout import Decision, GateVerdict, Held, Wave
+from syncer.rollout import ClusterProgress, Decision, GateVerdict, Held, Wave
 from syncer.rollout.machine import RolloutMachine, start, step
 from syncer.rollout.moves import (
     AbortBack,
+    Analyse,
+    AnalysisLooked,
     Applied,
     Apply,
     AtGate,
+    CheckGate,
     Effect,
     End,
     Fact,
-    GateJudged,
-    Judge,
+    GateLooked,
     Look,
     LookAtGate,
     Looked,
     Observe,
-    Overtaken,
     PassRecorded,
     RecordPassed,
+    Report,
     RollBack,
     RolloutOutcome,
+    Sleep,
+    Slept,
     Tell,
     WaveObserved,
     WentBack,
@@ -39,7 +46,7 @@ GATE = WaveGate(max_concurrent=2, health_timeout=300, bake=60)
 CANARY = Wave(0, "canary", ("c1",), GATE)
 REST = Wave(1, "rest", ("c2", "c3"), GATE)
 WAVES = (CANARY, REST)
-PROCEED = GateVerdict(Decision.PROCEED, "all healthy")
+PROCEED = GateVerdict(Decision.PROCEED, "all 1 cluster(s) healthy and baked")
 ABORT = GateVerdict(Decision.ROLLBACK, "aborted by ann: bad", failed=("c1",), aborted=True)
 
 
@@ -51,9 +58,19 @@ def run(*facts: Fact, waves: tuple[Wave, ...] = WAVES) -> tuple[RolloutMachine, 
     return state, effects
 
 
+def healthy(wave: Wave, since: float = 1.0) -> tuple[ClusterProgress, ...]:
+    """Every cluster of ``wave`` applied and healthy since ``since``."""
+    return tuple(ClusterProgress(c, since, health=Health.HEALTHY, healthy_since=since) for c in wave.clusters)
+
+
+def passing(wave: Wave) -> tuple[Fact, ...]:
+    """The gate of ``wave`` looked at long after its bake, and no background analysis."""
+    return (GateLooked(1000.0, 5.0, healthy(wave)), AnalysisLooked(None))
+
+
 def through_canary(*, wrote: bool = True) -> tuple[Fact, ...]:
     """The canary looked at, applied and passed."""
-    return (Looked(), AtGate(fresh=True), Applied(wrote), GateJudged(PROCEED), PassRecorded())
+    return (Looked(), AtGate(fresh=True), Applied(wrote), *passing(CANARY), PassRecorded())
 
 
 def test_a_rollout_starts_by_looking_at_its_first_wave_and_one_without_waves_ends_unchanged() -> None:
@@ -145,33 +162,44 @@ def test_a_fresh_revision_tells_the_rollout_started_before_its_first_apply() -> 
 
 def test_a_wave_judged_passed_is_recorded_and_the_last_one_tells_the_rollout_finished() -> None:
     state, effects = run(Looked(), AtGate(), Applied(True))
-    assert effects == (Judge(CANARY),)
-    state, effects = step(state, GateJudged(PROCEED))
-    assert effects == (RecordPassed("canary", ("c1",), R1),)
+    assert effects == (CheckGate(CANARY),)
+    state, effects = step(state, GateLooked(1000.0, 5.0, healthy(CANARY)))
+    assert effects == (Analyse(CANARY, background=True),)
+    state, effects = step(state, AnalysisLooked(None))
+    told = PassEvent(Step.GATE_PROCEED, "canary", revision=R1, reason=PROCEED.reason)
+    assert effects == (Tell(told), Report(CANARY, PROCEED), RecordPassed("canary", ("c1",), R1))
     assert state.phases[0] is WavePhase.WAITING_HEALTH  # passed once recorded
     state, effects = step(state, PassRecorded())
     assert state.phases[0] is WavePhase.PASSED
-    rest = (Looked(), AtGate(), Applied(False), GateJudged(PROCEED), PassRecorded())
+    rest = (Looked(), AtGate(), Applied(False), *passing(REST), PassRecorded())
     for fact in rest:
         state, effects = step(state, fact)
     finished = PassEvent(Step.ROLLOUT_FINISHED, revision=R1, reason="2 wave(s) healthy")
     assert effects == (Tell(finished), End(RolloutOutcome.APPLIED))
 
 
-def test_a_waiting_gate_ends_the_pass_waiting_or_interrupted_when_asked_to_stop() -> None:
-    baking = GateVerdict(Decision.WAIT, "baking: 30s left", waiting=Waiting.BAKE)
-    state, effects = run(Looked(), AtGate(), Applied(True), GateJudged(baking))
-    assert effects == (End(RolloutOutcome.WAITING, "baking: 30s left"),)
+def test_a_baking_gate_sleeps_in_the_baking_phase_and_a_stop_mid_wait_ends_the_pass_interrupted() -> None:
+    baking = (Looked(), AtGate(), Applied(True), GateLooked(100.0, 5.0, healthy(CANARY, 70.0)))
+    state, effects = run(*baking, AnalysisLooked(None))
+    assert effects[-1] == Sleep(5.0)
     assert state.phases[0] is WavePhase.BAKING
-    _, effects = run(Looked(), AtGate(), Applied(True), GateJudged(baking, stopped=True))
-    assert effects == (End(RolloutOutcome.INTERRUPTED, "stopped while waiting"),)
+    state, effects = step(state, Slept(stopped=True))
+    verdict = GateVerdict(Decision.WAIT, "baking: 30s of 60s left", 30.0, waiting=Waiting.BAKE)
+    assert effects == (Report(CANARY, verdict), End(RolloutOutcome.INTERRUPTED, "stopped while waiting"))
+    assert state.phases[0] is WavePhase.BAKING
 
 
 def test_a_failed_wave_rolls_back_every_cluster_its_verdict_names_and_never_reads_passed() -> None:
-    failed = GateVerdict(Decision.ROLLBACK, "background analysis failed", across=("c1", "c2"))
-    state, effects = run(*through_canary(), Looked(), AtGate(), Applied(True), GateJudged(failed))
+    found = WaveAnalysisVerdict(AnalysisVerdict.FAILED, "errors: 0.3 > 0.1", clusters=(("c2", "0.3"),))
+    looked = GateLooked(1000.0, 5.0, healthy(REST), rollback=True)
+    facts = (*through_canary(), Looked(), AtGate(), Applied(True), looked)
+    state, effects = run(*facts, AnalysisLooked(found, ("c1", "c2")))
     across = Wave(1, "rest", ("c1", "c2"), GATE)
-    assert effects == (RollBack(across, failed),)
+    assert isinstance(effects[-1], RollBack)
+    failed = effects[-1].verdict
+    assert effects[-1] == RollBack(across, failed)
+    assert (failed.decision, failed.across, failed.failed) == (Decision.ROLLBACK, ("c1", "c2"), ("c2",))
+    assert failed.reasons == (("c2", "0.3"), ("c1", "background analysis failed on c2"))
     assert state.phases[1] is WavePhase.ROLLING_BACK
     state, effects = step(state, WentBack(RolloutOutcome.ROLLED_BACK, "rolled back"))
     assert effects == (End(RolloutOutcome.ROLLED_BACK, "rolled back"),)
@@ -180,15 +208,19 @@ def test_a_failed_wave_rolls_back_every_cluster_its_verdict_names_and_never_read
 
 
 def test_an_abort_read_while_the_gate_waits_sends_the_wave_back_as_aborted() -> None:
-    state, effects = run(Looked(), AtGate(), Applied(True), GateJudged(ABORT))
-    assert effects == (RollBack(CANARY, ABORT),)
+    waiting = (Looked(), AtGate(), Applied(True), GateLooked(10.0, 5.0), AnalysisLooked(None), Slept(False))
+    state, effects = run(*waiting)
+    assert effects == (CheckGate(CANARY, again=True),)
+    state, effects = step(state, GateLooked(15.0, 5.0, healthy(CANARY, 12.0), abort=ABORT))
+    told = PassEvent(Step.ROLLOUT_ABORTED, "canary", revision=R1, reason=ABORT.reason)
+    assert effects == (Tell(told), Report(CANARY, ABORT), RollBack(CANARY, ABORT))
     assert state.aborted == ABORT
     state, _ = step(state, WentBack(RolloutOutcome.ROLLED_BACK, "back"))
     assert state.phases[0] is WavePhase.ABORTED
 
 
 def test_a_newer_revision_taking_over_at_the_gate_ends_the_rollout_superseded() -> None:
-    _, effects = run(Looked(), AtGate(), Applied(True), Overtaken())
+    _, effects = run(Looked(), AtGate(), Applied(True), GateLooked(10.0, 5.0, newer=True))
     message = "a newer verified revision takes over while the wave waits"
     assert effects == (End(RolloutOutcome.SUPERSEDED, message),)
 
@@ -198,12 +230,16 @@ def test_the_part_of_a_wave_that_answers_is_judged_alone_and_fails_or_passes_as_
     part = Wave(1, "rest", ("c2",), GATE)
     before = (*through_canary(), Looked(), AtGate(), Applied(True, down))
     state, effects = run(*before)
-    assert effects == (Judge(part, whole=False),)
-    halted = GateVerdict(Decision.HALT, "c2: unhealthy", failed=("c2",))
-    _, effects = step(state, GateJudged(halted))
-    assert effects == (RollBack(part, halted, reported=False),)
-    state, effects = step(state, GateJudged(PROCEED))
-    assert effects == (RecordPassed("rest", ("c2",), R1),)
+    assert effects == (CheckGate(part, whole=False),)
+    stalled = (ClusterProgress("c2", 1.0, health=Health.DEGRADED, detail="stalled"),)
+    _, effects = step(state, GateLooked(10.0, 5.0, stalled))
+    halted = GateVerdict(
+        Decision.HALT, "c2: degraded: stalled", failed=("c2",), reasons=(("c2", "degraded: stalled"),)
+    )
+    assert effects[-1] == RollBack(part, halted, reported=False)  # no background analysis for a part
+    state, effects = step(state, GateLooked(1000.0, 5.0, healthy(part)))
+    assert effects[-1] == RecordPassed("rest", ("c2",), R1)
+    assert not any(isinstance(e, Report) for e in effects)
     state, effects = step(state, PassRecorded())
     reason = "waiting for c3: connection refused"
     told = PassEvent(Step.GATE_WAIT, "rest", revision=R1, reason=reason)
