@@ -270,6 +270,8 @@ class FleetPass:
                     )
                     break
                 report, rollout = self._roll(current, stop, rollout)
+            if report.outcome is RolloutOutcome.FENCED_OUT:  # the rollout told it: nothing more is written
+                return PassResult(advance, report, new_rejection)
         except FencedOut as err:
             return PassResult(advance, self._fenced_out(current.revision, err), new_rejection)
         self._pending = {n: rollout.states[n] for n, _ in report.unsaved if n in rollout.states}
@@ -305,7 +307,8 @@ class FleetPass:
         # revision in force, and gets its pinned revision through the same rollout instead.
         pins = pins_away(rollout.states, current.revision)
         report = rollout.roll_out(current.fleet, lambda revision: self._fleet_of(revision, current), pins)
-        roll_pins(rollout, pins, lambda revision: self._fleet_of(revision, current))
+        if report.outcome is not RolloutOutcome.FENCED_OUT:  # else nothing more may be written
+            roll_pins(rollout, pins, lambda revision: self._fleet_of(revision, current))
         return report, rollout
 
     def _fenced_out(self, revision: str, err: FencedOut) -> RolloutReport:

@@ -18,7 +18,7 @@ from syncer.engine.failures import refusals
 from syncer.engine.manual_gate import abort_wave, hold_for_promotion
 from syncer.engine.rollout_gate import RolloutParts
 from syncer.engine.rollout_model import RolloutReport, WaveReport
-from syncer.errors import FactOutOfTurn
+from syncer.errors import FactOutOfTurn, FencedOut
 from syncer.rollout import GateVerdict, Wave, judge_abort
 from syncer.rollout.machine import start, step
 from syncer.rollout.moves import (
@@ -31,6 +31,7 @@ from syncer.rollout.moves import (
     Effect,
     End,
     Fact,
+    LeaseLost,
     Look,
     LookAtGate,
     Looked,
@@ -64,7 +65,11 @@ def run_rollout(
             for effect in effects:
                 if isinstance(effect, End):
                     return run.report(effect)
-                fact = run.run(effect) or fact
+                try:
+                    fact = run.run(effect) or fact
+                except FencedOut as err:  # this replica lost the Lease: nothing more is written
+                    fact = LeaseLost(str(err))
+                    break
             if fact is None:
                 raise FactOutOfTurn("the rollout machine asked for nothing and did not end")
             state, effects = step(state, fact)

@@ -43,6 +43,7 @@ from syncer.rollout.moves import (
     End,
     Fact,
     GateLooked,
+    LeaseLost,
     Look,
     LookAtGate,
     Looked,
@@ -130,6 +131,10 @@ def step(state: RolloutMachine, fact: Fact) -> Moved:
     asked = state.asked
     if state.outcome is not None or asked is None:
         raise FactOutOfTurn(f"the rollout of {state.revision[:12]} ended; {type(fact).__name__} came after")
+    if isinstance(fact, LeaseLost):
+        # Nothing more may be written: the wave stays where it is, for the Lease holder to go on.
+        lost = PassEvent(Step.FENCED_OUT, revision=state.revision, error=fact.message)
+        return _told(_end(replace(state, gate=None), RolloutOutcome.FENCED_OUT, fact.message), lost)
     if not isinstance(fact, _ANSWERS[type(asked)]):
         raise FactOutOfTurn(f"{type(asked).__name__} is answered, not by {type(fact).__name__}")
     return _answer(replace(state, asked=None), asked, fact)

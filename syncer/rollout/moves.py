@@ -255,5 +255,14 @@ class WentBack:
     message: str
 
 
+@dataclass(frozen=True)
+class LeaseLost:
+    """This replica lost the Lease while it ran the effect asked (a write was fenced out): it may
+    write nothing more; the replica that holds the Lease carries on from the clusters' records.
+    It answers any effect that asks a fact."""
+
+    message: str
+
+
 GateFact = GateLooked | AnalysisLooked | Slept
-Fact = Looked | AtGate | Applied | GateFact | WaveObserved | PassRecorded | WentBack
+Fact = Looked | AtGate | Applied | GateFact | WaveObserved | PassRecorded | WentBack | LeaseLost

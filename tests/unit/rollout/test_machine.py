@@ -25,6 +25,7 @@ from syncer.rollout.moves import (
     End,
     Fact,
     GateLooked,
+    LeaseLost,
     Look,
     LookAtGate,
     Looked,
@@ -268,3 +269,26 @@ def test_a_fact_that_does_not_answer_the_effect_asked_and_any_fact_after_the_end
     ended, _ = run(Looked(stop=True))
     with pytest.raises(FactOutOfTurn, match="ended"):
         step(ended, Looked())
+
+
+@pytest.mark.parametrize(
+    "facts",
+    [
+        (),  # asked to look at the canary
+        (Looked(), AtGate(fresh=True)),  # asked to apply it
+        (Looked(), AtGate(fresh=True), Applied(True)),  # asked to look at its gate
+        (Looked(), AtGate(fresh=True), Applied(True), GateLooked(1000.0, 5.0, healthy(CANARY))),  # analysis
+        through_canary()[:-1],  # asked to record it passed
+    ],
+)
+def test_a_lost_lease_answers_any_question_and_ends_the_rollout_fenced_out_where_it_stands(
+    facts: tuple[Fact, ...],
+) -> None:
+    before, _ = run(*facts)
+    state, effects = step(before, LeaseLost("no longer holds the leader Lease"))
+    told = PassEvent(Step.FENCED_OUT, revision=R1, error="no longer holds the leader Lease")
+    assert effects == (Tell(told), End(RolloutOutcome.FENCED_OUT, "no longer holds the leader Lease"))
+    assert state.outcome is RolloutOutcome.FENCED_OUT
+    assert state.phases == before.phases, "the wave stays where it is, for the Lease holder"
+    with pytest.raises(FactOutOfTurn):
+        step(state, LeaseLost("again"))

@@ -33,6 +33,7 @@ from syncer.rollout.moves import (
     End,
     Fact,
     GateLooked,
+    LeaseLost,
     Look,
     LookAtGate,
     Looked,
@@ -43,6 +44,7 @@ from syncer.rollout.moves import (
     RolloutOutcome,
     Sleep,
     Slept,
+    Tell,
     WaveObserved,
     WentBack,
 )
@@ -130,6 +132,8 @@ class World:
 def answer(world: World, asked: Effect) -> Fact:
     """A fact the engine could answer ``asked`` with; the ones that let the rollout go on most often."""
     rnd, rarely = world.rnd, world.rarely
+    if rarely(0.001):
+        return LeaseLost("no longer holds the leader Lease")  # any write may be fenced out
     match asked:
         case Look():
             refused = "c2: failed before" if rarely() else ""
@@ -305,3 +309,13 @@ def test_no_wave_is_recorded_passed_after_a_failed_analysis(data: st.DataObject)
             failed = failed or fact.found.verdict in {AnalysisVerdict.FAILED, AnalysisVerdict.INCONCLUSIVE}
         if failed:
             assert not any(isinstance(e, RecordPassed) for e in effects), run
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.data())
+def test_nothing_is_written_once_the_lease_is_lost(data: st.DataObject) -> None:
+    run = random_run(data)
+    for index, fact in enumerate(run.facts):
+        if isinstance(fact, LeaseLost):
+            assert all(isinstance(e, Tell | End) for e in run.effects[index + 1]), run
+            assert run.states[index + 1].outcome is RolloutOutcome.FENCED_OUT, run
