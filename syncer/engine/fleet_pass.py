@@ -308,7 +308,9 @@ class FleetPass:
         pins = pins_away(rollout.states, current.revision)
         report = rollout.roll_out(current.fleet, lambda revision: self._fleet_of(revision, current), pins)
         if report.outcome is not RolloutOutcome.FENCED_OUT:  # else nothing more may be written
-            roll_pins(rollout, pins, lambda revision: self._fleet_of(revision, current))
+            lost = roll_pins(rollout, pins, lambda revision: self._fleet_of(revision, current))
+            if lost is not None:  # a pinned rollout lost the Lease: so did the pass
+                report = replace(report, outcome=RolloutOutcome.FENCED_OUT, message=lost.message)
         return report, rollout
 
     def _fenced_out(self, revision: str, err: FencedOut) -> RolloutReport:

@@ -14,6 +14,8 @@ from syncer.domain.changeset import ChangeSet
 from syncer.domain.objects import DesiredFleet
 from syncer.domain.progress import PassEvent, Step
 from syncer.engine.rollout import FleetRollout
+from syncer.engine.rollout_model import RolloutReport
+from syncer.rollout.moves import RolloutOutcome
 from syncer.rollout.pins import restricted
 
 FleetOf = Callable[[str], DesiredFleet | None]
@@ -47,14 +49,15 @@ def _pinned_fleet(
     return restricted(pinned, names)
 
 
-def roll_pins(rollout: FleetRollout, pins: Mapping[str, str], fleet_of: FleetOf) -> None:
+def roll_pins(rollout: FleetRollout, pins: Mapping[str, str], fleet_of: FleetOf) -> RolloutReport | None:
     """Roll each pinned revision out to the clusters pinned to it, wave by wave like any revision,
     held by suspensions and windows (``held_now``), from the states ``rollout`` read; as a rollback,
     each wave waits for health alone unless the policy asks for its bake and analysis
-    (``rollbackChecks``)."""
+    (``rollbackChecks``). Returns the report of a pinned rollout that lost the Lease (``fenced-out``:
+    nothing more is rolled out), else None."""
     for revision, names in by_revision(pins).items():
         if rollout.records.stop.is_set():
-            return
+            return None
         for name in names:
             why = rollout.states[name].pin.describe()
             rollout.records.listener(
@@ -62,7 +65,10 @@ def roll_pins(rollout: FleetRollout, pins: Mapping[str, str], fleet_of: FleetOf)
             )
         pinned = _pinned_fleet(rollout, revision, names, fleet_of)
         if pinned is not None:
-            rollout.roll_out(pinned, fleet_of, going_back=True)
+            report = rollout.roll_out(pinned, fleet_of, going_back=True)
+            if report.outcome is RolloutOutcome.FENCED_OUT:
+                return report
+    return None
 
 
 def heal_pins(rollout: FleetRollout, pins: Mapping[str, str], fleet_of: FleetOf) -> tuple[ChangeSet, ...]:

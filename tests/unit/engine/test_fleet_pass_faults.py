@@ -19,6 +19,7 @@ from syncer.status.state_store import STATE_CONFIGMAP, StateStore
 from tests.support.memory_kube import MemoryKube
 from tests.support.unfenced import unfenced_pass
 from tests.unit.engine.test_fleet_pass import CLUSTERS, STATE_NAMESPACE, Rig, fleet, options, rig
+from tests.unit.engine.test_pin_pass import pin
 
 __all__ = ["rig"]  # the fixture
 
@@ -238,3 +239,26 @@ def test_a_passed_cluster_waiting_for_an_unreachable_neighbour_is_watched_not_ju
     state = rig.state("eu-1")
     assert (state.phase, state.last_good, state.bad_revisions) == (SyncPhase.HEALTHY, "rev-1", ())
     assert state.health != "healthy"
+
+
+def test_a_pass_whose_pin_rollback_loses_the_lease_ends_fenced_out_and_writes_nothing_more(rig: Rig) -> None:
+    """The pinned cluster's rollback is the pass's last rollout: when its first write is fenced out,
+    the pass is fenced out too (not applied, not synced), and nothing more is written."""
+    tripped = TripFence(writes=10**6)
+    reads = ClusterReads(rig.clusters.__getitem__, lambda _: tripped, options())
+    rig.fleet_pass = FleetPass(rig.revisions, reads, options(), rig.events.append)
+    rig.revisions.push(fleet("rev-1"))
+    assert rig.run().synced
+    rig.revisions.push(fleet("rev-2"))
+    assert rig.run().synced
+    pin(rig, "eu-1", "rev-1")
+    synced = list(rig.revisions.synced)
+
+    tripped.left = 0  # the Lease is lost as the pass begins its writes: the pin rollback's first
+    result = rig.run()
+    assert result.report is not None
+    assert result.report.outcome is RolloutOutcome.FENCED_OUT, result.report
+    assert result.report.revision == "rev-2"
+    assert [e.step for e in rig.events if e.step is Step.FENCED_OUT] == [Step.FENCED_OUT]
+    assert rig.revisions.synced == synced, "a fenced-out pass marks nothing synced"
+    assert rig.state("eu-1").revision == "rev-2"
